@@ -1,20 +1,17 @@
 // Package indexers holds the Electrum index for btcd.
+//
+// ElectrumIndex is a btcd indexers.Indexer (with NeedsInputs() == true) that
+// keeps, per output script, the confirmed history, the unspent outputs and the
+// data needed for the Electrum status hash. It is updated inside btcd's own
+// block-connect database transaction, so index rows and the chain state commit
+// atomically.
+//
+// Connecting a block is a fund-then-spend pass that performs no database
+// reads: btcd hands the index the spent output (script, amount, height) of
+// every input, so every key the block writes or deletes is computed from the
+// block and those spent outputs. Disconnecting a block is the exact inverse,
+// computed from the same data, for a reorg of any depth.
+//
+// The schema, with byte layouts, is documented in schema.go and in
+// docs/ARCHITECTURE.md.
 package indexers
-
-import (
-	_ "github.com/btcsuite/btcd/blockchain/indexers"
-	_ "github.com/btcsuite/btcd/database/ffldb"
-	_ "github.com/btcsuite/btcd/btcutil/v2"
-	_ "github.com/btcsuite/btcd/wire/v2"
-	_ "github.com/btcsuite/btcd/chaincfg/v2"
-	_ "github.com/btcsuite/btcd/chainhash/v2"
-	_ "github.com/btcsuite/btcd/txscript/v2"
-	_ "github.com/gorilla/websocket"
-	_ "github.com/jessevdk/go-flags"
-	_ "github.com/btcsuite/btclog"
-	_ "github.com/btcsuite/btcd/integration/rpctest"
-	_ "github.com/btcsuite/btcd/netsync"
-	_ "github.com/btcsuite/btcd/mining/cpuminer"
-	_ "github.com/btcsuite/btcd/rpcclient"
-	_ "github.com/btcsuite/btcd/btcjson"
-)
