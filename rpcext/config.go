@@ -1,0 +1,69 @@
+package rpcext
+
+import (
+	"github.com/btcsuite/btcd/chaincfg/v2"
+)
+
+// Defaults used when the corresponding Config field is zero.
+const (
+	// DefaultMaxRequestBytes bounds an HTTP request body or websocket
+	// message: room for a hex-encoded 4 MB block plus framing.
+	DefaultMaxRequestBytes = 10 << 20
+
+	// DefaultMaxConcurrentRequests bounds HTTP requests served at once
+	// (btcd's --rpcmaxclients is 10).
+	DefaultMaxConcurrentRequests = 10
+
+	// DefaultMaxWebsockets bounds websocket clients (btcd's
+	// --rpcmaxwebsockets is 25).
+	DefaultMaxWebsockets = 25
+
+	// DefaultVersion is the "version" reported by getinfo, in btcd's
+	// numbering (major*10000 + minor*100 + patch). rpcclient classes
+	// servers at or above 240100 as current btcd.
+	DefaultVersion = 260200
+)
+
+// Config configures a Server.
+type Config struct {
+	// Listen holds the host:port addresses to listen on ("127.0.0.1:0"
+	// picks a free port; Server.Addrs reports it).
+	Listen []string
+
+	// User and Pass are the HTTP basic-auth credentials every request
+	// must carry. Both empty disables authentication.
+	User string
+	Pass string
+
+	// DisableTLS serves plain HTTP. Otherwise CertFile and KeyFile are
+	// used, and a self-signed pair is written there when both are
+	// missing.
+	DisableTLS bool
+	CertFile   string
+	KeyFile    string
+
+	// Params is the network the node runs on.
+	Params *chaincfg.Params
+
+	// Chain, Mempool and Backend are the node the handlers answer from.
+	Chain   Chain
+	Mempool Mempool
+	Backend Backend
+
+	// MaxRequestBytes bounds a request body or websocket message.
+	MaxRequestBytes int64
+
+	// MaxConcurrentRequests bounds HTTP requests served at once; more
+	// wait for a slot.
+	MaxConcurrentRequests int
+
+	// MaxWebsockets bounds connected websocket clients; more are refused
+	// with 503.
+	MaxWebsockets int
+
+	// Version is the getinfo "version".
+	Version int32
+
+	// RelayFee is the minimum relay fee in BTC/kB reported by getinfo.
+	RelayFee float64
+}

@@ -1,0 +1,22 @@
+// Package rpcext is the node's btcd-compatible JSON-RPC server.
+//
+// It speaks btcd's dialect: HTTP POST (TLS by default, basic auth, JSON-RPC
+// 1.0 framing, batches) and a websocket endpoint at /ws with btcd's
+// notifyblocks and loadtxfilter commands and the blockconnected,
+// blockdisconnected, filteredblockconnected and filteredblockdisconnected
+// notifications, enough for btcd's rpcclient, btcctl and the
+// integration/rpctest harness. Commands are parsed with btcjson and answered
+// with btcjson's result types.
+//
+// Beyond btcd it adds getelectruminfo, registered with btcjson so btcctl and
+// rpcclient know it.
+//
+// The server reads the node through three small interfaces owned here
+// (backend.go): Chain (btcd's *blockchain.BlockChain satisfies it), Mempool
+// (*mempool.TxPool satisfies it) and Backend (what only the node can do:
+// index lookups, relay, mining, peers, stop).
+//
+// Lifecycle: New, Start, then NotifyBlockConnected/NotifyBlockDisconnected
+// from the chain's notification callback (they never block), and
+// Shutdown(ctx) to stop.
+package rpcext
