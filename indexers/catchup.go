@@ -1,0 +1,256 @@
+package indexers
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+)
+
+// errInterrupted is returned when catch-up stops on the interrupt channel;
+// everything committed until then is kept and the next start resumes.
+var errInterrupted = errors.New("electrum index: interrupt requested")
+
+// interrupted reports whether the interrupt channel is closed.
+func interrupted(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Catch-up tuning.
+const (
+	// batchRows is roughly how many rows one catch-up transaction writes.
+	batchRows = 400000
+	// progressEvery is the interval of the progress log line.
+	progressEvery = 10 * time.Second
+)
+
+// batch collects the rows of many consecutive blocks for one database
+// transaction. Rows of unspent outputs created and spent inside the batch
+// cancel out in memory and never reach the database.
+type batch struct {
+	puts  []kv
+	utxo  map[string]utxoOp
+	rows  int
+	tip   chainhash.Hash
+	hgt   int32
+	count uint64
+	txs   uint64
+}
+
+// kv is one row to put.
+type kv struct{ k, v []byte }
+
+// utxoOp is the net effect of a batch on one unspent-output row.
+type utxoOp struct {
+	k, v []byte // v == nil: delete
+}
+
+func newBatch() *batch {
+	return &batch{utxo: make(map[string]utxoOp)}
+}
+
+// Put implements rowWriter.
+func (b *batch) Put(k, v []byte) error {
+	b.rows++
+	if k[2] == tagUtxo {
+		b.utxo[string(k)] = utxoOp{k: k, v: v}
+		return nil
+	}
+	b.puts = append(b.puts, kv{k, v})
+	return nil
+}
+
+// Delete implements rowWriter. Catch-up only connects blocks, so the only
+// deletes are spends: of an output funded in this batch (both vanish) or of
+// an older one (a delete reaches the database).
+func (b *batch) Delete(k []byte) error {
+	b.rows++
+	s := string(k)
+	if op, ok := b.utxo[s]; ok && op.v != nil {
+		delete(b.utxo, s)
+		return nil
+	}
+	b.utxo[s] = utxoOp{k: k}
+	return nil
+}
+
+// write applies the batch and moves the index tip, in one transaction.
+func (b *batch) write(dbTx database.Tx) error {
+	meta := dbTx.Metadata()
+	for _, p := range b.puts {
+		if err := meta.Put(p.k, p.v); err != nil {
+			return err
+		}
+	}
+	for _, op := range b.utxo {
+		var err error
+		if op.v == nil {
+			err = meta.Delete(op.k)
+		} else {
+			err = meta.Put(op.k, op.v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	tips := meta.Bucket(indexTipsBucketName)
+	return tips.Put(electrumIndexKey, tipVal(&b.tip, b.hgt))
+}
+
+// fetched is one block read and planned by a catch-up worker.
+type fetched struct {
+	plan *blockPlan
+	err  error
+}
+
+// catchUp brings the index from its tip to the chain tip: parallel workers
+// read blocks and spend journals and plan their rows, one goroutine orders
+// the plans into large batches, and one committer writes each batch with the
+// new tip in a single transaction. An interrupt or a crash loses at most the
+// batch in flight; the next start resumes from the last committed tip.
+func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	idx.mu.Lock()
+	start := idx.tip
+	idx.mu.Unlock()
+	best := chain.BestSnapshot()
+	from := start.height + 1
+	if from > best.Height {
+		return nil
+	}
+	log.Infof("Electrum index: catching up from height %d to %d", from, best.Height)
+
+	workers := runtime.GOMAXPROCS(0)
+	stop := make(chan struct{})
+	defer close(stop)
+
+	// Dispatch heights in order; each job carries its own result channel and
+	// the queue of those channels keeps the order for the assembler.
+	type job struct {
+		height int32
+		out    chan fetched
+	}
+	jobs := make(chan job)
+	queue := make(chan chan fetched, 4*workers)
+	go func() {
+		defer close(queue)
+		defer close(jobs)
+		for h := from; h <= best.Height; h++ {
+			j := job{height: h, out: make(chan fetched, 1)}
+			select {
+			case queue <- j.out:
+			case <-stop:
+				return
+			}
+			select {
+			case jobs <- j:
+			case <-stop:
+				return
+			}
+		}
+	}()
+	for w := 0; w < workers; w++ {
+		go func() {
+			for j := range jobs {
+				j.out <- fetchAndPlan(chain, j.height)
+			}
+		}()
+	}
+
+	// The committer writes batches while the next one is assembled.
+	commits := make(chan *batch, 1)
+	commitErr := make(chan error, 1)
+	go func() {
+		var err error
+		for b := range commits {
+			if err == nil {
+				err = idx.db.Update(b.write)
+			}
+		}
+		commitErr <- err
+	}()
+
+	var (
+		count     = start.txCount
+		b         = newBatch()
+		t0        = time.Now()
+		lastLog   = t0
+		done      = 0
+		loopErr   error
+		lastTxs   = count
+		lastLogAt = t0
+	)
+	for out := range queue {
+		f := <-out
+		if f.err != nil {
+			loopErr = f.err
+			break
+		}
+		p := f.plan
+		applyConnect(b, p, count)
+		count += uint64(len(p.txs))
+		b.tip, b.hgt, b.count = p.hash, p.height, count
+		b.txs += uint64(len(p.txs))
+		done++
+		if b.rows >= batchRows {
+			commits <- b
+			b = newBatch()
+		}
+		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
+			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()
+			eta := "unknown"
+			if rate > 0 && best.TotalTxns > count {
+				eta = (time.Duration(float64(best.TotalTxns-count)/rate) * time.Second).Round(time.Second).String()
+			}
+			log.Infof("Electrum index: height %d/%d, %.0f tx/s, ETA %s", p.height, best.Height, rate, eta)
+			lastLog, lastLogAt, lastTxs = now, now, count
+		}
+		if interrupted(interrupt) {
+			loopErr = errInterrupted
+			break
+		}
+	}
+	if b.rows > 0 {
+		commits <- b
+	}
+	close(commits)
+	if err := <-commitErr; err != nil {
+		return err
+	}
+	if loopErr != nil {
+		if loopErr == errInterrupted {
+			log.Infof("Electrum index: catch-up interrupted after %d blocks; it resumes on the next start", done)
+		}
+		return loopErr
+	}
+	elapsed := time.Since(t0)
+	log.Infof("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)", done,
+		count-start.txCount, elapsed.Round(time.Millisecond),
+		float64(count-start.txCount)/elapsed.Seconds())
+	return idx.Init()
+}
+
+// fetchAndPlan reads the main-chain block at height and its spent outputs
+// and plans its rows.
+func fetchAndPlan(chain *blockchain.BlockChain, height int32) fetched {
+	block, err := chain.BlockByHeight(height)
+	if err != nil {
+		return fetched{err: fmt.Errorf("electrum index catch-up: block %d: %w", height, err)}
+	}
+	var stxos []blockchain.SpentTxOut
+	if height > 0 {
+		stxos, err = chain.FetchSpendJournal(block)
+		if err != nil {
+			return fetched{err: fmt.Errorf("electrum index catch-up: spend journal of block %d: %w", height, err)}
+		}
+	}
+	return fetched{plan: planBlock(block, stxos, height == 0)}
+}

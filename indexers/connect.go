@@ -1,0 +1,149 @@
+package indexers
+
+import (
+	"fmt"
+)
+
+// rowWriter is where phase 2 writes: btcd's metadata bucket inside the
+// chain's transaction when a block connects, or a catch-up batch.
+type rowWriter interface {
+	Put(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// slab hands out the key and value buffers of one block from a single
+// allocation. ffldb keeps the slices it is given until the transaction
+// commits, so no buffer is ever reused.
+type slab struct{ buf []byte }
+
+func (s *slab) take(n int) []byte {
+	if len(s.buf) < n {
+		s.buf = make([]byte, 64*1024+n)
+	}
+	b := s.buf[:n:n]
+	s.buf = s.buf[n:]
+	return b
+}
+
+// mustWrite stops the process on a write error. Inside btcd's block-connect
+// transaction an error cannot be returned without leaving btcd's UTXO cache
+// ahead of the database (BTCD-NOTES §1.5); panicking makes ffldb roll the
+// transaction back and the process exit before anything is flushed.
+func mustWrite(err error) {
+	if err != nil {
+		panic(fmt.Sprintf("electrum index: write failed: %v", err))
+	}
+}
+
+// applyConnect is phase 2 of the block pass: all funding rows, then all
+// spending rows. base is the txnum of the block's first transaction.
+func applyConnect(w rowWriter, p *blockPlan, base uint64) {
+	var s slab
+	empty := []byte{}
+
+	// Funding: transaction rows, history rows of paid scripts, new
+	// unspent outputs.
+	for i := range p.txs {
+		tp := &p.txs[i]
+		txNum := base + uint64(i)
+
+		k := s.take(txKeyLen)
+		txKey(k, txNum)
+		v := s.take(txValLen)
+		encodeTxVal(v, &txRow{txid: tp.txid, height: p.height, offset: tp.offset, size: tp.size})
+		mustWrite(w.Put(k, v))
+
+		k = s.take(txidKeyLen)
+		txidKey(k, &tp.txid, txNum)
+		mustWrite(w.Put(k, empty))
+
+		for j := 0; j < tp.nFund; j++ {
+			hx := tp.scripts[j].hashX()
+			k = s.take(histKeyLen)
+			histKey(k, &hx, txNum)
+			mustWrite(w.Put(k, empty))
+		}
+		for j := range tp.funds {
+			f := &tp.funds[j]
+			hx := f.script.hashX()
+			k = s.take(utxoKeyLen)
+			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
+			v = s.take(utxoValLen)
+			putUtxoVal(v, f.value)
+			mustWrite(w.Put(k, v))
+		}
+	}
+
+	// Spending: history rows of scripts only spent from, spent outputs go.
+	for i := range p.txs {
+		tp := &p.txs[i]
+		txNum := base + uint64(i)
+		for j := tp.nFund; j < len(tp.scripts); j++ {
+			hx := tp.scripts[j].hashX()
+			k := s.take(histKeyLen)
+			histKey(k, &hx, txNum)
+			mustWrite(w.Put(k, empty))
+		}
+		for j := range tp.spends {
+			sp := &tp.spends[j]
+			hx := sp.script.hashX()
+			k := s.take(utxoKeyLen)
+			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
+			mustWrite(w.Delete(k))
+		}
+	}
+
+	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
+}
+
+// applyDisconnect is the exact inverse of applyConnect, computed from the
+// same plan: spent outputs come back, then everything the block funded goes.
+func applyDisconnect(w rowWriter, p *blockPlan, base uint64) {
+	var s slab
+
+	for i := len(p.txs) - 1; i >= 0; i-- {
+		tp := &p.txs[i]
+		txNum := base + uint64(i)
+		for j := range tp.spends {
+			sp := &tp.spends[j]
+			hx := sp.script.hashX()
+			k := s.take(utxoKeyLen)
+			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
+			v := s.take(utxoValLen)
+			putUtxoVal(v, sp.value)
+			mustWrite(w.Put(k, v))
+		}
+		for j := tp.nFund; j < len(tp.scripts); j++ {
+			hx := tp.scripts[j].hashX()
+			k := s.take(histKeyLen)
+			histKey(k, &hx, txNum)
+			mustWrite(w.Delete(k))
+		}
+	}
+
+	for i := len(p.txs) - 1; i >= 0; i-- {
+		tp := &p.txs[i]
+		txNum := base + uint64(i)
+		for j := range tp.funds {
+			f := &tp.funds[j]
+			hx := f.script.hashX()
+			k := s.take(utxoKeyLen)
+			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
+			mustWrite(w.Delete(k))
+		}
+		for j := 0; j < tp.nFund; j++ {
+			hx := tp.scripts[j].hashX()
+			k := s.take(histKeyLen)
+			histKey(k, &hx, txNum)
+			mustWrite(w.Delete(k))
+		}
+		k := s.take(txidKeyLen)
+		txidKey(k, &tp.txid, txNum)
+		mustWrite(w.Delete(k))
+		k = s.take(txKeyLen)
+		txKey(k, txNum)
+		mustWrite(w.Delete(k))
+	}
+
+	mustWrite(w.Delete(blkKey(p.height)))
+}

@@ -1,0 +1,244 @@
+package indexers
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+)
+
+// ElectrumIndexName is the human-readable name of the index.
+const ElectrumIndexName = "electrum index"
+
+// touchedKeep is how many recent blocks' touched scripts are kept for the
+// notification path.
+const touchedKeep = 32
+
+// ElectrumIndex is btcd's indexers.Indexer for the Electrum protocol. Create
+// it with NewElectrumIndex and hand it to NewManager (or to btcd's
+// indexers.NewManager); read it through the methods in read.go.
+type ElectrumIndex struct {
+	db     database.DB
+	params *chaincfg.Params
+
+	// mu guards tip and touched.
+	mu sync.Mutex
+	// tip is the block the index's rows end at, as seen by the last
+	// ConnectBlock or DisconnectBlock; it gives the next txnum without a
+	// database read. It is checked against every block's parent and
+	// reloaded from the transaction when it does not match.
+	tip memTip
+	// touched is a ring of the scripts touched by recent blocks.
+	touched [touchedKeep]touchedBlock
+	next    int
+
+	// statuses caches SHA-256 midstates of long confirmed histories.
+	statuses *statusCache
+
+	// quietBlocks turns the per-block log line off during catch-up.
+	quietBlocks bool
+}
+
+// memTip is the index tip with its cumulative transaction count.
+type memTip struct {
+	valid   bool
+	hash    chainhash.Hash
+	height  int32
+	txCount uint64
+}
+
+// touchedBlock is one entry of the touched ring: a block's per-transaction
+// script lists, deduplicated only when asked for.
+type touchedBlock struct {
+	hash    chainhash.Hash
+	scripts [][]ScriptHash
+}
+
+// NewElectrumIndex returns the Electrum index over db for the given network.
+func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
+	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries)}
+}
+
+// Key returns the index's key in btcd's index tips bucket.
+func (idx *ElectrumIndex) Key() []byte { return electrumIndexKey }
+
+// Name returns the human-readable name of the index.
+func (idx *ElectrumIndex) Name() string { return ElectrumIndexName }
+
+// NeedsInputs tells btcd's index manager to pass the spent outputs of every
+// block, also during its own catch-up.
+func (idx *ElectrumIndex) NeedsInputs() bool { return true }
+
+// Create writes the schema version of a new index.
+func (idx *ElectrumIndex) Create(dbTx database.Tx) error {
+	v := make([]byte, 4)
+	binary.BigEndian.PutUint32(v, schemaVersion)
+	return dbTx.Metadata().Put(versionKey, v)
+}
+
+// Init loads the index tip and its transaction count.
+func (idx *ElectrumIndex) Init() error {
+	return idx.db.View(func(dbTx database.Tx) error {
+		t, err := loadTip(dbTx)
+		if err != nil {
+			return err
+		}
+		idx.mu.Lock()
+		idx.tip = t
+		idx.mu.Unlock()
+		return nil
+	})
+}
+
+// loadTip reads the index tip and its cumulative transaction count.
+func loadTip(dbTx database.Tx) (memTip, error) {
+	var t memTip
+	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+	if tips == nil {
+		return t, nil
+	}
+	v := tips.Get(electrumIndexKey)
+	if v == nil {
+		return t, nil
+	}
+	hash, height, ok := decodeTipVal(v)
+	if !ok {
+		return t, fmt.Errorf("electrum index: malformed tip entry")
+	}
+	t = memTip{valid: true, hash: hash, height: height}
+	if height < 0 {
+		return t, nil
+	}
+	count, bhash, ok := decodeBlkVal(dbTx.Metadata().Get(blkKey(height)))
+	if !ok || bhash != hash {
+		return t, fmt.Errorf("electrum index: no block row for tip %v at height %d", hash, height)
+	}
+	t.txCount = count
+	return t, nil
+}
+
+// schemaVersionOf returns the schema version stored in the database, or 0.
+func schemaVersionOf(dbTx database.Tx) uint32 {
+	v := dbTx.Metadata().Get(versionKey)
+	if len(v) != 4 {
+		return 0
+	}
+	return binary.BigEndian.Uint32(v)
+}
+
+// ConnectBlock indexes a block connected to the main chain. It runs inside
+// btcd's block-connect transaction and performs no database reads: phase 1
+// plans every row in parallel from the block and its spent outputs, phase 2
+// writes the funding rows, then the spending rows. It never returns an
+// error; a failure that would leave the chain half-updated stops the process
+// (see mustWrite).
+func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
+	stxos []blockchain.SpentTxOut) error {
+
+	start := time.Now()
+	genesis := block.Height() == 0
+	plan := planBlock(block, stxos, genesis)
+	prev := &block.MsgBlock().Header.PrevBlock
+
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	base := idx.tip.txCount
+	if !idx.tip.valid || idx.tip.hash != *prev || idx.tip.height != plan.height-1 {
+		base = mustTxCountAt(dbTx, plan.height-1, prev)
+	}
+	applyConnect(dbTx.Metadata(), plan, base)
+	n := uint64(len(plan.txs))
+	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n}
+	idx.remember(plan)
+
+	if !idx.quietBlocks {
+		log.Infof("Indexed block %d (%d tx) in %v", plan.height, n,
+			time.Since(start).Round(100*time.Microsecond))
+	}
+	return nil
+}
+
+// DisconnectBlock removes a block disconnected from the main chain: the exact
+// inverse of ConnectBlock, computed from the block and its spent outputs, for
+// a reorg of any depth.
+func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block,
+	stxos []blockchain.SpentTxOut) error {
+
+	plan := planBlock(block, stxos, block.Height() == 0)
+
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	n := uint64(len(plan.txs))
+	var end uint64
+	if idx.tip.valid && idx.tip.hash == plan.hash && idx.tip.height == plan.height {
+		end = idx.tip.txCount
+	} else {
+		end = mustTxCountAt(dbTx, plan.height, &plan.hash)
+	}
+	base := end - n
+	applyDisconnect(dbTx.Metadata(), plan, base)
+	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
+		height: plan.height - 1, txCount: base}
+	idx.statuses.invalidate()
+	idx.remember(plan)
+	log.Infof("Unindexed block %d (%d tx)", plan.height, n)
+	return nil
+}
+
+// mustTxCountAt reads the cumulative transaction count at height, which must
+// be the block hash. It is the slow path for when the in-memory tip does not
+// match (a transaction of an earlier call was rolled back); a missing or
+// different row means the index does not match the chain, which cannot be
+// repaired inside the chain's transaction.
+func mustTxCountAt(dbTx database.Tx, height int32, hash *chainhash.Hash) uint64 {
+	if height < 0 {
+		return 0
+	}
+	count, bhash, ok := decodeBlkVal(dbTx.Metadata().Get(blkKey(height)))
+	if !ok || bhash != *hash {
+		panic(fmt.Sprintf("electrum index: index has no block %v at height %d", hash, height))
+	}
+	return count
+}
+
+// remember records the scripts a block touched for Touched. Called with mu
+// held.
+func (idx *ElectrumIndex) remember(p *blockPlan) {
+	scripts := make([][]ScriptHash, len(p.txs))
+	for i := range p.txs {
+		scripts[i] = p.txs[i].scripts
+	}
+	idx.touched[idx.next] = touchedBlock{hash: p.hash, scripts: scripts}
+	idx.next = (idx.next + 1) % touchedKeep
+}
+
+// Touched returns the scripts whose confirmed history changed when the block
+// with the given hash was connected or disconnected, for the notification
+// path. It knows the last 32 blocks; for others it returns nil.
+func (idx *ElectrumIndex) Touched(blockHash chainhash.Hash) []ScriptHash {
+	idx.mu.Lock()
+	var lists [][]ScriptHash
+	for i := range idx.touched {
+		if idx.touched[i].scripts != nil && idx.touched[i].hash == blockHash {
+			lists = idx.touched[i].scripts
+		}
+	}
+	idx.mu.Unlock()
+	seen := make(map[ScriptHash]struct{})
+	var out []ScriptHash
+	for _, l := range lists {
+		for _, sh := range l {
+			if _, ok := seen[sh]; !ok {
+				seen[sh] = struct{}{}
+				out = append(out, sh)
+			}
+		}
+	}
+	return out
+}

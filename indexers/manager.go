@@ -1,0 +1,246 @@
+package indexers
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/btcsuite/btcd/blockchain"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// Manager is the node's blockchain.IndexManager. Before btcd's own index
+// manager initialises, it brings the Electrum index to the chain tip with
+// the fast catch-up of catchup.go, repairing or rebuilding an index whose tip
+// is not on the main chain; afterwards every block goes through btcd's
+// manager, inside the chain's transaction.
+type Manager struct {
+	db       database.DB
+	electrum *ElectrumIndex
+	btcd     *btcdindexers.Manager
+}
+
+// NewManager returns an index manager for the Electrum index (nil for none)
+// and btcd's other indexes (for example its TxIndex), in that order of
+// dependency as btcd's indexers.NewManager expects them.
+func NewManager(db database.DB, electrum *ElectrumIndex, others ...btcdindexers.Indexer) *Manager {
+	all := append([]btcdindexers.Indexer(nil), others...)
+	if electrum != nil {
+		all = append(all, electrum)
+	}
+	return &Manager{db: db, electrum: electrum, btcd: btcdindexers.NewManager(db, all)}
+}
+
+// Init prepares and catches up the Electrum index, then initialises btcd's
+// manager, which catches up the other indexes.
+//
+// This is part of the blockchain.IndexManager interface.
+func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	if m.electrum != nil {
+		if err := m.electrum.prepare(chain, interrupt); err != nil {
+			return err
+		}
+	}
+	return m.btcd.Init(chain, interrupt)
+}
+
+// ConnectBlock passes a connected block to every index.
+//
+// This is part of the blockchain.IndexManager interface.
+func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
+	return m.btcd.ConnectBlock(dbTx, block, stxos)
+}
+
+// DisconnectBlock passes a disconnected block to every index.
+//
+// This is part of the blockchain.IndexManager interface.
+func (m *Manager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
+	return m.btcd.DisconnectBlock(dbTx, block, stxos)
+}
+
+// prepare makes the index ready for btcd's manager: created, of the current
+// schema version, on the main chain, and caught up to the chain tip.
+func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	var (
+		exists  bool
+		version uint32
+	)
+	err := idx.db.Update(func(dbTx database.Tx) error {
+		tips, err := dbTx.Metadata().CreateBucketIfNotExists(indexTipsBucketName)
+		if err != nil {
+			return err
+		}
+		exists = tips.Get(electrumIndexKey) != nil
+		version = schemaVersionOf(dbTx)
+		if !exists {
+			if err := idx.Create(dbTx); err != nil {
+				return err
+			}
+			return tips.Put(electrumIndexKey, tipVal(&chainhash.Hash{}, -1))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if exists && version != schemaVersion {
+		log.Infof("Electrum index has schema version %d, this node writes %d: rebuilding it",
+			version, schemaVersion)
+		if err := idx.drop(interrupt); err != nil {
+			return err
+		}
+	}
+	if err := idx.repairStale(chain, interrupt); err != nil {
+		return err
+	}
+	if err := idx.Init(); err != nil {
+		return err
+	}
+	return idx.catchUp(chain, interrupt)
+}
+
+// drop deletes every row of the index in bounded transactions and resets it
+// to empty.
+func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
+	const perTx = 500000
+	for {
+		if interrupted(interrupt) {
+			return errInterrupted
+		}
+		n := 0
+		err := idx.db.Update(func(dbTx database.Tx) error {
+			meta := dbTx.Metadata()
+			var keys [][]byte
+			c := meta.Cursor()
+			for ok := c.Seek(rowPrefix); ok && len(keys) < perTx; ok = c.Next() {
+				k := c.Key()
+				if !bytes.HasPrefix(k, rowPrefix) {
+					break
+				}
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			for _, k := range keys {
+				if err := meta.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		log.Infof("Electrum index: dropped %d rows", n)
+	}
+	return idx.db.Update(func(dbTx database.Tx) error {
+		if err := idx.Create(dbTx); err != nil {
+			return err
+		}
+		tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+		return tips.Put(electrumIndexKey, tipVal(&chainhash.Hash{}, -1))
+	})
+}
+
+// repairStale walks an index whose tip is not on the main chain (the index
+// was disabled while the chain reorganised) back to the fork point. btcd has
+// deleted the spend journals of those blocks, so the spent outputs are
+// rebuilt from the index itself: every spent output's transaction is in the
+// index, and its bytes are one block-region read. Should that fail, the
+// index is rebuilt from scratch. Either way the node starts.
+func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	for {
+		if interrupted(interrupt) {
+			return errInterrupted
+		}
+		var (
+			tip   memTip
+			block *btcutil.Block
+			stxos []blockchain.SpentTxOut
+		)
+		err := idx.db.View(func(dbTx database.Tx) error {
+			var err error
+			tip, err = loadTip(dbTx)
+			if err != nil || tip.height < 0 || chain.MainChainHasBlock(&tip.hash) {
+				block = nil
+				return err
+			}
+			raw, err := dbTx.FetchBlock(&tip.hash)
+			if err != nil {
+				return err
+			}
+			block, err = btcutil.NewBlockFromBytes(raw)
+			if err != nil {
+				return err
+			}
+			block.SetHeight(tip.height)
+			stxos, err = spentOutputsFromIndex(dbTx, block)
+			return err
+		})
+		if err != nil {
+			log.Warnf("Electrum index tip is not on the main chain and cannot be "+
+				"walked back (%v): rebuilding the index", err)
+			return idx.drop(interrupt)
+		}
+		if block == nil {
+			return nil
+		}
+		plan := planBlock(block, stxos, tip.height == 0)
+		err = idx.db.Update(func(dbTx database.Tx) error {
+			base := tip.txCount - uint64(len(plan.txs))
+			applyDisconnect(dbTx.Metadata(), plan, base)
+			prev := block.MsgBlock().Header.PrevBlock
+			tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+			return tips.Put(electrumIndexKey, tipVal(&prev, tip.height-1))
+		})
+		if err != nil {
+			return err
+		}
+		log.Infof("Electrum index: removed block %v at height %d, which is no longer "+
+			"in the main chain", tip.hash, tip.height)
+	}
+}
+
+// spentOutputsFromIndex rebuilds btcd's spent outputs of a block from the
+// index: each input's previous transaction is found through the txid rows
+// and read from the block files.
+func spentOutputsFromIndex(dbTx database.Tx, block *btcutil.Block) ([]blockchain.SpentTxOut, error) {
+	meta := dbTx.Metadata()
+	var stxos []blockchain.SpentTxOut
+	for i, tx := range block.Transactions() {
+		if i == 0 {
+			continue
+		}
+		for _, in := range tx.MsgTx().TxIn {
+			prev := in.PreviousOutPoint
+			loc, r, err := txLocation(meta, &prev.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("spent transaction %v: %w", prev.Hash, err)
+			}
+			raw, err := dbTx.FetchBlockRegion(&database.BlockRegion{
+				Hash: &loc.BlockHash, Offset: r.offset, Len: r.size,
+			})
+			if err != nil {
+				return nil, err
+			}
+			var ptx wire.MsgTx
+			if err := ptx.Deserialize(bytes.NewReader(raw)); err != nil {
+				return nil, err
+			}
+			if int(prev.Index) >= len(ptx.TxOut) {
+				return nil, fmt.Errorf("spent output %v does not exist", prev)
+			}
+			out := ptx.TxOut[prev.Index]
+			stxos = append(stxos, blockchain.SpentTxOut{
+				Amount: out.Value, PkScript: out.PkScript, Height: r.height,
+				IsCoinBase: loc.Pos == 0,
+			})
+		}
+	}
+	return stxos, nil
+}

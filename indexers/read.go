@@ -1,0 +1,441 @@
+package indexers
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+)
+
+// The read API. Every method answers from one db.View, together with the
+// index tip that view holds, so an answer always describes one block.
+
+// readTip returns the index tip inside a view; height -1 for an index that
+// holds no block yet.
+func readTip(dbTx database.Tx) Tip {
+	t := Tip{Height: -1}
+	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+	if tips == nil {
+		return t
+	}
+	if hash, height, ok := decodeTipVal(tips.Get(electrumIndexKey)); ok {
+		t = Tip{Hash: hash, Height: height}
+	}
+	return t
+}
+
+// Tip returns the block the index ends at.
+func (idx *ElectrumIndex) Tip() (Tip, error) {
+	var t Tip
+	err := idx.db.View(func(dbTx database.Tx) error {
+		t = readTip(dbTx)
+		return nil
+	})
+	return t, err
+}
+
+// historyNums returns the txnums of hx's history after txnum from (all when
+// from is nil), failing with ErrHistoryTooLarge past room entries (room < 0:
+// no bound).
+func historyNums(meta database.Bucket, hx *hashX, from *uint64, room int) ([]uint64, error) {
+	pre := histPrefix(hx)
+	seek := pre
+	if from != nil {
+		seek = make([]byte, histKeyLen)
+		histKey(seek, hx, *from+1)
+	}
+	var nums []uint64
+	c := meta.Cursor()
+	for ok := c.Seek(seek); ok; ok = c.Next() {
+		k := c.Key()
+		if !bytes.HasPrefix(k, pre) {
+			break
+		}
+		if len(k) != histKeyLen {
+			continue
+		}
+		if room >= 0 && len(nums) >= room {
+			return nil, ErrHistoryTooLarge
+		}
+		nums = append(nums, getTxNum(k[pfx+hashXLen:]))
+	}
+	return nums, nil
+}
+
+// room turns a caller's limit (<= 0: none) and the entries already counted
+// into historyNums' bound.
+func room(limit, have int) int {
+	if limit <= 0 {
+		return -1
+	}
+	return limit - have
+}
+
+// txRowAt reads the "Ext" row of txNum.
+func txRowAt(meta database.Bucket, txNum uint64) (txRow, bool) {
+	var k [txKeyLen]byte
+	txKey(k[:], txNum)
+	return decodeTxVal(meta.Get(k[:]))
+}
+
+// History returns the confirmed history of a script: one entry per
+// transaction, ordered by height then position in the block. With limit > 0,
+// a history of more than limit entries fails with ErrHistoryTooLarge.
+func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip, error) {
+	var (
+		tip Tip
+		out []HistoryEntry
+	)
+	hx := sh.hashX()
+	err := idx.db.View(func(dbTx database.Tx) error {
+		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		nums, err := historyNums(meta, &hx, nil, room(limit, 0))
+		if err != nil {
+			return err
+		}
+		out = make([]HistoryEntry, 0, len(nums))
+		for _, n := range nums {
+			r, ok := txRowAt(meta, n)
+			if !ok {
+				return corruptf("history of %v names missing transaction %d", sh, n)
+			}
+			out = append(out, HistoryEntry{TxHash: r.txid, Height: r.height})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, tip, err
+	}
+	return out, tip, nil
+}
+
+// Status returns a StatusHasher holding the confirmed part of the script's
+// status. Long histories resume from a cached SHA-256 midstate, so after a
+// new block only the new entries are read and hashed.
+func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, error) {
+	var (
+		tip Tip
+		st  *StatusHasher
+	)
+	hx := sh.hashX()
+	gen := idx.statuses.generation()
+	err := idx.db.View(func(dbTx database.Tx) error {
+		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		tipCount := uint64(0)
+		if tip.Height >= 0 {
+			c, _, ok := decodeBlkVal(meta.Get(blkKey(tip.Height)))
+			if !ok {
+				return corruptf("no block row at tip height %d", tip.Height)
+			}
+			tipCount = c
+		}
+
+		var from *uint64
+		st = NewStatusHasher()
+		if m := idx.statuses.get(hx, gen); m != nil && m.last < tipCount {
+			if resumed, ok := m.resume(); ok {
+				st = resumed
+				last := m.last
+				from = &last
+			}
+		}
+		if limit > 0 && st.Len() > limit {
+			return ErrHistoryTooLarge
+		}
+		nums, err := historyNums(meta, &hx, from, room(limit, st.Len()))
+		if err != nil {
+			return err
+		}
+		for _, n := range nums {
+			r, ok := txRowAt(meta, n)
+			if !ok {
+				return corruptf("history of %v names missing transaction %d", sh, n)
+			}
+			st.Add(r.txid, r.height)
+		}
+		if len(nums) > 0 && st.Len() >= statusCacheMin {
+			if m := st.midstate(hx, gen, nums[len(nums)-1]); m != nil {
+				idx.statuses.put(m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, tip, err
+	}
+	return st, tip, nil
+}
+
+// Unspent returns the confirmed unspent outputs of a script ordered by
+// height, position in block and output index. With limit > 0, more than
+// limit outputs fail with ErrHistoryTooLarge.
+func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, error) {
+	var (
+		tip Tip
+		out []Unspent
+	)
+	hx := sh.hashX()
+	err := idx.db.View(func(dbTx database.Tx) error {
+		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		pre := utxoPrefix(&hx)
+		c := meta.Cursor()
+		for ok := c.Seek(pre); ok; ok = c.Next() {
+			k := c.Key()
+			if !bytes.HasPrefix(k, pre) {
+				break
+			}
+			r, ok := decodeUtxo(k, c.Value())
+			if !ok {
+				continue
+			}
+			if limit > 0 && len(out) >= limit {
+				return ErrHistoryTooLarge
+			}
+			out = append(out, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
+		}
+		return orderUnspent(meta, out)
+	})
+	if err != nil {
+		return nil, tip, err
+	}
+	return out, tip, nil
+}
+
+// orderUnspent sorts unspent outputs, which come keyed by height and txid,
+// into chain order. Only heights holding outputs of more than one
+// transaction need the transactions' positions.
+func orderUnspent(meta database.Bucket, us []Unspent) error {
+	pos := make(map[chainhash.Hash]uint64)
+	for i := 0; i < len(us); {
+		j := i + 1
+		multi := false
+		for j < len(us) && us[j].Height == us[i].Height {
+			if us[j].TxHash != us[i].TxHash {
+				multi = true
+			}
+			j++
+		}
+		if multi {
+			for k := i; k < j; k++ {
+				if _, ok := pos[us[k].TxHash]; ok {
+					continue
+				}
+				n, _, found := locateTx(meta, &us[k].TxHash)
+				if !found {
+					return corruptf("unspent output of unknown transaction %v", us[k].TxHash)
+				}
+				pos[us[k].TxHash] = n
+			}
+			group := us[i:j]
+			sort.SliceStable(group, func(a, b int) bool {
+				pa, pb := pos[group[a].TxHash], pos[group[b].TxHash]
+				if pa != pb {
+					return pa < pb
+				}
+				return group[a].Vout < group[b].Vout
+			})
+		}
+		i = j
+	}
+	return nil
+}
+
+// Balance returns the confirmed balance of a script: the sum of its unspent
+// outputs.
+func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
+	var (
+		tip Tip
+		sum int64
+	)
+	hx := sh.hashX()
+	err := idx.db.View(func(dbTx database.Tx) error {
+		tip = readTip(dbTx)
+		pre := utxoPrefix(&hx)
+		c := dbTx.Metadata().Cursor()
+		for ok := c.Seek(pre); ok; ok = c.Next() {
+			k := c.Key()
+			if !bytes.HasPrefix(k, pre) {
+				break
+			}
+			if r, ok := decodeUtxo(k, c.Value()); ok {
+				sum += r.value
+			}
+		}
+		return nil
+	})
+	return sum, tip, err
+}
+
+// locateTx finds the txnum and row of a confirmed transaction. Of several
+// transactions with the same txid (possible before BIP 30) the latest wins.
+func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) {
+	pre := make([]byte, pfx+txidPrefix)
+	putPrefix(pre, tagTxid)
+	copy(pre[pfx:], txid[:txidPrefix])
+	var (
+		best  uint64
+		row   txRow
+		found bool
+	)
+	c := meta.Cursor()
+	for ok := c.Seek(pre); ok; ok = c.Next() {
+		k := c.Key()
+		if !bytes.HasPrefix(k, pre) {
+			break
+		}
+		if len(k) != txidKeyLen {
+			continue
+		}
+		n := getTxNum(k[pfx+txidPrefix:])
+		r, ok := txRowAt(meta, n)
+		if ok && r.txid == *txid && (!found || n > best) {
+			best, row, found = n, r, true
+		}
+	}
+	return best, row, found
+}
+
+// blockRange returns the txnums [first, end) of the block at height and its
+// hash.
+func blockRange(meta database.Bucket, height int32) (uint64, uint64, chainhash.Hash, bool) {
+	end, hash, ok := decodeBlkVal(meta.Get(blkKey(height)))
+	if !ok || height < 0 {
+		return 0, 0, hash, false
+	}
+	first := uint64(0)
+	if height > 0 {
+		c, _, ok := decodeBlkVal(meta.Get(blkKey(height - 1)))
+		if !ok {
+			return 0, 0, hash, false
+		}
+		first = c
+	}
+	return first, end, hash, true
+}
+
+// TxLocation returns where a confirmed transaction sits in the main chain,
+// or ErrNotFound.
+func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
+	var loc TxLocation
+	err := idx.db.View(func(dbTx database.Tx) error {
+		var err error
+		loc, _, err = txLocation(dbTx.Metadata(), &txid)
+		return err
+	})
+	return loc, err
+}
+
+// txLocation is TxLocation inside a view; it also returns the tx row.
+func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, error) {
+	n, r, found := locateTx(meta, txid)
+	if !found {
+		return TxLocation{}, r, ErrNotFound
+	}
+	first, _, hash, ok := blockRange(meta, r.height)
+	if !ok || n < first {
+		return TxLocation{}, r, corruptf("transaction %v has no block row at height %d", txid, r.height)
+	}
+	return TxLocation{Height: r.height, Pos: uint32(n - first), BlockHash: hash}, r, nil
+}
+
+// TxIDAt returns the txid at a position of the main-chain block at height,
+// or ErrNotFound.
+func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
+	var txid chainhash.Hash
+	err := idx.db.View(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		first, end, _, ok := blockRange(meta, height)
+		if !ok || uint64(pos) >= end-first {
+			return ErrNotFound
+		}
+		r, ok := txRowAt(meta, first+uint64(pos))
+		if !ok {
+			return corruptf("missing transaction %d", first+uint64(pos))
+		}
+		txid = r.txid
+		return nil
+	})
+	return txid, err
+}
+
+// BlockTxIDs returns the txids of the main-chain block at height, in block
+// order, or ErrNotFound.
+func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
+	var out []chainhash.Hash
+	err := idx.db.View(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		first, end, _, ok := blockRange(meta, height)
+		if !ok {
+			return ErrNotFound
+		}
+		out = make([]chainhash.Hash, 0, end-first)
+		seek := make([]byte, txKeyLen)
+		txKey(seek, first)
+		pre := tablePrefix(tagTx)
+		c := meta.Cursor()
+		for ok := c.Seek(seek); ok && uint64(len(out)) < end-first; ok = c.Next() {
+			k := c.Key()
+			if !bytes.HasPrefix(k, pre) || len(k) != txKeyLen {
+				break
+			}
+			r, ok := decodeTxVal(c.Value())
+			if !ok || getTxNum(k[pfx:]) != first+uint64(len(out)) {
+				return corruptf("transactions of block %d are not contiguous", height)
+			}
+			out = append(out, r.txid)
+		}
+		if uint64(len(out)) != end-first {
+			return corruptf("block %d has %d of %d transactions", height, len(out), end-first)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TxCount returns the number of transactions of the main-chain block at
+// height, or ErrNotFound.
+func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
+	var n uint32
+	err := idx.db.View(func(dbTx database.Tx) error {
+		first, end, _, ok := blockRange(dbTx.Metadata(), height)
+		if !ok {
+			return ErrNotFound
+		}
+		n = uint32(end - first)
+		return nil
+	})
+	return n, err
+}
+
+// RawTx returns a confirmed transaction as serialized in its block (with
+// witness) and where it is, or ErrNotFound. The bytes are one block-region
+// read from btcd's block files.
+func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error) {
+	var (
+		raw []byte
+		loc TxLocation
+	)
+	err := idx.db.View(func(dbTx database.Tx) error {
+		var (
+			r   txRow
+			err error
+		)
+		loc, r, err = txLocation(dbTx.Metadata(), &txid)
+		if err != nil {
+			return err
+		}
+		b, err := dbTx.FetchBlockRegion(&database.BlockRegion{
+			Hash: &loc.BlockHash, Offset: r.offset, Len: r.size,
+		})
+		if err != nil {
+			return err
+		}
+		raw = append([]byte(nil), b...)
+		return nil
+	})
+	return raw, loc, err
+}

@@ -1,0 +1,247 @@
+package indexers
+
+import (
+	"encoding/binary"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
+
+// Schema of the Electrum index.
+//
+// Every row lives directly in btcd's metadata bucket under the two-byte key
+// prefix "Ex" followed by a one-byte table tag. The metadata bucket is the
+// one bucket a database transaction hands out without a lookup (a nested
+// ffldb bucket is resolved by reading the bucket index), so connecting a
+// block touches the database with writes only. All integers in keys and
+// values are big-endian, so byte order of keys is numeric order. A txnum is
+// the position of a transaction in the main chain counting from the genesis
+// coinbase (txnum 0), stored in 5 bytes (enough for 2^40 transactions). A
+// hashX is the first 11 bytes of a script hash (sha256 of the output script,
+// internal byte order); docs/ARCHITECTURE.md discusses the choice.
+//
+//	"Exv"                                      schema version, uint32
+//	"Ext" txnum(5)                       ->    txid(32) height(4) offset(4) size(4)
+//	      offset and size locate the serialized transaction inside its block
+//	      as btcd stores it (with witness): a raw transaction is one
+//	      block-region read.
+//	"Exi" txid[0:8] txnum(5)             ->    (empty)
+//	      txid lookup: seek the 8-byte prefix, confirm the txid with "Ext".
+//	"Exh" hashX(11) txnum(5)             ->    (empty)
+//	      one row per transaction per script it funds or spends; key order is
+//	      chain order.
+//	"Exu" hashX(11) height(4) txid(32) vout(4) -> value(8)
+//	      one row per unspent output. Every part of the key of a spent output
+//	      is known from the input and btcd's spent output (script, height), so
+//	      a spend is a blind delete and undoing it is a blind put.
+//	"Exb" height(4)                      ->    txcount(8) blockhash(32)
+//	      txcount is the number of transactions in the main chain up to and
+//	      including this block: the txnum of the next block's first
+//	      transaction.
+//
+// The index tip is kept where btcd keeps every index's tip: key "electrumidx"
+// in btcd's "idxtips" metadata bucket, as hash(32) height(4, little-endian).
+var (
+	// electrumIndexKey names the index's tip entry in btcd's "idxtips".
+	electrumIndexKey = []byte("electrumidx")
+
+	// indexTipsBucketName is btcd's bucket of index tips.
+	indexTipsBucketName = []byte("idxtips")
+
+	// rowPrefix starts every key of the index.
+	rowPrefix = []byte("Ex")
+
+	versionKey = []byte("Exv")
+)
+
+// Table tags, the third byte of every key.
+const (
+	tagTx   = 't'
+	tagTxid = 'i'
+	tagHist = 'h'
+	tagUtxo = 'u'
+	tagBlk  = 'b'
+)
+
+const (
+	// schemaVersion is bumped on any change of the layout above; an index of
+	// another version is rebuilt.
+	schemaVersion = 1
+
+	hashXLen   = 11
+	txNumLen   = 5
+	txidPrefix = 8
+
+	// pfx is the length of a key's prefix and table tag.
+	pfx = 3
+
+	txKeyLen   = pfx + txNumLen
+	txValLen   = chainhash.HashSize + 4 + 4 + 4
+	txidKeyLen = pfx + txidPrefix + txNumLen
+	histKeyLen = pfx + hashXLen + txNumLen
+	utxoKeyLen = pfx + hashXLen + 4 + chainhash.HashSize + 4
+	utxoValLen = 8
+	blkKeyLen  = pfx + 4
+	blkValLen  = 8 + chainhash.HashSize
+)
+
+// hashX is the short script hash that keys history and unspent rows.
+type hashX [hashXLen]byte
+
+func (s ScriptHash) hashX() hashX {
+	var h hashX
+	copy(h[:], s[:hashXLen])
+	return h
+}
+
+// tablePrefix returns the three-byte prefix of a table's keys.
+func tablePrefix(tag byte) []byte {
+	return []byte{rowPrefix[0], rowPrefix[1], tag}
+}
+
+func putTxNum(b []byte, n uint64) {
+	b[0] = byte(n >> 32)
+	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+}
+
+func getTxNum(b []byte) uint64 {
+	return uint64(b[0])<<32 | uint64(binary.BigEndian.Uint32(b[1:5]))
+}
+
+func putPrefix(dst []byte, tag byte) {
+	dst[0], dst[1], dst[2] = rowPrefix[0], rowPrefix[1], tag
+}
+
+func txKey(dst []byte, txNum uint64) {
+	putPrefix(dst, tagTx)
+	putTxNum(dst[pfx:], txNum)
+}
+
+// txRow is the decoded value of an "Ext" row.
+type txRow struct {
+	txid   chainhash.Hash
+	height int32
+	offset uint32
+	size   uint32
+}
+
+func encodeTxVal(dst []byte, r *txRow) {
+	copy(dst[:32], r.txid[:])
+	binary.BigEndian.PutUint32(dst[32:36], uint32(r.height))
+	binary.BigEndian.PutUint32(dst[36:40], r.offset)
+	binary.BigEndian.PutUint32(dst[40:44], r.size)
+}
+
+func decodeTxVal(v []byte) (txRow, bool) {
+	var r txRow
+	if len(v) != txValLen {
+		return r, false
+	}
+	copy(r.txid[:], v[:32])
+	r.height = int32(binary.BigEndian.Uint32(v[32:36]))
+	r.offset = binary.BigEndian.Uint32(v[36:40])
+	r.size = binary.BigEndian.Uint32(v[40:44])
+	return r, true
+}
+
+func txidKey(dst []byte, txid *chainhash.Hash, txNum uint64) {
+	putPrefix(dst, tagTxid)
+	copy(dst[pfx:pfx+txidPrefix], txid[:txidPrefix])
+	putTxNum(dst[pfx+txidPrefix:], txNum)
+}
+
+func histKey(dst []byte, hx *hashX, txNum uint64) {
+	putPrefix(dst, tagHist)
+	copy(dst[pfx:pfx+hashXLen], hx[:])
+	putTxNum(dst[pfx+hashXLen:], txNum)
+}
+
+// histPrefix returns the key prefix of all history rows of hx.
+func histPrefix(hx *hashX) []byte {
+	k := make([]byte, pfx+hashXLen)
+	putPrefix(k, tagHist)
+	copy(k[pfx:], hx[:])
+	return k
+}
+
+func utxoKey(dst []byte, hx *hashX, height int32, txid *chainhash.Hash, vout uint32) {
+	putPrefix(dst, tagUtxo)
+	o := pfx
+	copy(dst[o:o+hashXLen], hx[:])
+	o += hashXLen
+	binary.BigEndian.PutUint32(dst[o:o+4], uint32(height))
+	copy(dst[o+4:o+36], txid[:])
+	binary.BigEndian.PutUint32(dst[o+36:], vout)
+}
+
+// utxoPrefix returns the key prefix of all unspent rows of hx.
+func utxoPrefix(hx *hashX) []byte {
+	k := make([]byte, pfx+hashXLen)
+	putPrefix(k, tagUtxo)
+	copy(k[pfx:], hx[:])
+	return k
+}
+
+// utxoRow is a decoded "Exu" row.
+type utxoRow struct {
+	height int32
+	txid   chainhash.Hash
+	vout   uint32
+	value  int64
+}
+
+func decodeUtxo(k, v []byte) (utxoRow, bool) {
+	var r utxoRow
+	if len(k) != utxoKeyLen || len(v) != utxoValLen {
+		return r, false
+	}
+	o := pfx + hashXLen
+	r.height = int32(binary.BigEndian.Uint32(k[o : o+4]))
+	copy(r.txid[:], k[o+4:o+36])
+	r.vout = binary.BigEndian.Uint32(k[o+36:])
+	r.value = int64(binary.BigEndian.Uint64(v))
+	return r, true
+}
+
+func putUtxoVal(dst []byte, value int64) {
+	binary.BigEndian.PutUint64(dst, uint64(value))
+}
+
+func blkKey(height int32) []byte {
+	k := make([]byte, blkKeyLen)
+	putPrefix(k, tagBlk)
+	binary.BigEndian.PutUint32(k[pfx:], uint32(height))
+	return k
+}
+
+func blkVal(txCount uint64, hash *chainhash.Hash) []byte {
+	v := make([]byte, blkValLen)
+	binary.BigEndian.PutUint64(v[:8], txCount)
+	copy(v[8:], hash[:])
+	return v
+}
+
+func decodeBlkVal(v []byte) (uint64, chainhash.Hash, bool) {
+	var h chainhash.Hash
+	if len(v) != blkValLen {
+		return 0, h, false
+	}
+	copy(h[:], v[8:])
+	return binary.BigEndian.Uint64(v[:8]), h, true
+}
+
+// tipVal encodes an index tip the way btcd's index manager stores it.
+func tipVal(hash *chainhash.Hash, height int32) []byte {
+	v := make([]byte, chainhash.HashSize+4)
+	copy(v, hash[:])
+	binary.LittleEndian.PutUint32(v[chainhash.HashSize:], uint32(height))
+	return v
+}
+
+func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {
+	var h chainhash.Hash
+	if len(v) != chainhash.HashSize+4 {
+		return h, 0, false
+	}
+	copy(h[:], v[:chainhash.HashSize])
+	return h, int32(binary.LittleEndian.Uint32(v[chainhash.HashSize:])), true
+}

@@ -1,0 +1,166 @@
+package indexers
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding"
+	"encoding/hex"
+	"hash"
+	"strconv"
+	"sync"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
+
+// StatusHasher computes an Electrum status (PROTOCOL.md §4.2): the single
+// SHA-256 of the concatenated "txid:height:" strings of a script's history,
+// confirmed entries first. The index hands one out with the confirmed part
+// already hashed; the caller adds the mempool entries and calls Sum.
+type StatusHasher struct {
+	h   hash.Hash
+	n   int
+	buf []byte
+}
+
+// NewStatusHasher returns a hasher with no entries.
+func NewStatusHasher() *StatusHasher {
+	return &StatusHasher{h: sha256.New()}
+}
+
+// Add appends one history entry.
+func (s *StatusHasher) Add(txid chainhash.Hash, height int32) {
+	b := s.buf[:0]
+	var hx [64]byte
+	for i := 0; i < 32; i++ {
+		hex.Encode(hx[2*i:2*i+2], txid[31-i:32-i])
+	}
+	b = append(b, hx[:]...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(height), 10)
+	b = append(b, ':')
+	s.h.Write(b)
+	s.buf = b
+	s.n++
+}
+
+// Len returns the number of entries added so far.
+func (s *StatusHasher) Len() int { return s.n }
+
+// Sum returns the 32-byte status, or nil for an empty history (status null).
+// It does not change the hasher.
+func (s *StatusHasher) Sum() []byte {
+	if s.n == 0 {
+		return nil
+	}
+	return s.h.Sum(nil)
+}
+
+// statusCacheEntries bounds the number of cached midstates.
+const statusCacheEntries = 20000
+
+// statusCacheMin is the history length from which a status midstate is
+// worth caching.
+const statusCacheMin = 64
+
+// statusCache keeps, for long histories, the SHA-256 midstate after the
+// confirmed entries up to a txnum, so the status after a new block hashes
+// only the new entries. Histories only grow while blocks connect; any
+// disconnect starts a new generation and drops every entry.
+type statusCache struct {
+	mu      sync.Mutex
+	gen     uint64
+	max     int
+	entries map[hashX]*list.Element
+	lru     *list.List
+}
+
+// statusMid is one cached midstate.
+type statusMid struct {
+	key   hashX
+	gen   uint64
+	last  uint64 // txnum of the last hashed entry
+	n     int
+	state []byte
+}
+
+func newStatusCache(max int) *statusCache {
+	return &statusCache{max: max, entries: make(map[hashX]*list.Element), lru: list.New()}
+}
+
+// generation returns the current generation.
+func (c *statusCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// invalidate drops every entry; called when a block is disconnected.
+func (c *statusCache) invalidate() {
+	c.mu.Lock()
+	c.gen++
+	c.entries = make(map[hashX]*list.Element)
+	c.lru.Init()
+	c.mu.Unlock()
+}
+
+// get returns the midstate of hx if it was made in generation gen and that
+// is still the current one.
+func (c *statusCache) get(hx hashX, gen uint64) *statusMid {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return nil
+	}
+	el, ok := c.entries[hx]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(el)
+	m := el.Value.(*statusMid)
+	if m.gen != gen {
+		return nil
+	}
+	return m
+}
+
+// put stores a midstate made in generation gen, unless a disconnect has
+// happened since.
+func (c *statusCache) put(m *statusMid) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != m.gen {
+		return
+	}
+	if el, ok := c.entries[m.key]; ok {
+		if el.Value.(*statusMid).last >= m.last {
+			return
+		}
+		el.Value = m
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.entries[m.key] = c.lru.PushFront(m)
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.entries, old.Value.(*statusMid).key)
+	}
+}
+
+// resume returns a hasher continuing from a cached midstate.
+func (m *statusMid) resume() (*StatusHasher, bool) {
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(m.state); err != nil {
+		return nil, false
+	}
+	return &StatusHasher{h: h, n: m.n}, true
+}
+
+// midstate captures s for the cache.
+func (s *StatusHasher) midstate(key hashX, gen, last uint64) *statusMid {
+	state, err := s.h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return nil
+	}
+	return &statusMid{key: key, gen: gen, last: last, n: s.n, state: state}
+}
