@@ -1,0 +1,293 @@
+package rpcext
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"sync"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/btcjson"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// blockEvent is a main-chain change waiting to be sent to websocket
+// clients.
+type blockEvent struct {
+	block     *btcutil.Block
+	connected bool
+}
+
+// notifier turns block events into websocket notifications on its own
+// goroutine, in the order the node reported them.
+type notifier struct {
+	s *Server
+
+	mu      sync.Mutex
+	pending []blockEvent
+	running bool
+
+	signal chan struct{}
+	done   chan struct{}
+}
+
+// newNotifier returns an idle notifier for s.
+func newNotifier(s *Server) *notifier {
+	return &notifier{s: s, signal: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// start runs the notification goroutine; called once from Server.Start.
+func (n *notifier) start() {
+	n.mu.Lock()
+	n.running = true
+	n.mu.Unlock()
+	go n.run()
+}
+
+// wait returns once the goroutine has stopped (immediately if it never
+// ran). The server's quit channel must be closed.
+func (n *notifier) wait() {
+	n.mu.Lock()
+	running := n.running
+	n.mu.Unlock()
+	if running {
+		<-n.done
+	}
+}
+
+// enqueue adds an event without blocking.
+func (n *notifier) enqueue(ev blockEvent) {
+	select {
+	case <-n.s.quit:
+		return
+	default:
+	}
+	n.mu.Lock()
+	n.pending = append(n.pending, ev)
+	n.mu.Unlock()
+	select {
+	case n.signal <- struct{}{}:
+	default:
+	}
+}
+
+// run sends queued events until the server shuts down.
+func (n *notifier) run() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.s.quit:
+			return
+		case <-n.signal:
+		}
+		n.mu.Lock()
+		events := n.pending
+		n.pending = nil
+		n.mu.Unlock()
+		for _, ev := range events {
+			n.s.sendBlockEvent(ev)
+		}
+	}
+}
+
+// NotifyBlockConnected queues blockconnected and filteredblockconnected
+// notifications for a block attached to the main chain. It never blocks;
+// call it from the chain's NTBlockConnected callback, in chain order. The
+// block's height should be set (blockchain's notifications set it).
+func (s *Server) NotifyBlockConnected(block *btcutil.Block) {
+	s.ntfn.enqueue(blockEvent{block: block, connected: true})
+}
+
+// NotifyBlockDisconnected queues blockdisconnected and
+// filteredblockdisconnected notifications for a block detached from the
+// main chain. It never blocks.
+func (s *Server) NotifyBlockDisconnected(block *btcutil.Block) {
+	s.ntfn.enqueue(blockEvent{block: block, connected: false})
+}
+
+// blockClients returns the websocket clients that asked for block
+// notifications.
+func (s *Server) blockClients() []*wsClient {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*wsClient
+	for c := range s.ws {
+		c.mu.Lock()
+		if c.blocks {
+			out = append(out, c)
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// sendBlockEvent queues the notifications for one event to every client
+// that asked for them; each client's filtered notification carries the
+// block's transactions matching its filter.
+func (s *Server) sendBlockEvent(ev blockEvent) {
+	clients := s.blockClients()
+	if len(clients) == 0 {
+		return
+	}
+	block := ev.block
+	height := s.blockWithHeight(block)
+	header := &block.MsgBlock().Header
+	var hbuf bytes.Buffer
+	if err := header.Serialize(&hbuf); err != nil {
+		log.Errorf("Serialize header of %v: %v", block.Hash(), err)
+		return
+	}
+	headerHex := hex.EncodeToString(hbuf.Bytes())
+
+	var plain interface{}
+	if ev.connected {
+		plain = btcjson.NewBlockConnectedNtfn(block.Hash().String(), height, header.Timestamp.Unix())
+	} else {
+		plain = btcjson.NewBlockDisconnectedNtfn(block.Hash().String(), height, header.Timestamp.Unix())
+	}
+	plainJSON, err := btcjson.MarshalCmd(btcjson.RpcVersion1, nil, plain)
+	if err != nil {
+		log.Errorf("Marshal block notification: %v", err)
+		return
+	}
+	var disconnectedJSON []byte
+	if !ev.connected {
+		disconnectedJSON, err = btcjson.MarshalCmd(btcjson.RpcVersion1, nil,
+			btcjson.NewFilteredBlockDisconnectedNtfn(height, headerHex))
+		if err != nil {
+			log.Errorf("Marshal filtered block notification: %v", err)
+			return
+		}
+	}
+
+	txHexes := make(map[int]string)
+	for _, c := range clients {
+		if !c.queue(plainJSON) {
+			continue
+		}
+		if !ev.connected {
+			c.queue(disconnectedJSON)
+			continue
+		}
+		var matched []string
+		c.mu.Lock()
+		if c.filter != nil {
+			for i, tx := range block.Transactions() {
+				if !c.filter.matchAndUpdate(tx, s.cfg.Params) {
+					continue
+				}
+				h, ok := txHexes[i]
+				if !ok {
+					h, err = txHex(tx.MsgTx())
+					if err != nil {
+						continue
+					}
+					txHexes[i] = h
+				}
+				matched = append(matched, h)
+			}
+		}
+		c.mu.Unlock()
+		msg, err := btcjson.MarshalCmd(btcjson.RpcVersion1, nil,
+			btcjson.NewFilteredBlockConnectedNtfn(height, headerHex, matched))
+		if err != nil {
+			log.Errorf("Marshal filtered block notification: %v", err)
+			continue
+		}
+		c.queue(msg)
+	}
+}
+
+// txFilter is a websocket client's loadtxfilter state: addresses whose
+// payments it wants and outpoints whose spends it wants. Outputs paying a
+// watched address are added as watched outpoints, as btcd does.
+type txFilter struct {
+	addrs     map[string]struct{}
+	outpoints map[wire.OutPoint]struct{}
+}
+
+// newTxFilter returns an empty filter.
+func newTxFilter() *txFilter {
+	return &txFilter{addrs: make(map[string]struct{}), outpoints: make(map[wire.OutPoint]struct{})}
+}
+
+// addressKey is the form addresses are matched in: the encoded address,
+// with pay-to-pubkey normalized to its pay-to-pubkey-hash address so
+// either form matches both kinds of output (btcd matches P2PK outputs
+// against pubkey-hash filters too).
+func addressKey(a address.Address) string {
+	if pk, ok := a.(*address.AddressPubKey); ok {
+		return pk.AddressPubKeyHash().EncodeAddress()
+	}
+	return a.EncodeAddress()
+}
+
+// matchAndUpdate reports whether tx spends a watched outpoint or pays a
+// watched address, adding the outputs paying watched addresses to the
+// watched outpoints.
+func (f *txFilter) matchAndUpdate(tx *btcutil.Tx, params *chaincfg.Params) bool {
+	matched := false
+	msg := tx.MsgTx()
+	for _, in := range msg.TxIn {
+		if _, ok := f.outpoints[in.PreviousOutPoint]; ok {
+			matched = true
+			break
+		}
+	}
+	for i, out := range msg.TxOut {
+		_, addrs, _, err := txscript.ExtractPkScriptAddrs(out.PkScript, params)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if _, ok := f.addrs[addressKey(a)]; ok {
+				matched = true
+				f.outpoints[wire.OutPoint{Hash: *tx.Hash(), Index: uint32(i)}] = struct{}{}
+				break
+			}
+		}
+	}
+	return matched
+}
+
+// handleLoadTxFilter answers loadtxfilter: it replaces (reload) or extends
+// the client's filter.
+func handleLoadTxFilter(c *wsClient, cmd interface{}) (interface{}, error) {
+	lc := cmd.(*btcjson.LoadTxFilterCmd)
+	params := c.s.cfg.Params
+	keys := make([]string, len(lc.Addresses))
+	for i, s := range lc.Addresses {
+		a, err := address.DecodeAddress(s, params)
+		if err != nil || !a.IsForNet(params) {
+			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidAddressOrKey,
+				fmt.Sprintf("Invalid address %q for %s", truncate(s), params.Name))
+		}
+		keys[i] = addressKey(a)
+	}
+	ops := make([]wire.OutPoint, len(lc.OutPoints))
+	for i, op := range lc.OutPoints {
+		h, err := chainhash.NewHashFromStr(op.Hash)
+		if err != nil || len(op.Hash) != chainhash.MaxHashStringSize {
+			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter,
+				fmt.Sprintf("Invalid outpoint hash %q", truncate(op.Hash)))
+		}
+		ops[i] = wire.OutPoint{Hash: *h, Index: op.Index}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if lc.Reload || c.filter == nil {
+		c.filter = newTxFilter()
+	}
+	for _, k := range keys {
+		c.filter.addrs[k] = struct{}{}
+	}
+	for _, op := range ops {
+		c.filter.outpoints[op] = struct{}{}
+	}
+	return nil, nil
+}

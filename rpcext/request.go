@@ -1,0 +1,202 @@
+package rpcext
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/btcsuite/btcd/btcjson"
+)
+
+// MaxBatchRequests bounds the number of requests in one batch.
+const MaxBatchRequests = 1000
+
+// rawRequest is a JSON-RPC request as it arrives. Unlike btcjson.Request it
+// keeps "id" raw, so an absent id can be told from a null one, and accepts
+// a missing "jsonrpc" or "params".
+type rawRequest struct {
+	Jsonrpc string          `json:"jsonrpc"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	ID      json.RawMessage `json:"id"`
+}
+
+// processBody answers a request body (one request or a batch). It returns
+// nil when nothing is to be sent back (only notifications). wsc is the
+// websocket client the body came from, or nil for HTTP.
+func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
+	trimmed := bytes.TrimSpace(body)
+	if !json.Valid(trimmed) {
+		return marshalReply(btcjson.RpcVersion1, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: invalid JSON"))
+	}
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		return s.processRequest(trimmed, wsc)
+	}
+
+	var batch []json.RawMessage
+	if err := json.Unmarshal(trimmed, &batch); err != nil {
+		return marshalReply(btcjson.RpcVersion2, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: "+err.Error()))
+	}
+	if len(batch) == 0 {
+		return marshalReply(btcjson.RpcVersion2, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: empty batch"))
+	}
+	if len(batch) > MaxBatchRequests {
+		return marshalReply(btcjson.RpcVersion2, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code,
+				fmt.Sprintf("Invalid request: batch of %d requests exceeds %d", len(batch), MaxBatchRequests)))
+	}
+	var out bytes.Buffer
+	out.WriteByte('[')
+	n := 0
+	for _, raw := range batch {
+		reply := s.processRequest(raw, wsc)
+		if reply == nil {
+			continue
+		}
+		if n > 0 {
+			out.WriteByte(',')
+		}
+		out.Write(reply)
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out.WriteByte(']')
+	return out.Bytes()
+}
+
+// processRequest answers one request object. It returns nil for a JSON-RPC
+// 2.0 notification (no "id"), which is executed but not answered.
+func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient) []byte {
+	var req rawRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		return marshalReply(btcjson.RpcVersion1, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: "+err.Error()))
+	}
+
+	ver := btcjson.RpcVersion1
+	if req.Jsonrpc == string(btcjson.RpcVersion2) {
+		ver = btcjson.RpcVersion2
+	}
+	noReply := len(req.ID) == 0 && ver == btcjson.RpcVersion2
+
+	var id interface{}
+	if len(req.ID) != 0 {
+		if err := json.Unmarshal(req.ID, &id); err != nil || !btcjson.IsValidIDType(id) {
+			return marshalReply(ver, nil, nil,
+				btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: id must be a string, number or null"))
+		}
+	}
+
+	result, rpcErr := s.execute(ver, id, &req, wsc)
+	if noReply {
+		return nil
+	}
+	return marshalReply(ver, id, result, rpcErr)
+}
+
+// execute parses and runs one request.
+func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest,
+	wsc *wsClient) (interface{}, *btcjson.RPCError) {
+
+	if req.Method == "" {
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: missing method")
+	}
+	params, rpcErr := parseParams(req.Params)
+	if rpcErr != nil {
+		return nil, rpcErr
+	}
+
+	m, ok := methods[req.Method]
+	var wsm wsMethod
+	if !ok {
+		wsm, ok = wsMethods[req.Method]
+		if !ok {
+			return nil, btcjson.ErrRPCMethodNotFound
+		}
+		if wsc == nil {
+			return nil, btcjson.NewRPCError(btcjson.ErrRPCMethodNotFound.Code,
+				"Method not found: "+req.Method+" is only available over websockets")
+		}
+	}
+
+	cmd, err := btcjson.UnmarshalCmd(&btcjson.Request{
+		Jsonrpc: ver, Method: req.Method, Params: params, ID: id,
+	})
+	if err != nil {
+		var jerr btcjson.Error
+		if errors.As(err, &jerr) && jerr.ErrorCode == btcjson.ErrUnregisteredMethod {
+			return nil, btcjson.ErrRPCMethodNotFound
+		}
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, err.Error())
+	}
+
+	var result interface{}
+	err = func() (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Errorf("RPC %s panicked: %v\n%s", req.Method, p, debug.Stack())
+				err = fmt.Errorf("internal error handling %s", req.Method)
+			}
+		}()
+		if wsm != nil {
+			result, err = wsm(wsc, cmd)
+		} else {
+			result, err = m.handler(s, cmd)
+		}
+		return err
+	}()
+	if err != nil {
+		return nil, toRPCError(err)
+	}
+	return result, nil
+}
+
+// parseParams accepts a positional parameter array, or nothing (absent or
+// null) for no parameters.
+func parseParams(raw json.RawMessage) ([]json.RawMessage, *btcjson.RPCError) {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return []json.RawMessage{}, nil
+	}
+	if t[0] != '[' {
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code,
+			"Invalid params: params must be an array (named parameters are not supported)")
+	}
+	var params []json.RawMessage
+	if err := json.Unmarshal(t, &params); err != nil {
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, "Invalid params: "+err.Error())
+	}
+	return params, nil
+}
+
+// toRPCError passes RPC errors through and reports anything else as an
+// internal error carrying its message.
+func toRPCError(err error) *btcjson.RPCError {
+	var rpcErr *btcjson.RPCError
+	if errors.As(err, &rpcErr) {
+		return rpcErr
+	}
+	return btcjson.NewRPCError(btcjson.ErrRPCInternal.Code, err.Error())
+}
+
+// marshalReply encodes a response; a result that cannot be encoded becomes
+// an internal error.
+func marshalReply(ver btcjson.RPCVersion, id, result interface{}, rpcErr *btcjson.RPCError) []byte {
+	if rpcErr != nil {
+		result = nil
+	}
+	b, err := btcjson.MarshalResponse(ver, id, result, rpcErr)
+	if err != nil {
+		log.Errorf("Failed to marshal reply: %v", err)
+		b, _ = btcjson.MarshalResponse(ver, id, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCInternal.Code, "failed to encode result"))
+	}
+	return b
+}

@@ -1,0 +1,279 @@
+package rpcext
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Server is the node's btcd-compatible JSON-RPC server: HTTP POST at "/"
+// and websocket at "/ws" on every configured listener.
+type Server struct {
+	cfg       Config
+	tlsConfig *tls.Config
+	started   time.Time
+
+	// authUser and authPass are SHA-256 digests of the configured
+	// credentials, compared in constant time.
+	authUser [32]byte
+	authPass [32]byte
+	authOn   bool
+
+	// requestSlots bounds concurrently served HTTP requests.
+	requestSlots chan struct{}
+
+	// quit is closed by Shutdown; everything long-lived watches it.
+	quit     chan struct{}
+	quitOnce sync.Once
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	servers   []*http.Server
+	ws        map[*wsClient]struct{}
+	closing   bool
+
+	// wsWG tracks websocket client goroutines, which the HTTP servers do
+	// not wait for once a connection is upgraded.
+	wsWG sync.WaitGroup
+	// serveWG tracks the Serve goroutines of the HTTP servers.
+	serveWG sync.WaitGroup
+
+	ntfn *notifier
+}
+
+// New checks cfg, fills in defaults and loads (or creates) the TLS key
+// pair. The server does not listen until Start.
+func New(cfg *Config) (*Server, error) {
+	c := *cfg
+	if c.Params == nil || c.Chain == nil || c.Mempool == nil || c.Backend == nil {
+		return nil, errors.New("rpcext: Params, Chain, Mempool and Backend are required")
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxConcurrentRequests <= 0 {
+		c.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if c.MaxWebsockets <= 0 {
+		c.MaxWebsockets = DefaultMaxWebsockets
+	}
+	if c.Version == 0 {
+		c.Version = DefaultVersion
+	}
+	s := &Server{
+		cfg:          c,
+		started:      time.Now(),
+		requestSlots: make(chan struct{}, c.MaxConcurrentRequests),
+		quit:         make(chan struct{}),
+		ws:           make(map[*wsClient]struct{}),
+	}
+	if c.User != "" || c.Pass != "" {
+		s.authOn = true
+		s.authUser = sha256.Sum256([]byte(c.User))
+		s.authPass = sha256.Sum256([]byte(c.Pass))
+	}
+	if !c.DisableTLS {
+		tc, err := loadTLS(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, err
+		}
+		s.tlsConfig = tc
+	}
+	s.ntfn = newNotifier(s)
+	return s, nil
+}
+
+// Start listens on every configured address and serves in the background.
+// If any address cannot be bound, nothing is left listening.
+func (s *Server) Start() error {
+	if len(s.cfg.Listen) == 0 {
+		return errors.New("rpcext: no listen addresses")
+	}
+	var lns []net.Listener
+	for _, addr := range s.cfg.Listen {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range lns {
+				l.Close()
+			}
+			return fmt.Errorf("rpcext: listen %s: %w", addr, err)
+		}
+		if s.tlsConfig != nil {
+			ln = tls.NewListener(ln, s.tlsConfig)
+		}
+		lns = append(lns, ln)
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", s.serveHTTP)
+	mux.HandleFunc("/ws", s.serveWebsocket)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		for _, l := range lns {
+			l.Close()
+		}
+		return errors.New("rpcext: server is shut down")
+	}
+	s.ntfn.start()
+	for _, ln := range lns {
+		hs := &http.Server{
+			Handler:           mux,
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			MaxHeaderBytes:    1 << 16,
+			ErrorLog:          nil,
+		}
+		s.listeners = append(s.listeners, ln)
+		s.servers = append(s.servers, hs)
+		s.serveWG.Add(1)
+		go func(ln net.Listener) {
+			defer s.serveWG.Done()
+			err := hs.Serve(ln)
+			if err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Errorf("RPC server on %s: %v", ln.Addr(), err)
+			}
+		}(ln)
+		log.Infof("RPC server listening on %s", ln.Addr())
+	}
+	return nil
+}
+
+// Addrs returns the addresses the server listens on (after Start).
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	addrs := make([]net.Addr, len(s.listeners))
+	for i, ln := range s.listeners {
+		addrs[i] = ln.Addr()
+	}
+	return addrs
+}
+
+// Shutdown stops accepting connections, disconnects websocket clients,
+// waits for in-flight HTTP requests until ctx is done and stops the
+// notification queue. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	servers := s.servers
+	clients := make([]*wsClient, 0, len(s.ws))
+	for c := range s.ws {
+		clients = append(clients, c)
+	}
+	s.mu.Unlock()
+	s.quitOnce.Do(func() { close(s.quit) })
+
+	var firstErr error
+	for _, hs := range servers {
+		if err := hs.Shutdown(ctx); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for _, c := range clients {
+		c.close()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.serveWG.Wait()
+		s.wsWG.Wait()
+		s.ntfn.wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		for _, hs := range servers {
+			hs.Close()
+		}
+		if firstErr == nil {
+			firstErr = ctx.Err()
+		}
+	}
+	return firstErr
+}
+
+// checkAuth reports whether r carries the configured basic-auth
+// credentials.
+func (s *Server) checkAuth(r *http.Request) bool {
+	if !s.authOn {
+		return true
+	}
+	user, pass, ok := r.BasicAuth()
+	if !ok {
+		return false
+	}
+	return s.credentialsMatch(user, pass)
+}
+
+// credentialsMatch compares credentials in constant time.
+func (s *Server) credentialsMatch(user, pass string) bool {
+	u := sha256.Sum256([]byte(user))
+	p := sha256.Sum256([]byte(pass))
+	okU := subtle.ConstantTimeCompare(u[:], s.authUser[:])
+	okP := subtle.ConstantTimeCompare(p[:], s.authPass[:])
+	return okU&okP == 1
+}
+
+// authFail answers an unauthenticated HTTP request.
+func authFail(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Basic realm="btcd-electrum RPC"`)
+	http.Error(w, "401 Unauthorized.", http.StatusUnauthorized)
+}
+
+// serveHTTP answers JSON-RPC over HTTP POST: one request or a batch per
+// body.
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/" {
+		http.NotFound(w, r)
+		return
+	}
+	if !s.checkAuth(r) {
+		authFail(w)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "405 Method Not Allowed: JSON-RPC requests are POSTed.",
+			http.StatusMethodNotAllowed)
+		return
+	}
+
+	select {
+	case s.requestSlots <- struct{}{}:
+		defer func() { <-s.requestSlots }()
+	case <-r.Context().Done():
+		return
+	case <-s.quit:
+		http.Error(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
+		return
+	}
+
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("413 Request Entity Too Large: limit is %d bytes",
+				s.cfg.MaxRequestBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+
+	reply := s.processBody(body, nil)
+	w.Header().Set("Content-Type", "application/json")
+	if reply != nil {
+		reply = append(reply, '\n')
+	}
+	w.Write(reply)
+}

@@ -1,0 +1,254 @@
+package rpcext
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/btcjson"
+	"github.com/gorilla/websocket"
+)
+
+// Websocket client limits.
+const (
+	// wsWriteWait bounds writing one message to a websocket client.
+	wsWriteWait = 30 * time.Second
+
+	// wsMaxQueuedMessages and wsMaxQueuedBytes bound what may wait for a
+	// slow websocket reader; beyond them the client is disconnected
+	// rather than holding memory or stalling notifications for others.
+	wsMaxQueuedMessages = 10000
+	wsMaxQueuedBytes    = 64 << 20
+)
+
+// wsUpgrader upgrades /ws requests. Clients are programs, not browsers, so
+// the origin is not checked; authentication is.
+var wsUpgrader = websocket.Upgrader{
+	ReadBufferSize:  4096,
+	WriteBufferSize: 4096,
+	CheckOrigin:     func(*http.Request) bool { return true },
+}
+
+// wsClient is one websocket connection: requests are answered in order and
+// notifications are queued behind the answers.
+type wsClient struct {
+	s    *Server
+	conn *websocket.Conn
+
+	// authenticated is only touched by the reading goroutine.
+	authenticated bool
+
+	mu       sync.Mutex
+	out      [][]byte
+	outBytes int
+	// blocks is set by notifyblocks; filter by loadtxfilter.
+	blocks bool
+	filter *txFilter
+
+	signal    chan struct{}
+	quit      chan struct{}
+	closeOnce sync.Once
+}
+
+// serveWebsocket upgrades an authenticated request (or one that will
+// authenticate with its first message) and serves it until it closes.
+func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
+	authed := !s.authOn
+	if _, _, ok := r.BasicAuth(); ok {
+		if !s.checkAuth(r) {
+			authFail(w)
+			return
+		}
+		authed = true
+	}
+
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		http.Error(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
+		return
+	}
+	if len(s.ws) >= s.cfg.MaxWebsockets {
+		s.mu.Unlock()
+		http.Error(w, "503 Service Unavailable: too many websocket clients.", http.StatusServiceUnavailable)
+		return
+	}
+	// Reserve the slot before upgrading so concurrent upgrades cannot
+	// exceed the limit.
+	c := &wsClient{
+		s:             s,
+		authenticated: authed,
+		signal:        make(chan struct{}, 1),
+		quit:          make(chan struct{}),
+	}
+	s.ws[c] = struct{}{}
+	s.wsWG.Add(1)
+	s.mu.Unlock()
+	defer s.wsWG.Done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.ws, c)
+		s.mu.Unlock()
+	}()
+
+	conn, err := wsUpgrader.Upgrade(w, r, nil)
+	if err != nil {
+		log.Debugf("Websocket upgrade from %s failed: %v", r.RemoteAddr, err)
+		return
+	}
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+	conn.SetReadLimit(s.cfg.MaxRequestBytes)
+	// Shutdown may have picked this client before conn was set.
+	select {
+	case <-c.quit:
+		conn.Close()
+		return
+	default:
+	}
+
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	c.readLoop()
+	c.close()
+	<-writerDone
+	log.Debugf("Websocket client %s disconnected", r.RemoteAddr)
+}
+
+// readLoop answers requests until the connection fails or closes.
+func (c *wsClient) readLoop() {
+	for {
+		kind, msg, err := c.conn.ReadMessage()
+		if err != nil {
+			return
+		}
+		if kind != websocket.TextMessage && kind != websocket.BinaryMessage {
+			continue
+		}
+		if !c.authenticated && !c.authenticate(msg) {
+			return
+		}
+		reply := c.s.processBody(msg, c)
+		if reply != nil && !c.queue(reply) {
+			return
+		}
+	}
+}
+
+// authenticate handles the first message of a client that did not send
+// basic-auth credentials: it must be a valid authenticate command.
+// It reports whether the connection may continue.
+func (c *wsClient) authenticate(msg []byte) bool {
+	var req rawRequest
+	if json.Unmarshal(msg, &req) != nil || req.Method != "authenticate" {
+		reply := marshalReply(btcjson.RpcVersion1, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Request before authentication"))
+		c.writeNow(reply)
+		return false
+	}
+	return true
+}
+
+// handleAuthenticate answers authenticate, the in-band alternative to
+// basic auth on the websocket upgrade.
+func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
+	a := cmd.(*btcjson.AuthenticateCmd)
+	if c.s.authOn && !c.s.credentialsMatch(a.Username, a.Passphrase) {
+		c.close()
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Authentication failed")
+	}
+	c.authenticated = true
+	return nil, nil
+}
+
+// writeNow writes one message directly, for the last words before a
+// disconnect.
+func (c *wsClient) writeNow(msg []byte) {
+	c.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+	c.conn.WriteMessage(websocket.TextMessage, msg)
+}
+
+// queue appends a message for the writer. It returns false, and
+// disconnects the client, when the client is closed or too far behind.
+func (c *wsClient) queue(msg []byte) bool {
+	c.mu.Lock()
+	select {
+	case <-c.quit:
+		c.mu.Unlock()
+		return false
+	default:
+	}
+	if len(c.out) >= wsMaxQueuedMessages || c.outBytes+len(msg) > wsMaxQueuedBytes {
+		c.mu.Unlock()
+		log.Warnf("Disconnecting websocket client: %d messages queued", wsMaxQueuedMessages)
+		c.close()
+		return false
+	}
+	c.out = append(c.out, msg)
+	c.outBytes += len(msg)
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// writeLoop sends queued messages in order until the client closes.
+func (c *wsClient) writeLoop() {
+	for {
+		select {
+		case <-c.quit:
+			return
+		case <-c.signal:
+		}
+		c.mu.Lock()
+		batch := c.out
+		c.out = nil
+		c.outBytes = 0
+		c.mu.Unlock()
+		for _, msg := range batch {
+			c.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
+				c.close()
+				return
+			}
+		}
+	}
+}
+
+// close disconnects the client; safe to call from any goroutine, more
+// than once.
+func (c *wsClient) close() {
+	c.closeOnce.Do(func() {
+		close(c.quit)
+		c.mu.Lock()
+		conn := c.conn
+		c.mu.Unlock()
+		if conn != nil {
+			conn.Close()
+		}
+	})
+}
+
+// handleNotifyBlocks answers notifyblocks: the client receives
+// blockconnected/blockdisconnected and their filtered forms from now on.
+func handleNotifyBlocks(c *wsClient, _ interface{}) (interface{}, error) {
+	c.mu.Lock()
+	c.blocks = true
+	c.mu.Unlock()
+	return nil, nil
+}
+
+// handleStopNotifyBlocks answers stopnotifyblocks.
+func handleStopNotifyBlocks(c *wsClient, _ interface{}) (interface{}, error) {
+	c.mu.Lock()
+	c.blocks = false
+	c.mu.Unlock()
+	return nil, nil
+}
