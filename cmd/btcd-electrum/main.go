@@ -1,0 +1,124 @@
+// Command btcd-electrum is a btcd-compatible full node with an Electrum
+// server: btcd's flags, config file and datadir layout, plus
+// --electrumindex and the Electrum listener and limit options.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	_ "net/http/pprof" // served on --profile
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+
+	"github.com/btcd-electrum/btcd-electrum/node"
+	flags "github.com/jessevdk/go-flags"
+)
+
+// version is the software version shown by --version.
+const version = "0.1.0"
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// run loads the configuration, starts the node and waits for SIGINT,
+// SIGTERM or an RPC stop request, then shuts the node down.
+func run(args []string) error {
+	cfg, _, err := node.LoadConfig(args)
+	if err != nil {
+		var fe *flags.Error
+		if errors.As(err, &fe) && fe.Type == flags.ErrHelp {
+			return nil
+		}
+		return err
+	}
+	if cfg.ShowVersion {
+		fmt.Println("btcd-electrum version", version)
+		return nil
+	}
+	if cfg.DebugLevel == "show" {
+		fmt.Println("Supported subsystems", node.SupportedSubsystems())
+		return nil
+	}
+	if err := node.SetLogFile(cfg.LogFile()); err != nil {
+		return err
+	}
+	defer node.SetLogFile("")
+	if err := node.SetLogLevels(cfg.DebugLevel); err != nil {
+		return err
+	}
+	log := node.Logger("NODE")
+	log.Infof("Version %s", version)
+
+	// The first signal interrupts start-up (index catch-up) or asks a
+	// running node to stop; later ones are only logged.
+	interrupt := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		sig := <-sigs
+		log.Infof("Received %v, shutting down", sig)
+		close(interrupt)
+		for sig := range sigs {
+			log.Infof("Received %v again, already shutting down", sig)
+		}
+	}()
+	cfg.Interrupt = interrupt
+
+	if cfg.Profile != "" {
+		startProfileServer(cfg.Profile)
+	}
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+
+	n, err := node.New(cfg)
+	if err != nil {
+		select {
+		case <-interrupt:
+			log.Infof("Start-up interrupted: %v", err)
+			return nil
+		default:
+		}
+		return err
+	}
+	if err := n.Start(); err != nil {
+		_ = n.Stop()
+		return err
+	}
+	select {
+	case <-interrupt:
+	case <-n.StopRequested():
+		log.Infof("Stop requested over RPC")
+	}
+	return n.Stop()
+}
+
+// startProfileServer serves net/http/pprof on localhost:port, as btcd's
+// --profile.
+func startProfileServer(port string) {
+	addr := net.JoinHostPort("localhost", strings.TrimPrefix(port, ":"))
+	go func() {
+		node.Logger("NODE").Infof("Profile server listening on %s", addr)
+		if err := http.ListenAndServe(addr, nil); err != nil {
+			node.Logger("NODE").Errorf("Profile server: %v", err)
+		}
+	}()
+}

@@ -1,0 +1,445 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/wire/v2"
+	flags "github.com/jessevdk/go-flags"
+)
+
+// Defaults, matching btcd's where btcd has the same option.
+const (
+	defaultConfigFilename       = "btcd-electrum.conf"
+	defaultDataDirname          = "data"
+	defaultLogDirname           = "logs"
+	defaultLogFilename          = "btcd-electrum.log"
+	defaultLogLevel             = "info"
+	defaultMaxPeers             = 125
+	defaultBanDuration          = 24 * time.Hour
+	defaultBanThreshold         = 100
+	defaultFreeTxRelayLimit     = 15.0
+	defaultMaxOrphanTxs         = 100
+	defaultMaxOrphanTxSize      = 100000
+	defaultSigCacheMaxSize      = 100000
+	defaultUtxoCacheMaxSizeMiB  = 250
+	defaultBlockMinSize         = 0
+	defaultBlockMaxSize         = 750000
+	defaultBlockMinWeight       = 0
+	defaultBlockMaxWeight       = 3000000
+	defaultMaxRPCClients        = 10
+	defaultMaxRPCWebsockets     = 25
+	defaultMaxRPCConcurrentReqs = 20
+
+	// defaultElectrumTCPPort is the Electrum protocol's customary plain TCP
+	// port; the TLS, WS and WSS ports (50002-50004) are only used when the
+	// matching listener flag names no port.
+	defaultElectrumTCPPort = "50001"
+	defaultElectrumTLSPort = "50002"
+	defaultElectrumWSPort  = "50003"
+	defaultElectrumWSSPort = "50004"
+)
+
+var (
+	// DefaultHomeDir is where the data, logs, config file and RPC
+	// certificate live unless flags say otherwise. It is separate from
+	// btcd's ~/.btcd so that both can run side by side; point --datadir at
+	// btcd's data directory to reuse its chain.
+	DefaultHomeDir = btcutil.AppDataDir("btcd-electrum", false)
+
+	defaultConfigFile  = filepath.Join(DefaultHomeDir, defaultConfigFilename)
+	defaultDataDir     = filepath.Join(DefaultHomeDir, defaultDataDirname)
+	defaultLogDir      = filepath.Join(DefaultHomeDir, defaultLogDirname)
+	defaultRPCKeyFile  = filepath.Join(DefaultHomeDir, "rpc.key")
+	defaultRPCCertFile = filepath.Join(DefaultHomeDir, "rpc.cert")
+	defaultElecKeyFile = filepath.Join(DefaultHomeDir, "electrum.key")
+	defaultElecCert    = filepath.Join(DefaultHomeDir, "electrum.cert")
+)
+
+// Config is the node's configuration: the command-line flags and config-file
+// options (go-flags, with btcd's option names, meanings and defaults), plus
+// the values derived from them by Normalize.
+//
+// Build one with DefaultConfig and change fields, or with LoadConfig from
+// command-line arguments; New normalizes it.
+type Config struct {
+	ConfigFile  string `short:"C" long:"configfile" description:"Path to configuration file"`
+	DataDir     string `short:"b" long:"datadir" description:"Directory to store data"`
+	LogDir      string `long:"logdir" description:"Directory to log output."`
+	DebugLevel  string `short:"d" long:"debuglevel" description:"Logging level for all subsystems {trace, debug, info, warn, error, critical} -- You may also specify <subsystem>=<level>,<subsystem2>=<level>,... to set the log level for individual subsystems -- Use show to list available subsystems"`
+	ShowVersion bool   `short:"V" long:"version" description:"Display version information and exit"`
+	Profile     string `long:"profile" description:"Enable HTTP profiling on given port -- NOTE port must be between 1024 and 65536"`
+	CPUProfile  string `long:"cpuprofile" description:"Write CPU profile to the specified file"`
+
+	TestNet3       bool `long:"testnet" description:"Use the test network (version 3)"`
+	TestNet4       bool `long:"testnet4" description:"Use the test network (version 4)"`
+	SigNet         bool `long:"signet" description:"Use the signet test network"`
+	RegressionTest bool `long:"regtest" description:"Use the regression test network"`
+	SimNet         bool `long:"simnet" description:"Use the simulation test network"`
+
+	Listeners           []string      `long:"listen" description:"Add an interface/port to listen for connections (default all interfaces port: 8333, testnet: 18333, regtest: 18444)"`
+	DisableListen       bool          `long:"nolisten" description:"Disable listening for incoming connections -- NOTE: Listening is automatically disabled if the --connect option is used without also specifying listen interfaces via --listen"`
+	ConnectPeers        []string      `long:"connect" description:"Connect only to the specified peers at startup"`
+	AddPeers            []string      `short:"a" long:"addpeer" description:"Add a peer to connect with at startup"`
+	DisableDNSSeed      bool          `long:"nodnsseed" description:"Disable DNS seeding for peers"`
+	MaxPeers            int           `long:"maxpeers" description:"Max number of inbound and outbound peers"`
+	BanDuration         time.Duration `long:"banduration" description:"How long to ban misbehaving peers.  Valid time units are {s, m, h}.  Minimum 1 second"`
+	BanThreshold        uint32        `long:"banthreshold" description:"Maximum allowed ban score before disconnecting and banning misbehaving peers."`
+	DisableBanning      bool          `long:"nobanning" description:"Disable banning of misbehaving peers"`
+	BlocksOnly          bool          `long:"blocksonly" description:"Do not accept transactions from remote peers."`
+	DisableStallHandler bool          `long:"nostalldetect" description:"Disables the stall handler system for each peer, useful in simnet/regtest integration tests frameworks"`
+	DisableCheckpoints  bool          `long:"nocheckpoints" description:"Disable built-in checkpoints.  Don't do this unless you know what you're doing."`
+	TrickleInterval     time.Duration `long:"trickleinterval" description:"Minimum time between attempts to send new inventory to a connected peer"`
+	UserAgentComments   []string      `long:"uacomment" description:"Comment to add to the user agent -- See BIP 14 for more information."`
+	V2Transport         bool          `long:"v2transport" description:"Enable P2P v2 encrypted transport protocol (BIP324) (default: false)"`
+
+	RPCListeners         []string `long:"rpclisten" description:"Add an interface/port to listen for RPC connections (default port: 8334, testnet: 18334, regtest: 18334)"`
+	RPCUser              string   `short:"u" long:"rpcuser" description:"Username for RPC connections"`
+	RPCPass              string   `short:"P" long:"rpcpass" default-mask:"-" description:"Password for RPC connections"`
+	RPCLimitUser         string   `long:"rpclimituser" description:"Username for limited RPC connections"`
+	RPCLimitPass         string   `long:"rpclimitpass" default-mask:"-" description:"Password for limited RPC connections"`
+	RPCCert              string   `long:"rpccert" description:"File containing the certificate file"`
+	RPCKey               string   `long:"rpckey" description:"File containing the certificate key"`
+	RPCMaxClients        int      `long:"rpcmaxclients" description:"Max number of RPC clients for standard connections"`
+	RPCMaxWebsockets     int      `long:"rpcmaxwebsockets" description:"Max number of RPC websocket connections"`
+	RPCMaxConcurrentReqs int      `long:"rpcmaxconcurrentreqs" description:"Max number of concurrent RPC requests that may be processed concurrently"`
+	DisableTLS           bool     `long:"notls" description:"Disable TLS for the RPC server -- NOTE: This is only allowed if the RPC server is bound to localhost"`
+	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass or rpclimituser/rpclimitpass is specified"`
+
+	MiningAddrs       []string `long:"miningaddr" description:"Add the specified payment address to the list of addresses to use for generated blocks"`
+	BlockMinSize      uint32   `long:"blockminsize" description:"Minimum block size in bytes to be used when creating a block"`
+	BlockMaxSize      uint32   `long:"blockmaxsize" description:"Maximum block size in bytes to be used when creating a block"`
+	BlockMinWeight    uint32   `long:"blockminweight" description:"Minimum block weight to be used when creating a block"`
+	BlockMaxWeight    uint32   `long:"blockmaxweight" description:"Maximum block weight to be used when creating a block"`
+	BlockPrioritySize uint32   `long:"blockprioritysize" description:"Size in bytes for high-priority/low-fee transactions when creating a block"`
+
+	MinRelayTxFee     float64 `long:"minrelaytxfee" description:"The minimum transaction fee in BTC/kB to be considered a non-zero fee."`
+	FreeTxRelayLimit  float64 `long:"limitfreerelay" description:"Limit relay of transactions with no transaction fee to the given amount in thousands of bytes per minute"`
+	NoRelayPriority   bool    `long:"norelaypriority" description:"Do not require free or low-fee transactions to have high priority for relaying"`
+	MaxOrphanTxs      int     `long:"maxorphantx" description:"Max number of orphan transactions to keep in memory"`
+	RejectNonStd      bool    `long:"rejectnonstd" description:"Reject non-standard transactions regardless of the default settings for the active network."`
+	RelayNonStd       bool    `long:"relaynonstd" description:"Relay non-standard transactions regardless of the default settings for the active network."`
+	RejectReplacement bool    `long:"rejectreplacement" description:"Reject transactions that attempt to replace existing transactions within the mempool through the Replace-By-Fee (RBF) signaling policy."`
+
+	SigCacheMaxSize     uint `long:"sigcachemaxsize" description:"The maximum number of entries in the signature verification cache"`
+	UtxoCacheMaxSizeMiB uint `long:"utxocachemaxsize" description:"The maximum size in MiB of the UTXO cache"`
+	TxIndex             bool `long:"txindex" description:"Maintain a full hash-based transaction index which makes all transactions available via the getrawtransaction RPC"`
+
+	ElectrumIndex        bool     `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
+	ElectrumListeners    []string `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
+	ElectrumTLSListeners []string `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
+	ElectrumWSListeners  []string `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
+	ElectrumWSSListeners []string `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
+	ElectrumCert         string   `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
+	ElectrumKey          string   `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+
+	// Electrum holds the protocol server's limit options.
+	Electrum ElectrumLimits `group:"Electrum server limits"`
+
+	// Interrupt, when closed, aborts New while it is catching indexes up
+	// (the binary closes it on SIGINT/SIGTERM). Not a flag.
+	Interrupt <-chan struct{} `no-flag:"true"`
+
+	// Derived by Normalize.
+	params        *chaincfg.Params
+	rpcPort       string
+	netDataDir    string
+	netLogDir     string
+	miningAddrs   []address.Address
+	minRelayTxFee btcutil.Amount
+	normalized    bool
+}
+
+// DefaultConfig returns a configuration with every option at its default
+// (mainnet, btcd's defaults, no listeners resolved yet).
+func DefaultConfig() *Config {
+	return &Config{
+		ConfigFile:           defaultConfigFile,
+		DataDir:              defaultDataDir,
+		LogDir:               defaultLogDir,
+		DebugLevel:           defaultLogLevel,
+		MaxPeers:             defaultMaxPeers,
+		BanDuration:          defaultBanDuration,
+		BanThreshold:         defaultBanThreshold,
+		TrickleInterval:      peer.DefaultTrickleInterval,
+		RPCCert:              defaultRPCCertFile,
+		RPCKey:               defaultRPCKeyFile,
+		RPCMaxClients:        defaultMaxRPCClients,
+		RPCMaxWebsockets:     defaultMaxRPCWebsockets,
+		RPCMaxConcurrentReqs: defaultMaxRPCConcurrentReqs,
+		BlockMinSize:         defaultBlockMinSize,
+		BlockMaxSize:         defaultBlockMaxSize,
+		BlockMinWeight:       defaultBlockMinWeight,
+		BlockMaxWeight:       defaultBlockMaxWeight,
+		BlockPrioritySize:    mempool.DefaultBlockPrioritySize,
+		MinRelayTxFee:        mempool.DefaultMinRelayTxFee.ToBTC(),
+		FreeTxRelayLimit:     defaultFreeTxRelayLimit,
+		MaxOrphanTxs:         defaultMaxOrphanTxs,
+		SigCacheMaxSize:      defaultSigCacheMaxSize,
+		UtxoCacheMaxSizeMiB:  defaultUtxoCacheMaxSizeMiB,
+		ElectrumCert:         defaultElecCert,
+		ElectrumKey:          defaultElecKeyFile,
+		Electrum:             defaultElectrumLimits(),
+	}
+}
+
+// LoadConfig builds the configuration as btcd does: defaults, then the
+// config file (-C/--configfile; on regtest, simnet and signet only when
+// given explicitly), then the command line, which takes precedence. It
+// returns the normalized configuration and the arguments left over.
+func LoadConfig(args []string) (*Config, []string, error) {
+	cfg := DefaultConfig()
+
+	// Pre-parse to find the config file and the network.
+	preCfg := *cfg
+	preParser := flags.NewParser(&preCfg, flags.HelpFlag|flags.PassDoubleDash)
+	if _, err := preParser.ParseArgs(args); err != nil {
+		var fe *flags.Error
+		if errors.As(err, &fe) && fe.Type == flags.ErrHelp {
+			return nil, nil, err
+		}
+	}
+	if preCfg.ShowVersion {
+		cfg.ShowVersion = true
+		return cfg, nil, nil
+	}
+
+	parser := flags.NewParser(cfg, flags.Default)
+	explicitConfig := preCfg.ConfigFile != defaultConfigFile
+	testNet := preCfg.RegressionTest || preCfg.SimNet || preCfg.SigNet
+	if !testNet || explicitConfig {
+		err := flags.NewIniParser(parser).ParseFile(cleanAndExpandPath(preCfg.ConfigFile))
+		if err != nil {
+			var pe *os.PathError
+			if !errors.As(err, &pe) || explicitConfig {
+				return nil, nil, fmt.Errorf("config file %s: %w", preCfg.ConfigFile, err)
+			}
+		}
+	}
+	// As btcd: peers from a config file are not added on regtest.
+	if preCfg.RegressionTest {
+		cfg.AddPeers = nil
+	}
+
+	remaining, err := parser.ParseArgs(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := cfg.Normalize(); err != nil {
+		return nil, nil, err
+	}
+	return cfg, remaining, nil
+}
+
+// Normalize validates the configuration and derives the network, the
+// per-network data and log directories (<datadir>/<netname>, as btcd), the
+// default listen addresses and ports, the mining addresses and the relay fee.
+// Calling it again is a no-op.
+func (cfg *Config) Normalize() error {
+	if cfg.normalized {
+		return nil
+	}
+	numNets := 0
+	cfg.params, cfg.rpcPort = &chaincfg.MainNetParams, "8334"
+	if cfg.TestNet3 {
+		numNets++
+		cfg.params, cfg.rpcPort = &chaincfg.TestNet3Params, "18334"
+	}
+	if cfg.TestNet4 {
+		numNets++
+		cfg.params, cfg.rpcPort = &chaincfg.TestNet4Params, "48334"
+	}
+	if cfg.RegressionTest {
+		numNets++
+		cfg.params, cfg.rpcPort = &chaincfg.RegressionNetParams, "18334"
+	}
+	if cfg.SimNet {
+		numNets++
+		cfg.params, cfg.rpcPort = &chaincfg.SimNetParams, "18556"
+	}
+	if cfg.SigNet {
+		numNets++
+		cfg.params, cfg.rpcPort = &chaincfg.SigNetParams, "38332"
+	}
+	if numNets > 1 {
+		return errors.New("the testnet, testnet4, regtest, signet and simnet options can not be used together -- choose one of the five")
+	}
+	if cfg.SimNet {
+		// As btcd: simnet never looks for peers by itself.
+		cfg.DisableDNSSeed = true
+	}
+
+	if cfg.DataDir == "" || cfg.LogDir == "" {
+		return errors.New("datadir and logdir must not be empty")
+	}
+	cfg.netDataDir = filepath.Join(cleanAndExpandPath(cfg.DataDir), NetName(cfg.params))
+	cfg.netLogDir = filepath.Join(cleanAndExpandPath(cfg.LogDir), NetName(cfg.params))
+	cfg.RPCCert = cleanAndExpandPath(cfg.RPCCert)
+	cfg.RPCKey = cleanAndExpandPath(cfg.RPCKey)
+	cfg.ElectrumCert = cleanAndExpandPath(cfg.ElectrumCert)
+	cfg.ElectrumKey = cleanAndExpandPath(cfg.ElectrumKey)
+
+	if cfg.MaxPeers <= 0 {
+		return fmt.Errorf("maxpeers must be greater than zero: %d", cfg.MaxPeers)
+	}
+	if cfg.BanDuration < time.Second {
+		return fmt.Errorf("banduration %v is below the minimum of 1 second", cfg.BanDuration)
+	}
+	if cfg.RejectNonStd && cfg.RelayNonStd {
+		return errors.New("rejectnonstd and relaynonstd cannot be used together -- choose only one")
+	}
+	if cfg.SigCacheMaxSize == 0 {
+		cfg.SigCacheMaxSize = defaultSigCacheMaxSize
+	}
+
+	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
+	if err != nil || amt < 0 {
+		return fmt.Errorf("invalid minrelaytxfee %v", cfg.MinRelayTxFee)
+	}
+	cfg.minRelayTxFee = amt
+
+	cfg.miningAddrs = cfg.miningAddrs[:0]
+	for _, s := range cfg.MiningAddrs {
+		addr, err := address.DecodeAddress(s, cfg.params)
+		if err != nil {
+			return fmt.Errorf("mining address %q: %w", s, err)
+		}
+		if !addr.IsForNet(cfg.params) {
+			return fmt.Errorf("mining address %q is on the wrong network", s)
+		}
+		cfg.miningAddrs = append(cfg.miningAddrs, addr)
+	}
+
+	// --connect means "only these peers": no listening unless asked for.
+	if len(cfg.ConnectPeers) > 0 && len(cfg.Listeners) == 0 {
+		cfg.DisableListen = true
+	}
+	if len(cfg.Listeners) == 0 {
+		cfg.Listeners = []string{net.JoinHostPort("", cfg.params.DefaultPort)}
+	}
+	cfg.Listeners = normalizeAddresses(cfg.Listeners, cfg.params.DefaultPort)
+	cfg.ConnectPeers = normalizeAddresses(cfg.ConnectPeers, cfg.params.DefaultPort)
+	cfg.AddPeers = normalizeAddresses(cfg.AddPeers, cfg.params.DefaultPort)
+
+	// As btcd: without credentials there is no RPC server.
+	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
+		cfg.DisableRPC = true
+	}
+	if cfg.RPCUser != "" && cfg.RPCUser == cfg.RPCLimitUser {
+		return errors.New("--rpcuser and --rpclimituser must not specify the same username")
+	}
+	if len(cfg.RPCListeners) == 0 {
+		cfg.RPCListeners = []string{net.JoinHostPort("localhost", cfg.rpcPort)}
+	}
+	cfg.RPCListeners = normalizeAddresses(cfg.RPCListeners, cfg.rpcPort)
+	if cfg.DisableTLS && !cfg.DisableRPC {
+		for _, addr := range cfg.RPCListeners {
+			if !isLoopback(addr) {
+				return fmt.Errorf("--notls is only allowed when the RPC server listens on localhost, not %s", addr)
+			}
+		}
+	}
+
+	if cfg.ElectrumIndex && len(cfg.ElectrumListeners)+len(cfg.ElectrumTLSListeners)+
+		len(cfg.ElectrumWSListeners)+len(cfg.ElectrumWSSListeners) == 0 {
+		cfg.ElectrumListeners = []string{net.JoinHostPort("127.0.0.1", defaultElectrumTCPPort)}
+	}
+	cfg.ElectrumListeners = normalizeAddresses(cfg.ElectrumListeners, defaultElectrumTCPPort)
+	cfg.ElectrumTLSListeners = normalizeAddresses(cfg.ElectrumTLSListeners, defaultElectrumTLSPort)
+	cfg.ElectrumWSListeners = normalizeAddresses(cfg.ElectrumWSListeners, defaultElectrumWSPort)
+	cfg.ElectrumWSSListeners = normalizeAddresses(cfg.ElectrumWSSListeners, defaultElectrumWSSPort)
+
+	if err := cfg.Electrum.validate(); err != nil {
+		return err
+	}
+	if err := validateLogLevels(cfg.DebugLevel); err != nil && cfg.DebugLevel != "show" {
+		return err
+	}
+	cfg.normalized = true
+	return nil
+}
+
+// Params returns the active network's parameters (after Normalize).
+func (cfg *Config) Params() *chaincfg.Params { return cfg.params }
+
+// NetDataDir returns <datadir>/<netname>, where the block database and the
+// peer address file live (after Normalize).
+func (cfg *Config) NetDataDir() string { return cfg.netDataDir }
+
+// NetLogDir returns <logdir>/<netname> (after Normalize).
+func (cfg *Config) NetLogDir() string { return cfg.netLogDir }
+
+// LogFile returns the path of the node's log file (after Normalize).
+func (cfg *Config) LogFile() string { return filepath.Join(cfg.netLogDir, defaultLogFilename) }
+
+// NetName returns the directory name btcd uses for a network: "testnet" for
+// testnet3 (for historical reasons) and the parameters' name otherwise.
+func NetName(params *chaincfg.Params) string {
+	if params.Net == wire.TestNet3 {
+		return "testnet"
+	}
+	return params.Name
+}
+
+// cleanAndExpandPath expands a leading ~ and environment variables and
+// cleans the result.
+func cleanAndExpandPath(path string) string {
+	if path == "" {
+		return ""
+	}
+	if strings.HasPrefix(path, "~") {
+		if home, err := os.UserHomeDir(); err == nil {
+			path = strings.Replace(path, "~", home, 1)
+		}
+	}
+	return filepath.Clean(os.ExpandEnv(path))
+}
+
+// normalizeAddresses adds defaultPort to every address without a port and
+// removes duplicates, keeping the first occurrence.
+func normalizeAddresses(addrs []string, defaultPort string) []string {
+	seen := make(map[string]bool, len(addrs))
+	out := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			a = net.JoinHostPort(a, defaultPort)
+		}
+		if !seen[a] {
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// isLoopback reports whether a host:port address names the local host only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// utxoCacheBytes is the UTXO cache size in bytes for blockchain.Config.
+func (cfg *Config) utxoCacheBytes() uint64 {
+	return uint64(cfg.UtxoCacheMaxSizeMiB) * 1024 * 1024
+}
+
+// maxSigOpCostPerTx is btcd's mempool policy limit.
+const maxSigOpCostPerTx = blockchain.MaxBlockSigOpsCost / 4

@@ -1,0 +1,43 @@
+package node
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+	_ "github.com/btcsuite/btcd/database/ffldb" // registers the ffldb driver
+)
+
+// Block database naming, as btcd: <datadir>/<netname>/blocks_ffldb.
+const (
+	dbType            = "ffldb"
+	blockDbNamePrefix = "blocks"
+)
+
+// BlockDBPath returns where the block database of a network lives inside
+// netDataDir (<datadir>/<netname>).
+func BlockDBPath(netDataDir string) string {
+	return filepath.Join(netDataDir, blockDbNamePrefix+"_"+dbType)
+}
+
+// openBlockDB opens the ffldb block database at path, creating it when it
+// does not exist. Unlike btcd's main it never deletes an existing regtest
+// database: the chain and the Electrum index are kept across restarts.
+func openBlockDB(path string, params *chaincfg.Params) (database.DB, error) {
+	db, err := database.Open(dbType, path, params.Net)
+	if err == nil {
+		log.Infof("Loaded block database from '%s'", path)
+		return db, nil
+	}
+	var dbErr database.Error
+	if !errors.As(err, &dbErr) || dbErr.ErrorCode != database.ErrDbDoesNotExist {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, err
+	}
+	log.Infof("Creating block database in '%s'", path)
+	return database.Create(dbType, path, params.Net)
+}

@@ -1,0 +1,60 @@
+package node
+
+import (
+	"fmt"
+	"time"
+)
+
+// ElectrumLimits are the Electrum server's limit options. A zero value means
+// the server's default (the ElectrumX value, shown in each description).
+type ElectrumLimits struct {
+	MaxSessions       int           `long:"electrummaxsessions" description:"Maximum Electrum sessions served at once (default 1000)"`
+	MaxSessionsPerIP  int           `long:"electrummaxsessionsperip" description:"Maximum Electrum sessions from one IP address (default 12; negative disables)"`
+	MaxRecv           int           `long:"electrummaxrecv" description:"Largest Electrum request in bytes (default 1000000)"`
+	MaxSend           int           `long:"electrummaxsend" description:"Largest Electrum response in bytes, at least 350000 (default 8100000)"`
+	MaxSendBacklog    int           `long:"electrummaxsendbacklog" description:"Response bytes that may wait for a slow Electrum client before it is disconnected (default 16000000)"`
+	WriteTimeout      time.Duration `long:"electrumwritetimeout" description:"Disconnect an Electrum client that accepts no data for this long (default 20s)"`
+	RequestTimeout    time.Duration `long:"electrumrequesttimeout" description:"Fail an Electrum request that takes longer than this (default 30s)"`
+	IdleTimeout       time.Duration `long:"electrumidletimeout" description:"Disconnect an Electrum client that sends nothing for this long (default 10m)"`
+	MaxBatch          int           `long:"electrummaxbatch" description:"Largest Electrum batch in requests (default 1000)"`
+	MaxSubsPerSession int           `long:"electrummaxsubspersession" description:"Script hash subscriptions per Electrum session (default 75000)"`
+	MaxSubsPerIP      int           `long:"electrummaxsubsperip" description:"Script hash subscriptions per IP address (default 75000)"`
+	MaxSubs           int           `long:"electrummaxsubs" description:"Script hash subscriptions in total (default 10000000)"`
+	Concurrency       int           `long:"electrumconcurrency" description:"Requests of one Electrum session processed at once (default 10)"`
+	CostSoftLimit     float64       `long:"electrumcostsoftlimit" description:"Session cost above which Electrum requests are delayed (default 1000)"`
+	CostHardLimit     float64       `long:"electrumcosthardlimit" description:"Session cost at which an Electrum client is disconnected (default 10000; negative disables throttling)"`
+	RequestSleep      time.Duration `long:"electrumrequestsleep" description:"Delay of a request at the hard cost limit (default 2.5s)"`
+	BandwidthUnit     int           `long:"electrumbandwidthunit" description:"Bytes sent or received that cost 1.0 (default 5000)"`
+	Banner            string        `long:"electrumbanner" description:"Text returned by server.banner"`
+	DonationAddress   string        `long:"electrumdonationaddress" description:"Address returned by server.donation_address"`
+}
+
+// defaultElectrumLimits returns the limits with every field at "default".
+func defaultElectrumLimits() ElectrumLimits { return ElectrumLimits{} }
+
+// validate rejects values the server cannot use.
+func (l *ElectrumLimits) validate() error {
+	if l.MaxSend != 0 && l.MaxSend < 350_000 {
+		return fmt.Errorf("--electrummaxsend must be at least 350000, not %d", l.MaxSend)
+	}
+	for name, v := range map[string]int{
+		"electrummaxsessions": l.MaxSessions, "electrummaxrecv": l.MaxRecv,
+		"electrummaxsendbacklog": l.MaxSendBacklog, "electrummaxbatch": l.MaxBatch,
+		"electrummaxsubspersession": l.MaxSubsPerSession, "electrummaxsubsperip": l.MaxSubsPerIP,
+		"electrummaxsubs": l.MaxSubs, "electrumconcurrency": l.Concurrency,
+		"electrumbandwidthunit": l.BandwidthUnit,
+	} {
+		if v < 0 {
+			return fmt.Errorf("--%s must not be negative", name)
+		}
+	}
+	for name, v := range map[string]time.Duration{
+		"electrumwritetimeout": l.WriteTimeout, "electrumrequesttimeout": l.RequestTimeout,
+		"electrumidletimeout": l.IdleTimeout, "electrumrequestsleep": l.RequestSleep,
+	} {
+		if v < 0 {
+			return fmt.Errorf("--%s must not be negative", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package node
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/blockchain"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
+	"github.com/btcsuite/btcd/connmgr"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
+	"github.com/btcsuite/btcd/mining/cpuminer"
+	"github.com/btcsuite/btcd/netsync"
+	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btclog"
+)
+
+// logOutput is the one writer behind every subsystem logger: stdout (unless
+// turned off) plus the log file once SetLogFile has opened it.
+type logOutput struct {
+	mu     sync.Mutex
+	stdout io.Writer
+	file   *os.File
+}
+
+// Write sends p to stdout and the log file.
+func (w *logOutput) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stdout != nil {
+		_, _ = w.stdout.Write(p)
+	}
+	if w.file != nil {
+		_, _ = w.file.Write(p)
+	}
+	return len(p), nil
+}
+
+var (
+	// output is shared by all loggers; btcd's packages keep their loggers in
+	// package variables, so there is one logging set-up per process.
+	output = &logOutput{stdout: os.Stdout}
+
+	// backend creates all subsystem loggers.
+	backend = btclog.NewBackend(output)
+
+	log     = backend.Logger("NODE") // node assembly and lifecycle
+	srvrLog = backend.Logger("SRVR") // peer server: connections, relay
+	peerLog = backend.Logger("PEER") // btcd's peer package
+	indxLog = backend.Logger("INDX") // index manager and index timings
+
+	// subsystemLoggers maps each subsystem tag to its logger, for
+	// --debuglevel.
+	subsystemLoggers = map[string]btclog.Logger{
+		"NODE": log,
+		"SRVR": srvrLog,
+		"PEER": peerLog,
+		"INDX": indxLog,
+		"ADXR": backend.Logger("ADXR"),
+		"AMGR": backend.Logger("AMGR"),
+		"CMGR": backend.Logger("CMGR"),
+		"BCDB": backend.Logger("BCDB"),
+		"CHAN": backend.Logger("CHAN"),
+		"MINR": backend.Logger("MINR"),
+		"SCRP": backend.Logger("SCRP"),
+		"SYNC": backend.Logger("SYNC"),
+		"TXMP": backend.Logger("TXMP"),
+		"ELEC": backend.Logger("ELEC"),
+		"RPCS": backend.Logger("RPCS"),
+	}
+)
+
+func init() {
+	addrmgr.UseLogger(subsystemLoggers["AMGR"])
+	connmgr.UseLogger(subsystemLoggers["CMGR"])
+	database.UseLogger(subsystemLoggers["BCDB"])
+	blockchain.UseLogger(subsystemLoggers["CHAN"])
+	btcdindexers.UseLogger(indxLog)
+	mining.UseLogger(subsystemLoggers["MINR"])
+	cpuminer.UseLogger(subsystemLoggers["MINR"])
+	peer.UseLogger(peerLog)
+	txscript.UseLogger(subsystemLoggers["SCRP"])
+	netsync.UseLogger(subsystemLoggers["SYNC"])
+	mempool.UseLogger(subsystemLoggers["TXMP"])
+	useProjectLoggers()
+	for _, l := range subsystemLoggers {
+		l.SetLevel(btclog.LevelInfo)
+	}
+}
+
+// useProjectLoggers hands the project's own packages their subsystem
+// loggers.
+func useProjectLoggers() {}
+
+// Logger returns the logger of a subsystem (for example "NODE"), or nil.
+func Logger(subsystem string) btclog.Logger { return subsystemLoggers[subsystem] }
+
+// SetLogFile appends all log output to path (creating its directory) in
+// addition to stdout. An empty path closes the current file.
+func SetLogFile(path string) error {
+	var f *os.File
+	if path != "" {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("create log directory: %w", err)
+		}
+		var err error
+		f, err = os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("open log file: %w", err)
+		}
+	}
+	output.mu.Lock()
+	old := output.file
+	output.file = f
+	output.mu.Unlock()
+	if old != nil {
+		return old.Close()
+	}
+	return nil
+}
+
+// SetLogStdout turns the copy of the log on stdout on or off.
+func SetLogStdout(on bool) {
+	output.mu.Lock()
+	defer output.mu.Unlock()
+	if on {
+		output.stdout = os.Stdout
+	} else {
+		output.stdout = nil
+	}
+}
+
+// SupportedSubsystems returns the subsystem tags accepted by --debuglevel,
+// sorted.
+func SupportedSubsystems() []string {
+	subs := make([]string, 0, len(subsystemLoggers))
+	for s := range subsystemLoggers {
+		subs = append(subs, s)
+	}
+	sort.Strings(subs)
+	return subs
+}
+
+// SetLogLevels applies a --debuglevel value: either one level for every
+// subsystem ("info") or "SUBSYS=level,SUBSYS2=level".
+func SetLogLevels(debugLevel string) error {
+	if err := validateLogLevels(debugLevel); err != nil {
+		return err
+	}
+	if !strings.Contains(debugLevel, "=") {
+		lvl, _ := btclog.LevelFromString(debugLevel)
+		for _, l := range subsystemLoggers {
+			l.SetLevel(lvl)
+		}
+		return nil
+	}
+	for _, pair := range strings.Split(debugLevel, ",") {
+		kv := strings.SplitN(pair, "=", 2)
+		lvl, _ := btclog.LevelFromString(kv[1])
+		subsystemLoggers[kv[0]].SetLevel(lvl)
+	}
+	return nil
+}
+
+// validateLogLevels checks a --debuglevel value without applying it.
+func validateLogLevels(debugLevel string) error {
+	if !strings.Contains(debugLevel, "=") {
+		if strings.Contains(debugLevel, ",") {
+			return fmt.Errorf("the specified debug level contains an invalid list of subsystem/level pairs [%v]", debugLevel)
+		}
+		if _, ok := btclog.LevelFromString(debugLevel); !ok {
+			return fmt.Errorf("the specified debug level [%v] is invalid", debugLevel)
+		}
+		return nil
+	}
+	for _, pair := range strings.Split(debugLevel, ",") {
+		kv := strings.SplitN(pair, "=", 2)
+		if len(kv) != 2 {
+			return fmt.Errorf("the specified debug level contains an invalid subsystem/level pair [%v]", pair)
+		}
+		if _, ok := subsystemLoggers[kv[0]]; !ok {
+			return fmt.Errorf("the specified subsystem [%v] is invalid -- supported subsystems %v", kv[0], SupportedSubsystems())
+		}
+		if _, ok := btclog.LevelFromString(kv[1]); !ok {
+			return fmt.Errorf("the specified debug level [%v] is invalid", kv[1])
+		}
+	}
+	return nil
+}

@@ -1,0 +1,347 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/connmgr"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
+	"github.com/btcsuite/btcd/mining/cpuminer"
+	"github.com/btcsuite/btcd/netsync"
+	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// Node is a btcd-compatible full node with the Electrum index: btcd's block
+// database, chain, index manager, mempool, fee estimator, sync manager, peer
+// server and CPU miner, plus the Electrum and JSON-RPC servers.
+//
+// Create it with New (which opens the database and brings every index up to
+// the chain tip), then Start; Stop shuts everything down and closes the
+// database. A Node is not restartable; create a new one on the same datadir.
+type Node struct {
+	cfg    *Config
+	params *chaincfg.Params
+
+	db           database.DB
+	chain        *blockchain.BlockChain
+	index        *indexSet
+	timeSource   blockchain.MedianTimeSource
+	sigCache     *txscript.SigCache
+	hashCache    *txscript.HashCache
+	feeEstimator *mempool.FeeEstimator
+	txMemPool    *mempool.TxPool
+	syncManager  *netsync.SyncManager
+	tmplGen      *mining.BlkTmplGenerator
+	cpuMiner     *cpuminer.CPUMiner
+	mempoolTrack *mempoolTracker
+
+	addrManager  *addrmgr.AddrManager
+	connManager  *connmgr.ConnManager
+	downgrader   *peer.P2PDowngrader
+	services     wire.ServiceFlag
+	p2pListeners []net.Listener
+	peers        *peerSet
+
+	events   *eventQueue
+	srv      *servers
+
+	generateMu sync.Mutex
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	started   atomic.Bool
+	quit      chan struct{}
+	stopReq   chan struct{}
+	stopReqMu sync.Once
+	wg        sync.WaitGroup
+	startTime time.Time
+}
+
+// New opens (or creates) the block database in the configured datadir,
+// builds the chain with the configured indexes (catching them up to the tip
+// before it returns), and assembles the mempool, sync manager, miner and
+// peer server. Nothing listens or connects until Start.
+func New(cfg *Config) (*Node, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:        cfg,
+		params:     cfg.params,
+		timeSource: blockchain.NewMedianTime(),
+		sigCache:   txscript.NewSigCache(cfg.SigCacheMaxSize),
+		hashCache:  txscript.NewHashCache(cfg.SigCacheMaxSize),
+		quit:       make(chan struct{}),
+		stopReq:    make(chan struct{}),
+		startTime:  time.Now(),
+	}
+	if err := os.MkdirAll(cfg.netDataDir, 0o700); err != nil {
+		return nil, err
+	}
+	db, err := openBlockDB(BlockDBPath(cfg.netDataDir), n.params)
+	if err != nil {
+		return nil, fmt.Errorf("open block database: %w", err)
+	}
+	n.db = db
+	if err := n.assemble(); err != nil {
+		n.closeAfterFailedNew()
+		return nil, err
+	}
+	return n, nil
+}
+
+// assemble builds every component on top of the open database.
+func (n *Node) assemble() error {
+	cfg := n.cfg
+	n.index = newIndexSet(n.db, cfg)
+	var err error
+	n.chain, err = blockchain.New(&blockchain.Config{
+		DB:               n.db,
+		Interrupt:        cfg.Interrupt,
+		ChainParams:      n.params,
+		Checkpoints:      n.checkpoints(),
+		TimeSource:       n.timeSource,
+		SigCache:         n.sigCache,
+		HashCache:        n.hashCache,
+		IndexManager:     n.index.manager,
+		UtxoCacheMaxSize: cfg.utxoCacheBytes(),
+	})
+	if err != nil {
+		return fmt.Errorf("load chain: %w", err)
+	}
+	best := n.chain.BestSnapshot()
+	log.Infof("Chain tip %v at height %d", best.Hash, best.Height)
+
+	n.feeEstimator = loadFeeEstimator(n.db, best.Height)
+	n.txMemPool = mempool.New(&mempool.Config{
+		Policy: mempool.Policy{
+			DisableRelayPriority: cfg.NoRelayPriority,
+			AcceptNonStd:         n.acceptNonStd(),
+			FreeTxRelayLimit:     cfg.FreeTxRelayLimit,
+			MaxOrphanTxs:         cfg.MaxOrphanTxs,
+			MaxOrphanTxSize:      defaultMaxOrphanTxSize,
+			MaxSigOpCostPerTx:    maxSigOpCostPerTx,
+			MinRelayTxFee:        cfg.minRelayTxFee,
+			MaxTxVersion:         2,
+			RejectReplacement:    cfg.RejectReplacement,
+		},
+		ChainParams:    n.params,
+		FetchUtxoView:  n.chain.FetchUtxoView,
+		BestHeight:     func() int32 { return n.chain.BestSnapshot().Height },
+		MedianTimePast: func() time.Time { return n.chain.BestSnapshot().MedianTime },
+		CalcSequenceLock: func(tx *btcutil.Tx, view *blockchain.UtxoViewpoint) (*blockchain.SequenceLock, error) {
+			return n.chain.CalcSequenceLock(tx, view, true)
+		},
+		IsDeploymentActive: n.chain.IsDeploymentActive,
+		SigCache:           n.sigCache,
+		HashCache:          n.hashCache,
+		FeeEstimator:       n.feeEstimator,
+	})
+	n.mempoolTrack = newMempoolTracker(n)
+
+	n.peers = newPeerSet()
+	n.syncManager, err = netsync.New(&netsync.Config{
+		PeerNotifier:       n,
+		Chain:              n.chain,
+		TxMemPool:          n.txMemPool,
+		ChainParams:        n.params,
+		DisableCheckpoints: cfg.DisableCheckpoints,
+		MaxPeers:           cfg.MaxPeers,
+		FeeEstimator:       n.feeEstimator,
+	})
+	if err != nil {
+		return fmt.Errorf("create sync manager: %w", err)
+	}
+
+	// Subscribed after netsync.New, so that by the time these callbacks run
+	// the mempool has already dropped a connected block's transactions.
+	n.events = newEventQueue()
+	n.chain.Subscribe(n.handleChainNotification)
+
+	policy := mining.Policy{
+		BlockMinWeight:    cfg.BlockMinWeight,
+		BlockMaxWeight:    cfg.BlockMaxWeight,
+		BlockMinSize:      cfg.BlockMinSize,
+		BlockMaxSize:      cfg.BlockMaxSize,
+		BlockPrioritySize: cfg.BlockPrioritySize,
+		TxMinFreeFee:      cfg.minRelayTxFee,
+	}
+	n.tmplGen = mining.NewBlkTmplGenerator(&policy, n.params, n.txMemPool,
+		n.chain, n.timeSource, n.sigCache, n.hashCache)
+	n.cpuMiner = cpuminer.New(&cpuminer.Config{
+		ChainParams:            n.params,
+		BlockTemplateGenerator: n.tmplGen,
+		MiningAddrs:            cfg.miningAddrs,
+		ProcessBlock:           n.syncManager.ProcessBlock,
+		ConnectedCount:         n.ConnectedCount,
+		IsCurrent:              n.syncManager.IsCurrent,
+	})
+
+	if err := n.setupPeerServer(); err != nil {
+		return err
+	}
+	n.srv, err = n.setupServers()
+	return err
+}
+
+// closeAfterFailedNew releases what New opened before it failed.
+func (n *Node) closeAfterFailedNew() {
+	for _, l := range n.p2pListeners {
+		_ = l.Close()
+	}
+	if n.srv != nil {
+		n.srv.close()
+	}
+	if n.chain != nil {
+		if err := n.chain.FlushUtxoCache(blockchain.FlushRequired); err != nil {
+			log.Errorf("Flush UTXO cache: %v", err)
+		}
+	}
+	if err := n.db.Close(); err != nil {
+		log.Errorf("Close block database: %v", err)
+	}
+}
+
+// acceptNonStd is btcd's policy: relay non-standard transactions on test
+// networks unless --rejectnonstd, on mainnet only with --relaynonstd.
+func (n *Node) acceptNonStd() bool {
+	switch {
+	case n.cfg.RejectNonStd:
+		return false
+	case n.cfg.RelayNonStd:
+		return true
+	default:
+		return n.params.RelayNonStdTxs
+	}
+}
+
+// checkpoints returns the network's checkpoints unless disabled.
+func (n *Node) checkpoints() []chaincfg.Checkpoint {
+	if n.cfg.DisableCheckpoints {
+		return nil
+	}
+	return n.params.Checkpoints
+}
+
+// Start starts the peer server (listeners, sync manager, permanent peers,
+// DNS seeding), the event dispatcher and the Electrum and RPC servers.
+func (n *Node) Start() error {
+	var err error
+	n.startOnce.Do(func() {
+		n.started.Store(true)
+		n.wg.Add(1)
+		go n.dispatchEvents()
+
+		n.addrManager.Start()
+		n.syncManager.Start()
+		n.connManager.Start()
+		n.connectPermanentPeers()
+		n.seedFromDNS()
+
+		err = n.srv.start()
+		if err != nil {
+			return
+		}
+		best := n.chain.BestSnapshot()
+		log.Infof("Node started on %s at height %d", n.params.Name, best.Height)
+	})
+	return err
+}
+
+// Stop shuts the node down: the Electrum and RPC servers, listeners and
+// peers, the sync manager (which flushes the UTXO cache), the address
+// manager; it saves the fee estimator and closes the database. It is safe to
+// call more than once and without Start.
+func (n *Node) Stop() error {
+	var err error
+	n.stopOnce.Do(func() {
+		log.Infof("Shutting down")
+		close(n.quit)
+		n.srv.stop()
+		if n.started.Load() {
+			n.cpuMiner.Stop()
+			n.connManager.Stop()
+			n.peers.disconnectAll()
+			n.connManager.Wait()
+			n.peers.wait()
+			if e := n.syncManager.Stop(); e != nil {
+				log.Errorf("Stop sync manager: %v", e)
+			}
+			if e := n.addrManager.Stop(); e != nil {
+				log.Errorf("Stop address manager: %v", e)
+			}
+		} else {
+			for _, l := range n.p2pListeners {
+				_ = l.Close()
+			}
+			if e := n.chain.FlushUtxoCache(blockchain.FlushRequired); e != nil {
+				log.Errorf("Flush UTXO cache: %v", e)
+			}
+		}
+		n.events.close()
+		n.wg.Wait()
+		saveFeeEstimator(n.db, n.feeEstimator)
+		if e := n.db.Close(); e != nil {
+			err = fmt.Errorf("close block database: %w", e)
+		}
+		log.Infof("Shutdown complete")
+	})
+	return err
+}
+
+// RequestStop asks whoever runs the node (the binary's main) to shut it
+// down; it never blocks. StopRequested is closed on the first call.
+func (n *Node) RequestStop() {
+	n.stopReqMu.Do(func() { close(n.stopReq) })
+}
+
+// StopRequested is closed when a client (the RPC stop command) asked the
+// node to shut down.
+func (n *Node) StopRequested() <-chan struct{} { return n.stopReq }
+
+// Config returns the node's normalized configuration.
+func (n *Node) Config() *Config { return n.cfg }
+
+// Params returns the network parameters.
+func (n *Node) Params() *chaincfg.Params { return n.params }
+
+// Chain returns btcd's block chain.
+func (n *Node) Chain() *blockchain.BlockChain { return n.chain }
+
+// DB returns the block database.
+func (n *Node) DB() database.DB { return n.db }
+
+// TxPool returns btcd's transaction memory pool.
+func (n *Node) TxPool() *mempool.TxPool { return n.txMemPool }
+
+// SyncManager returns btcd's sync manager.
+func (n *Node) SyncManager() *netsync.SyncManager { return n.syncManager }
+
+// FeeEstimator returns btcd's fee estimator.
+func (n *Node) FeeEstimator() *mempool.FeeEstimator { return n.feeEstimator }
+
+// P2PAddrs returns the addresses the peer listeners are bound to (the real
+// ports when ":0" was configured).
+func (n *Node) P2PAddrs() []net.Addr {
+	addrs := make([]net.Addr, 0, len(n.p2pListeners))
+	for _, l := range n.p2pListeners {
+		addrs = append(addrs, l.Addr())
+	}
+	return addrs
+}
+
+// errNotStarted is returned by operations that need a started node.
+var errNotStarted = errors.New("node is not started")

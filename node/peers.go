@@ -1,0 +1,453 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/connmgr"
+	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+const (
+	// userAgentName and userAgentVersion are advertised to peers.
+	userAgentName    = "btcd-electrum"
+	userAgentVersion = "0.1.0"
+
+	// connectionRetryInterval is how long connmgr waits before retrying a
+	// permanent peer.
+	connectionRetryInterval = 5 * time.Second
+
+	// dialTimeout bounds an outbound TCP connect.
+	dialTimeout = 30 * time.Second
+
+	// defaultTargetOutbound is the number of automatic outbound peers, as
+	// btcd.
+	defaultTargetOutbound = 8
+)
+
+// serverPeer is one connected peer with the node-side state netsync and
+// relay need.
+type serverPeer struct {
+	*peer.Peer
+
+	node       *Node
+	connReq    *connmgr.ConnReq
+	persistent bool
+
+	// continueHash is the last block hash of a full getblocks answer;
+	// when the peer asks for that block, it is sent an inv of the tip so
+	// it continues with the next getblocks. Only touched on the peer's
+	// input goroutine.
+	continueHash *chainhash.Hash
+
+	relayTxDisabled atomic.Bool
+	feeFilter       atomic.Int64
+	sentAddrs       bool
+	added           atomic.Bool
+
+	verAckOnce     sync.Once
+	verAckCh       chan struct{}
+	txProcessed    chan struct{}
+	blockProcessed chan struct{}
+	quit           chan struct{}
+}
+
+// newServerPeer prepares the node-side state of a peer.
+func newServerPeer(n *Node, persistent bool) *serverPeer {
+	return &serverPeer{
+		node:           n,
+		persistent:     persistent,
+		verAckCh:       make(chan struct{}),
+		txProcessed:    make(chan struct{}, 1),
+		blockProcessed: make(chan struct{}, 1),
+		quit:           make(chan struct{}),
+	}
+}
+
+// peerSet tracks the peers that completed the handshake.
+type peerSet struct {
+	mu    sync.RWMutex
+	peers map[int32]*serverPeer
+	wg    sync.WaitGroup // one per peer lifecycle goroutine
+}
+
+// newPeerSet returns an empty set.
+func newPeerSet() *peerSet { return &peerSet{peers: make(map[int32]*serverPeer)} }
+
+// add registers a peer.
+func (s *peerSet) add(sp *serverPeer) {
+	s.mu.Lock()
+	s.peers[sp.ID()] = sp
+	s.mu.Unlock()
+}
+
+// remove forgets a peer.
+func (s *peerSet) remove(sp *serverPeer) {
+	s.mu.Lock()
+	delete(s.peers, sp.ID())
+	s.mu.Unlock()
+}
+
+// snapshot returns the current peers.
+func (s *peerSet) snapshot() []*serverPeer {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*serverPeer, 0, len(s.peers))
+	for _, sp := range s.peers {
+		out = append(out, sp)
+	}
+	return out
+}
+
+// count returns the number of registered peers.
+func (s *peerSet) count() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.peers)
+}
+
+// disconnectAll disconnects every registered peer.
+func (s *peerSet) disconnectAll() {
+	for _, sp := range s.snapshot() {
+		sp.Disconnect()
+	}
+}
+
+// wait blocks until every peer lifecycle goroutine ended.
+func (s *peerSet) wait() { s.wg.Wait() }
+
+// setupPeerServer creates the address manager, the P2P listeners and the
+// connection manager.
+func (n *Node) setupPeerServer() error {
+	cfg := n.cfg
+	n.services = wire.SFNodeNetwork | wire.SFNodeNetworkLimited | wire.SFNodeWitness
+	if cfg.V2Transport {
+		n.services |= wire.SFNodeP2PV2
+	}
+	n.addrManager = addrmgr.New(cfg.netDataDir, net.LookupIP)
+
+	if !cfg.DisableListen {
+		for _, addr := range cfg.Listeners {
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				srvrLog.Warnf("Can't listen on %s: %v", addr, err)
+				continue
+			}
+			n.p2pListeners = append(n.p2pListeners, l)
+			srvrLog.Infof("P2P listening on %s", l.Addr())
+		}
+		if len(n.p2pListeners) == 0 {
+			return errors.New("no valid P2P listen address")
+		}
+	}
+
+	permanent := len(cfg.ConnectPeers)
+	if permanent == 0 {
+		permanent = len(cfg.AddPeers)
+	}
+	var newAddress func() (net.Addr, error)
+	targetOutbound := 0
+	if !cfg.SimNet && len(cfg.ConnectPeers) == 0 {
+		newAddress = n.newOutboundAddress
+		targetOutbound = min(defaultTargetOutbound, cfg.MaxPeers)
+	}
+	reserved := max(targetOutbound, permanent)
+	maxInbound := uint32(max(cfg.MaxPeers-reserved, 0))
+	if cfg.MaxPeers <= reserved {
+		maxInbound = uint32(max(cfg.MaxPeers-permanent, 1))
+	}
+	cm, err := connmgr.New(&connmgr.Config{
+		Listeners:      n.p2pListeners,
+		OnAccept:       n.inboundPeerConnected,
+		MaxInbound:     &maxInbound,
+		RetryDuration:  connectionRetryInterval,
+		TargetOutbound: uint32(max(targetOutbound, 1)),
+		Dial:           dialTCP,
+		OnConnection:   n.outboundPeerConnected,
+		GetNewAddress:  newAddress,
+	})
+	if err != nil {
+		return err
+	}
+	n.connManager = cm
+	n.downgrader = peer.NewP2PDowngrader(uint(targetOutbound) + 1)
+	return nil
+}
+
+// dialTCP is connmgr's dialer.
+func dialTCP(addr net.Addr) (net.Conn, error) {
+	return net.DialTimeout(addr.Network(), addr.String(), dialTimeout)
+}
+
+// newOutboundAddress picks an address from the address manager for an
+// automatic outbound connection, preferring the network's default port and
+// one peer per network group.
+func (n *Node) newOutboundAddress() (net.Addr, error) {
+	groups := make(map[string]bool)
+	for _, sp := range n.peers.snapshot() {
+		if !sp.Inbound() {
+			groups[addrmgr.GroupKey(sp.NA())] = true
+		}
+	}
+	for tries := 0; tries < 100; tries++ {
+		ka := n.addrManager.GetAddress()
+		if ka == nil {
+			break
+		}
+		na := ka.NetAddress()
+		if groups[addrmgr.GroupKey(na)] {
+			continue
+		}
+		if tries < 30 && time.Since(ka.LastAttempt()) < 10*time.Minute {
+			continue
+		}
+		if tries < 50 && strconv.Itoa(int(na.Port)) != n.params.DefaultPort {
+			continue
+		}
+		n.addrManager.Attempt(na)
+		return net.ResolveTCPAddr("tcp", addrmgr.NetAddressKey(na))
+	}
+	return nil, errors.New("no valid connect address")
+}
+
+// connectPermanentPeers connects to the --connect peers, or to the
+// --addpeer peers when there are none; connmgr reconnects them when they
+// drop.
+func (n *Node) connectPermanentPeers() {
+	addrs := n.cfg.ConnectPeers
+	if len(addrs) == 0 {
+		addrs = n.cfg.AddPeers
+	}
+	for _, a := range addrs {
+		if err := n.ConnectPeer(a, true); err != nil {
+			srvrLog.Warnf("Peer %s: %v", a, err)
+		}
+	}
+}
+
+// seedFromDNS adds addresses from the network's DNS seeds to the address
+// manager, unless disabled or connecting only to given peers.
+func (n *Node) seedFromDNS() {
+	if n.cfg.DisableDNSSeed || len(n.cfg.ConnectPeers) > 0 || len(n.params.DNSSeeds) == 0 {
+		return
+	}
+	go connmgr.SeedFromDNS(n.params, wire.SFNodeNetwork, net.LookupIP,
+		func(addrs []*wire.NetAddressV2) {
+			// As btcd: the seed's addresses are credited to the
+			// first address returned.
+			if len(addrs) > 0 {
+				n.addrManager.AddAddresses(addrs, addrs[0])
+			}
+		})
+}
+
+// ConnectPeer connects to a peer at host:port (the network's default port
+// when none is given). A permanent peer is reconnected whenever it drops.
+func (n *Node) ConnectPeer(addr string, permanent bool) error {
+	if !n.started.Load() {
+		return errNotStarted
+	}
+	addr = normalizeAddresses([]string{addr}, n.params.DefaultPort)[0]
+	tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("resolve %s: %w", addr, err)
+	}
+	for _, sp := range n.peers.snapshot() {
+		if sp.Addr() == tcpAddr.String() {
+			return errors.New("peer already connected")
+		}
+	}
+	go n.connManager.Connect(&connmgr.ConnReq{Addr: tcpAddr, Permanent: permanent})
+	return nil
+}
+
+// DisconnectPeer disconnects the peers at addr (host:port) and stops
+// reconnecting to them.
+func (n *Node) DisconnectPeer(addr string) error {
+	found := false
+	for _, sp := range n.peers.snapshot() {
+		if sp.Addr() != addr {
+			continue
+		}
+		found = true
+		if sp.connReq != nil {
+			n.connManager.Remove(sp.connReq.ID())
+		}
+		sp.Disconnect()
+	}
+	if !found {
+		return errors.New("peer not found")
+	}
+	return nil
+}
+
+// Peers returns the connected peers that completed the handshake.
+func (n *Node) Peers() []*peer.Peer {
+	sps := n.peers.snapshot()
+	out := make([]*peer.Peer, 0, len(sps))
+	for _, sp := range sps {
+		out = append(out, sp.Peer)
+	}
+	return out
+}
+
+// ConnectedCount returns the number of peers that completed the handshake.
+func (n *Node) ConnectedCount() int32 { return int32(n.peers.count()) }
+
+// newPeerConfig returns btcd's peer configuration with the node's message
+// listeners.
+func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
+	return &peer.Config{
+		Listeners: peer.MessageListeners{
+			OnVersion:    sp.OnVersion,
+			OnVerAck:     sp.OnVerAck,
+			OnTx:         sp.OnTx,
+			OnBlock:      sp.OnBlock,
+			OnInv:        sp.OnInv,
+			OnHeaders:    sp.OnHeaders,
+			OnGetData:    sp.OnGetData,
+			OnGetBlocks:  sp.OnGetBlocks,
+			OnGetHeaders: sp.OnGetHeaders,
+			OnNotFound:   sp.OnNotFound,
+			OnFeeFilter:  sp.OnFeeFilter,
+			OnGetAddr:    sp.OnGetAddr,
+			OnAddr:       sp.OnAddr,
+			OnAddrV2:     sp.OnAddrV2,
+		},
+		NewestBlock: func() (*chainhash.Hash, int32, error) {
+			best := n.chain.BestSnapshot()
+			return &best.Hash, best.Height, nil
+		},
+		HostToNetAddress:    n.addrManager.HostToNetAddress,
+		UserAgentName:       userAgentName,
+		UserAgentVersion:    userAgentVersion,
+		UserAgentComments:   n.cfg.UserAgentComments,
+		ChainParams:         n.params,
+		Services:            n.services,
+		DisableRelayTx:      n.cfg.BlocksOnly,
+		ProtocolVersion:     peer.MaxProtocolVersion,
+		TrickleInterval:     n.cfg.TrickleInterval,
+		DisableStallHandler: n.cfg.DisableStallHandler,
+		UsingV2Conn:         n.cfg.V2Transport,
+	}
+}
+
+// inboundPeerConnected is connmgr's callback for an accepted connection.
+func (n *Node) inboundPeerConnected(conn net.Conn) {
+	sp := newServerPeer(n, false)
+	sp.Peer = peer.NewInboundPeer(n.newPeerConfig(sp))
+	sp.AssociateConnection(conn)
+	n.peers.wg.Add(1)
+	go n.peerLifecycle(sp)
+}
+
+// outboundPeerConnected is connmgr's callback for an established outbound
+// connection.
+func (n *Node) outboundPeerConnected(c *connmgr.ConnReq, conn net.Conn) {
+	sp := newServerPeer(n, c.Permanent)
+	pcfg := n.newPeerConfig(sp)
+	if n.downgrader.ShouldDowngrade(c.Addr.String()) {
+		pcfg.UsingV2Conn = false
+	}
+	p, err := peer.NewOutboundPeer(pcfg, c.Addr.String())
+	if err != nil {
+		srvrLog.Debugf("Cannot create outbound peer %s: %v", c.Addr, err)
+		_ = conn.Close()
+		if c.Permanent {
+			n.connManager.Disconnect(c.ID())
+		} else {
+			n.connManager.Remove(c.ID())
+			go n.connManager.NewConnReq()
+		}
+		return
+	}
+	sp.Peer = p
+	sp.connReq = c
+	n.addrManager.Attempt(sp.NA())
+	sp.AssociateConnection(conn)
+	n.peers.wg.Add(1)
+	go n.peerLifecycle(sp)
+}
+
+// peerLifecycle registers a peer with the sync manager once its handshake
+// completes and unregisters it when it disconnects.
+func (n *Node) peerLifecycle(sp *serverPeer) {
+	defer n.peers.wg.Done()
+	select {
+	case <-sp.verAckCh:
+		n.peerHandshakeDone(sp)
+	case <-sp.Done():
+	case <-n.quit:
+		sp.Disconnect()
+	}
+	sp.WaitForDisconnect()
+	close(sp.quit)
+
+	if !sp.Inbound() && sp.Peer.ShouldDowngradeToV1() {
+		n.downgrader.MarkForDowngrade(sp.Addr())
+	}
+	if sp.added.Load() {
+		n.peers.remove(sp)
+		n.syncManager.DonePeer(sp.Peer)
+		srvrLog.Debugf("Removed peer %s", sp)
+	}
+	if sp.connReq != nil {
+		select {
+		case <-n.quit:
+		default:
+			if sp.persistent {
+				n.connManager.Disconnect(sp.connReq.ID())
+			} else {
+				n.connManager.Remove(sp.connReq.ID())
+				go n.connManager.NewConnReq()
+			}
+		}
+	}
+}
+
+// peerHandshakeDone registers a peer after verack, unless the node is
+// stopping or the peer limit is reached.
+func (n *Node) peerHandshakeDone(sp *serverPeer) {
+	select {
+	case <-n.quit:
+		sp.Disconnect()
+		return
+	default:
+	}
+	if !sp.Connected() {
+		return
+	}
+	if n.peers.count() >= n.cfg.MaxPeers && !sp.persistent {
+		srvrLog.Infof("Max peers reached [%d] - disconnecting peer %s", n.cfg.MaxPeers, sp)
+		sp.Disconnect()
+		return
+	}
+	n.peers.add(sp)
+	sp.added.Store(true)
+	srvrLog.Infof("New peer %s (%s)", sp, direction(sp.Inbound()))
+	n.syncManager.NewPeer(sp.Peer)
+
+	if !sp.Inbound() && !n.cfg.SimNet {
+		if n.addrManager.NeedMoreAddresses() {
+			sp.QueueMessage(wire.NewMsgGetAddr(), nil)
+		}
+		n.addrManager.Good(sp.NA())
+		n.addrManager.Connected(sp.NA())
+	}
+}
+
+// direction names a peer's direction for logs.
+func direction(inbound bool) string {
+	if inbound {
+		return "inbound"
+	}
+	return "outbound"
+}
