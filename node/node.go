@@ -55,8 +55,8 @@ type Node struct {
 	p2pListeners []net.Listener
 	peers        *peerSet
 
-	events   *eventQueue
-	srv      *servers
+	events *eventQueue
+	srv    *servers
 
 	generateMu sync.Mutex
 
