@@ -138,8 +138,8 @@ func newUnspendableScript(i int) Script {
 	case 3: // non-standard: fails whatever the input
 		pk = mustScript(txscript.NewScriptBuilder().AddData(h[:4]).
 			AddOp(txscript.OP_DROP).AddOp(txscript.OP_FALSE))
-	default: // non-standard: an invalid opcode
-		pk = append([]byte{0xff}, h[:3]...)
+	default: // malformed: a push running past the end of the script
+		pk = append([]byte{txscript.OP_PUSHDATA1, 0x20}, h[:3]...)
 	}
 	return Script{PkScript: pk, Kind: KindUnspendable}
 }
