@@ -1,0 +1,428 @@
+package indexers
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// MempoolEntry is one unconfirmed transaction touching a script.
+type MempoolEntry struct {
+	TxHash chainhash.Hash
+	// Height is 0 when every input is confirmed and -1 when some input
+	// spends another unconfirmed transaction.
+	Height int32
+	// Fee is the transaction's fee in satoshis.
+	Fee int64
+}
+
+// PrevOutFetcher returns the script and value of a confirmed output.
+type PrevOutFetcher func(op wire.OutPoint) (pkScript []byte, value int64, err error)
+
+// Mempool is a per-script view of btcd's transaction pool: for every script,
+// the unconfirmed transactions that pay it or spend from it. btcd's pool
+// has no removal hook, so the node feeds it with Add when it accepts
+// transactions and reconciles it with Sync after every block.
+type Mempool struct {
+	prevOut PrevOutFetcher
+
+	mu       sync.RWMutex
+	txs      map[chainhash.Hash]*poolTx
+	byScript map[ScriptHash]map[chainhash.Hash]struct{}
+	spentBy  map[wire.OutPoint]chainhash.Hash
+	hist     [][2]float64
+	histOK   bool
+}
+
+// poolTx is one transaction of the view.
+type poolTx struct {
+	txid    chainhash.Hash
+	fee     int64
+	vsize   int64
+	parents []chainhash.Hash // unconfirmed parents at the time of adding
+	unconf  bool
+	outs    []poolOut
+	ins     []poolIn
+	spends  []wire.OutPoint // every input, known spent output or not
+	scripts []ScriptHash
+}
+
+// poolOut is an output of a pool transaction.
+type poolOut struct {
+	script ScriptHash
+	vout   uint32
+	value  int64
+}
+
+// poolIn is an input of a pool transaction whose spent output is known.
+type poolIn struct {
+	script ScriptHash
+	prev   wire.OutPoint
+	value  int64
+}
+
+// NewMempool returns an empty view; prevOut resolves the outputs that pool
+// transactions spend from the chain (ElectrumIndex.PrevOut does).
+func NewMempool(prevOut PrevOutFetcher) *Mempool {
+	return &Mempool{
+		prevOut:  prevOut,
+		txs:      make(map[chainhash.Hash]*poolTx),
+		byScript: make(map[ScriptHash]map[chainhash.Hash]struct{}),
+		spentBy:  make(map[wire.OutPoint]chainhash.Hash),
+	}
+}
+
+// Add adds newly accepted pool transactions and returns the scripts whose
+// unconfirmed part changed.
+func (m *Mempool) Add(descs ...*mempool.TxDesc) []ScriptHash {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	touched := make(map[ScriptHash]struct{})
+	m.addLocked(descs, touched)
+	return keys(touched)
+}
+
+// Sync makes the view equal to the pool's current content (TxPool.TxDescs)
+// and returns the scripts whose unconfirmed part changed: transactions that
+// were mined, replaced or evicted go, new ones come, and children whose
+// last unconfirmed parent went change from height -1 to 0.
+func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	touched := make(map[ScriptHash]struct{})
+	present := make(map[chainhash.Hash]struct{}, len(descs))
+	for _, d := range descs {
+		present[*d.Tx.Hash()] = struct{}{}
+	}
+	for txid, ptx := range m.txs {
+		if _, ok := present[txid]; !ok {
+			m.removeLocked(ptx, touched)
+		}
+	}
+	m.addLocked(descs, touched)
+	// A transaction whose unconfirmed parents all left the pool now has
+	// only confirmed inputs (or will leave the pool itself).
+	for _, ptx := range m.txs {
+		if !ptx.unconf {
+			continue
+		}
+		still := false
+		for _, p := range ptx.parents {
+			if _, ok := m.txs[p]; ok {
+				still = true
+				break
+			}
+		}
+		if !still {
+			ptx.unconf = false
+			for _, sh := range ptx.scripts {
+				touched[sh] = struct{}{}
+			}
+		}
+	}
+	return keys(touched)
+}
+
+// addLocked adds the descs not yet in the view, parents before children.
+func (m *Mempool) addLocked(descs []*mempool.TxDesc, touched map[ScriptHash]struct{}) {
+	pending := make(map[chainhash.Hash]*mempool.TxDesc)
+	for _, d := range descs {
+		if _, ok := m.txs[*d.Tx.Hash()]; !ok {
+			pending[*d.Tx.Hash()] = d
+		}
+	}
+	var add func(d *mempool.TxDesc)
+	add = func(d *mempool.TxDesc) {
+		txid := *d.Tx.Hash()
+		if _, ok := pending[txid]; !ok {
+			return
+		}
+		delete(pending, txid)
+		for _, in := range d.Tx.MsgTx().TxIn {
+			if parent, ok := pending[in.PreviousOutPoint.Hash]; ok {
+				add(parent)
+			}
+		}
+		m.insertLocked(d, touched)
+	}
+	for _, d := range descs {
+		add(d)
+	}
+}
+
+// insertLocked adds one transaction whose unconfirmed parents are already in
+// the view.
+func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{}) {
+	msg := d.Tx.MsgTx()
+	ptx := &poolTx{txid: *d.Tx.Hash(), fee: d.Fee, vsize: mempool.GetTxVirtualSize(d.Tx)}
+	add := func(sh ScriptHash) {
+		for _, s := range ptx.scripts {
+			if s == sh {
+				return
+			}
+		}
+		ptx.scripts = append(ptx.scripts, sh)
+	}
+	for vout, out := range msg.TxOut {
+		if txscript.IsUnspendable(out.PkScript) {
+			continue
+		}
+		sh := ScriptHashFromScript(out.PkScript)
+		ptx.outs = append(ptx.outs, poolOut{script: sh, vout: uint32(vout), value: out.Value})
+		add(sh)
+	}
+	for _, in := range msg.TxIn {
+		prev := in.PreviousOutPoint
+		var (
+			script []byte
+			value  int64
+		)
+		if parent, ok := m.txs[prev.Hash]; ok {
+			ptx.unconf = true
+			ptx.parents = append(ptx.parents, prev.Hash)
+			for _, o := range parent.outs {
+				if o.vout == prev.Index {
+					ptx.ins = append(ptx.ins, poolIn{script: o.script, prev: prev, value: o.value})
+					add(o.script)
+				}
+			}
+		} else if m.prevOut != nil {
+			var err error
+			script, value, err = m.prevOut(prev)
+			if err != nil {
+				log.Debugf("Mempool transaction %v spends unknown output %v: %v", ptx.txid, prev, err)
+			} else {
+				sh := ScriptHashFromScript(script)
+				ptx.ins = append(ptx.ins, poolIn{script: sh, prev: prev, value: value})
+				add(sh)
+			}
+		}
+		m.spentBy[prev] = ptx.txid
+		ptx.spends = append(ptx.spends, prev)
+	}
+	m.txs[ptx.txid] = ptx
+	for _, sh := range ptx.scripts {
+		set := m.byScript[sh]
+		if set == nil {
+			set = make(map[chainhash.Hash]struct{})
+			m.byScript[sh] = set
+		}
+		set[ptx.txid] = struct{}{}
+		touched[sh] = struct{}{}
+	}
+	m.histOK = false
+}
+
+// removeLocked drops one transaction from the view.
+func (m *Mempool) removeLocked(ptx *poolTx, touched map[ScriptHash]struct{}) {
+	delete(m.txs, ptx.txid)
+	for _, sh := range ptx.scripts {
+		if set := m.byScript[sh]; set != nil {
+			delete(set, ptx.txid)
+			if len(set) == 0 {
+				delete(m.byScript, sh)
+			}
+		}
+		touched[sh] = struct{}{}
+	}
+	for _, op := range ptx.spends {
+		if m.spentBy[op] == ptx.txid {
+			delete(m.spentBy, op)
+		}
+	}
+	m.histOK = false
+}
+
+func keys(set map[ScriptHash]struct{}) []ScriptHash {
+	out := make([]ScriptHash, 0, len(set))
+	for sh := range set {
+		out = append(out, sh)
+	}
+	return out
+}
+
+// Entries returns the unconfirmed transactions touching sh in the canonical
+// order of protocol 1.6: height 0 before -1, then by txid as displayed hex.
+func (m *Mempool) Entries(sh ScriptHash) []MempoolEntry {
+	m.mu.RLock()
+	set := m.byScript[sh]
+	out := make([]MempoolEntry, 0, len(set))
+	for txid := range set {
+		ptx := m.txs[txid]
+		h := int32(0)
+		if ptx.unconf {
+			h = -1
+		}
+		out = append(out, MempoolEntry{TxHash: txid, Height: h, Fee: ptx.fee})
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Height != out[j].Height {
+			return out[i].Height > out[j].Height
+		}
+		return displayLess(&out[i].TxHash, &out[j].TxHash)
+	})
+	return out
+}
+
+// displayLess orders hashes by their displayed (byte-reversed) hex form.
+func displayLess(a, b *chainhash.Hash) bool {
+	for i := chainhash.HashSize - 1; i >= 0; i-- {
+		if a[i] != b[i] {
+			return a[i] < b[i]
+		}
+	}
+	return false
+}
+
+// Balance returns the unconfirmed change of sh's balance: outputs paying it
+// minus outputs of it spent, by unconfirmed transactions. It may be
+// negative.
+func (m *Mempool) Balance(sh ScriptHash) int64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var d int64
+	for txid := range m.byScript[sh] {
+		ptx := m.txs[txid]
+		for _, o := range ptx.outs {
+			if o.script == sh {
+				d += o.value
+			}
+		}
+		for _, in := range ptx.ins {
+			if in.script == sh {
+				d -= in.value
+			}
+		}
+	}
+	return d
+}
+
+// Unspent returns the unconfirmed outputs paying sh that no unconfirmed
+// transaction spends, with height 0, ordered by txid and output index.
+func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
+	m.mu.RLock()
+	var out []Unspent
+	for txid := range m.byScript[sh] {
+		for _, o := range m.txs[txid].outs {
+			if o.script != sh {
+				continue
+			}
+			if _, spent := m.spentBy[wire.OutPoint{Hash: txid, Index: o.vout}]; spent {
+				continue
+			}
+			out = append(out, Unspent{TxHash: txid, Vout: o.vout, Height: 0, Value: o.value})
+		}
+	}
+	m.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if c := bytes.Compare(out[i].TxHash[:], out[j].TxHash[:]); c != 0 {
+			return c < 0
+		}
+		return out[i].Vout < out[j].Vout
+	})
+	return out
+}
+
+// IsSpent reports whether an unconfirmed transaction spends op.
+func (m *Mempool) IsSpent(op wire.OutPoint) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.spentBy[op]
+	return ok
+}
+
+// Len returns the number of transactions and their total virtual size.
+func (m *Mempool) Len() (int, int64) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var vs int64
+	for _, ptx := range m.txs {
+		vs += ptx.vsize
+	}
+	return len(m.txs), vs
+}
+
+// Histogram bin sizes, as ElectrumX computes them: the first bin holds about
+// 30,000 vbytes and each next one 10% more.
+const (
+	histogramFirstBin = 30000
+	histogramGrowth   = 1.1
+)
+
+// FeeHistogram returns [fee rate in sat/vB, vsize] pairs with fee rates
+// strictly descending; each vsize is the total size of transactions paying
+// at least that rate and less than the previous pair's rate.
+func (m *Mempool) FeeHistogram() [][2]float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.histOK {
+		return m.hist
+	}
+	bySat := make(map[float64]int64)
+	for _, ptx := range m.txs {
+		if ptx.vsize <= 0 {
+			continue
+		}
+		rate := math.Floor(10*float64(ptx.fee)/float64(ptx.vsize)) / 10
+		bySat[rate] += ptx.vsize
+	}
+	rates := make([]float64, 0, len(bySat))
+	for r := range bySat {
+		rates = append(rates, r)
+	}
+	sort.Sort(sort.Reverse(sort.Float64Slice(rates)))
+	var (
+		hist    = [][2]float64{}
+		binSize = float64(histogramFirstBin)
+		cum     int64
+		lastR   float64
+	)
+	for _, r := range rates {
+		size := bySat[r]
+		if cum > 0 && float64(size) > 2*binSize {
+			// A single rate holding much more than a bin closes the
+			// bin before it.
+			hist = append(hist, [2]float64{lastR, float64(cum)})
+			cum = 0
+			binSize *= histogramGrowth
+		}
+		cum += size
+		lastR = r
+		if float64(cum) > binSize {
+			hist = append(hist, [2]float64{r, float64(cum)})
+			cum = 0
+			binSize *= histogramGrowth
+		}
+	}
+	if cum > 0 {
+		hist = append(hist, [2]float64{lastR, float64(cum)})
+	}
+	m.hist, m.histOK = hist, true
+	return hist
+}
+
+// PrevOut returns the script and value of a confirmed output, read through
+// the index; it is the PrevOutFetcher of a node's Mempool.
+func (idx *ElectrumIndex) PrevOut(op wire.OutPoint) ([]byte, int64, error) {
+	raw, _, err := idx.RawTx(op.Hash)
+	if err != nil {
+		return nil, 0, err
+	}
+	var tx wire.MsgTx
+	if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+		return nil, 0, err
+	}
+	if int(op.Index) >= len(tx.TxOut) {
+		return nil, 0, fmt.Errorf("output %v does not exist", op)
+	}
+	out := tx.TxOut[op.Index]
+	return out.PkScript, out.Value, nil
+}
