@@ -184,7 +184,10 @@ func handleGetBlock(s *Server, cmd interface{}) (interface{}, error) {
 		}
 		return reply, nil
 	}
-	reply.RawTx = make([]btcjson.TxRawResult, len(block.Transactions()))
+
+	// Verbosity 2 answers in Bitcoin Core's shape (decoded transactions
+	// under "tx"), which is what rpcclient's GetBlockVerboseTx decodes.
+	txs := make([]btcjson.TxRawResult, len(block.Transactions()))
 	for i, tx := range block.Transactions() {
 		r, err := txRawResult(s.cfg.Params, tx.MsgTx(), &txBlockInfo{
 			header: header, hash: hash, height: pos.height, confirmations: pos.confirmations,
@@ -192,9 +195,26 @@ func handleGetBlock(s *Server, cmd interface{}) (interface{}, error) {
 		if err != nil {
 			return nil, err
 		}
-		reply.RawTx[i] = *r
+		txs[i] = *r
 	}
-	return reply, nil
+	return btcjson.GetBlockVerboseTxResult{
+		Hash:          reply.Hash,
+		Confirmations: reply.Confirmations,
+		StrippedSize:  reply.StrippedSize,
+		Size:          reply.Size,
+		Weight:        reply.Weight,
+		Height:        reply.Height,
+		Version:       reply.Version,
+		VersionHex:    reply.VersionHex,
+		MerkleRoot:    reply.MerkleRoot,
+		Tx:            txs,
+		Time:          reply.Time,
+		Nonce:         reply.Nonce,
+		Bits:          reply.Bits,
+		Difficulty:    reply.Difficulty,
+		PreviousHash:  reply.PreviousHash,
+		NextHash:      reply.NextHash,
+	}, nil
 }
 
 // handleGetBlockHeader answers getblockheader, verbose (default) or hex.

@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"net"
 	"net/http"
 	"sync"
@@ -131,7 +133,7 @@ func (s *Server) Start() error {
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    1 << 16,
-			ErrorLog:          nil,
+			ErrorLog:          stdlog.New(httpErrorLog{}, "", 0),
 		}
 		s.listeners = append(s.listeners, ln)
 		s.servers = append(s.servers, hs)
@@ -276,4 +278,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		reply = append(reply, '\n')
 	}
 	w.Write(reply)
+}
+
+// httpErrorLog sends net/http's own messages (TLS handshake failures and
+// the like, caused by clients) to the debug log.
+type httpErrorLog struct{}
+
+// Write logs one message.
+func (httpErrorLog) Write(p []byte) (int, error) {
+	log.Debugf("RPC HTTP: %s", bytes.TrimSpace(p))
+	return len(p), nil
 }
