@@ -17,7 +17,8 @@ type Chain interface {
 	// BestSnapshot returns the current main-chain tip.
 	BestSnapshot() *blockchain.BestState
 
-	// BlockByHash returns a block known to the chain, main chain or not.
+	// BlockByHash returns a main-chain block with its height set (btcd's
+	// chain fails for blocks off the main chain).
 	BlockByHash(hash *chainhash.Hash) (*btcutil.Block, error)
 
 	// BlockHashByHeight returns the hash of the main-chain block at height.

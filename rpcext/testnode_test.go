@@ -174,7 +174,13 @@ func (n *testNode) mine(prev *btcutil.Block, txs []*btcutil.Tx, payTo address.Ad
 			return nil, err
 		}
 	}
-	block, err := rpctest.CreateBlock(prev, txs, 4, time.Time{}, payTo, nil, n.params)
+	// Timestamps start an hour ago so that time-activated rules (BIP16)
+	// apply, as they do on a real regtest node.
+	ts := prev.MsgBlock().Header.Timestamp.Add(time.Second)
+	if floor := time.Now().Add(-time.Hour).Truncate(time.Second); ts.Before(floor) {
+		ts = floor
+	}
+	block, err := rpctest.CreateBlock(prev, txs, 4, ts, payTo, nil, n.params)
 	if err != nil {
 		return nil, err
 	}
