@@ -83,6 +83,9 @@ func (b *batch) Delete(k []byte) error {
 	return nil
 }
 
+// writes returns the number of database writes the batch makes.
+func (b *batch) writes() int { return len(b.puts) + len(b.utxo) + 1 }
+
 // write applies the batch and moves the index tip, in one transaction.
 func (b *batch) write(dbTx database.Tx) error {
 	meta := dbTx.Metadata()
@@ -106,6 +109,30 @@ func (b *batch) write(dbTx database.Tx) error {
 	return tips.Put(electrumIndexKey, tipVal(&b.tip, b.hgt))
 }
 
+// CatchUpProgress describes the index's catch-up: the one running, or the
+// last one that ran.
+type CatchUpProgress struct {
+	// Running is true while blocks are being caught up.
+	Running bool
+	// From and Target are the first and last heights of the catch-up.
+	From, Target int32
+	// Height is the last height committed.
+	Height int32
+	// Txs is the number of transactions indexed and Writes the number of
+	// rows put or deleted in the database.
+	Txs, Writes uint64
+	// Started and Finished bound the catch-up (Finished is zero while it
+	// runs).
+	Started, Finished time.Time
+}
+
+// Progress returns the state of the index's catch-up.
+func (idx *ElectrumIndex) Progress() CatchUpProgress {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.progress
+}
+
 // fetched is one block read and planned by a catch-up worker.
 type fetched struct {
 	plan *blockPlan
@@ -127,6 +154,16 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		return nil
 	}
 	log.Infof("Electrum index: catching up from height %d to %d", from, best.Height)
+	idx.mu.Lock()
+	idx.progress = CatchUpProgress{Running: true, From: from, Target: best.Height,
+		Height: start.height, Started: time.Now()}
+	idx.mu.Unlock()
+	defer func() {
+		idx.mu.Lock()
+		idx.progress.Running = false
+		idx.progress.Finished = time.Now()
+		idx.mu.Unlock()
+	}()
 
 	workers := runtime.GOMAXPROCS(0)
 	stop := make(chan struct{})
@@ -173,6 +210,13 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		for b := range commits {
 			if err == nil {
 				err = idx.db.Update(b.write)
+			}
+			if err == nil {
+				idx.mu.Lock()
+				idx.progress.Height = b.hgt
+				idx.progress.Txs += b.txs
+				idx.progress.Writes += uint64(b.writes())
+				idx.mu.Unlock()
 			}
 		}
 		commitErr <- err

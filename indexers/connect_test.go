@@ -20,7 +20,8 @@ import (
 // countingTx is a database.Tx that counts every read made through it.
 type countingTx struct {
 	database.Tx
-	reads int
+	reads  int
+	writes int
 }
 
 func (c *countingTx) Metadata() database.Bucket { return &countingBucket{c.Tx.Metadata(), c} }
@@ -68,7 +69,9 @@ type countingBucket struct {
 // overrides.
 type inner = database.Bucket
 
-func (b *countingBucket) Get(k []byte) []byte { b.tx.reads++; return b.inner.Get(k) }
+func (b *countingBucket) Get(k []byte) []byte   { b.tx.reads++; return b.inner.Get(k) }
+func (b *countingBucket) Put(k, v []byte) error { b.tx.writes++; return b.inner.Put(k, v) }
+func (b *countingBucket) Delete(k []byte) error { b.tx.writes++; return b.inner.Delete(k) }
 func (b *countingBucket) Bucket(k []byte) database.Bucket {
 	b.tx.reads++
 	inner := b.inner.Bucket(k)

@@ -1,5 +1,7 @@
 package indexers
 
+import "github.com/btcsuite/btcd/chainhash/v2"
+
 // Internals exposed to the external tests of this package (which import
 // internal/testchain, itself an importer of this package).
 
@@ -8,3 +10,11 @@ var RowPrefix = rowPrefix
 
 // VersionKey is the key of the schema version.
 var VersionKey = versionKey
+
+// SetMemTip sets the in-memory tip, so a benchmark can connect the same
+// block again after rolling its transaction back.
+func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount uint64) {
+	idx.mu.Lock()
+	idx.tip = memTip{valid: true, hash: hash, height: height, txCount: txCount}
+	idx.mu.Unlock()
+}

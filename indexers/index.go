@@ -41,6 +41,9 @@ type ElectrumIndex struct {
 	// statuses caches SHA-256 midstates of long confirmed histories.
 	statuses *statusCache
 
+	// progress describes the running or last catch-up.
+	progress CatchUpProgress
+
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
 }

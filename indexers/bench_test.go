@@ -1,0 +1,242 @@
+package indexers_test
+
+import (
+	"errors"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+)
+
+// errRollback makes db.Update discard the benchmarked transaction.
+var errRollback = errors.New("rollback")
+
+// bigBlockTxs is the size of the benchmark block: about 3,000 transactions
+// of about 2 inputs and 2.5 outputs each.
+const bigBlockTxs = 3000
+
+// bigBlockFixture is a chain with a big block at its tip, and an index
+// database holding every block before it.
+type bigBlockFixture struct {
+	block   *btcutil.Block
+	stxos   []blockchain.SpentTxOut
+	db      database.DB
+	idx     *indexers.ElectrumIndex
+	txCount uint64
+}
+
+func newBigBlockFixture(b *testing.B) *bigBlockFixture {
+	b.Helper()
+	dir := b.TempDir()
+	h, err := testchain.Create(filepath.Join(dir, "chain"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	block, stxos, err := h.MineBigBlock(rngFor(1), bigBlockTxs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	blocks, journals := chainBlocks(b, h)
+	db, idx := openIndexDB(b, h)
+	var count uint64
+	for i, blk := range blocks[:len(blocks)-1] {
+		err := db.Update(func(dbTx database.Tx) error { return idx.ConnectBlock(dbTx, blk, journals[i]) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		count += uint64(len(blk.Transactions()))
+	}
+	ins := 0
+	for _, tx := range block.Transactions()[1:] {
+		ins += len(tx.MsgTx().TxIn)
+	}
+	outs := 0
+	for _, tx := range block.Transactions() {
+		outs += len(tx.MsgTx().TxOut)
+	}
+	b.Logf("block: %d transactions, %d inputs, %d outputs", len(block.Transactions()), ins, outs)
+	return &bigBlockFixture{block: block, stxos: stxos, db: db, idx: idx, txCount: count}
+}
+
+// BenchmarkConnectBlock times ConnectBlock of a ~3,000-transaction block
+// inside a database transaction that is then rolled back, with one worker
+// and with GOMAXPROCS workers. It reports the median in ms.
+func BenchmarkConnectBlock(b *testing.B) {
+	f := newBigBlockFixture(b)
+	parent := f.block.MsgBlock().Header.PrevBlock
+	for _, procs := range []int{1, runtime.GOMAXPROCS(0)} {
+		b.Run(workersName(procs), func(b *testing.B) {
+			old := runtime.GOMAXPROCS(procs)
+			defer runtime.GOMAXPROCS(old)
+			times := make([]time.Duration, 0, b.N)
+			writes := 0
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				// btcutil caches txids; a fresh block makes every
+				// iteration hash them as the chain's first sight would.
+				blk := btcutil.NewBlock(f.block.MsgBlock())
+				blk.SetHeight(f.block.Height())
+				f.idx.SetMemTip(parent, f.block.Height()-1, f.txCount)
+				_ = f.db.Update(func(dbTx database.Tx) error {
+					ct := &countingTx{Tx: dbTx}
+					start := time.Now()
+					if err := f.idx.ConnectBlock(ct, blk, f.stxos); err != nil {
+						b.Fatal(err)
+					}
+					times = append(times, time.Since(start))
+					writes = ct.writes
+					return errRollback
+				})
+			}
+			b.StopTimer()
+			b.ReportMetric(medianMs(times), "median-ms")
+			b.ReportMetric(float64(writes)/float64(len(f.block.Transactions())), "writes/tx")
+		})
+	}
+}
+
+// BenchmarkConnectBlockCommit times ConnectBlock plus the commit of its
+// transaction (the block is disconnected again, untimed, after each run).
+func BenchmarkConnectBlockCommit(b *testing.B) {
+	f := newBigBlockFixture(b)
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		blk := btcutil.NewBlock(f.block.MsgBlock())
+		blk.SetHeight(f.block.Height())
+		start := time.Now()
+		err := f.db.Update(func(dbTx database.Tx) error { return f.idx.ConnectBlock(dbTx, blk, f.stxos) })
+		times = append(times, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		err = f.db.Update(func(dbTx database.Tx) error { return f.idx.DisconnectBlock(dbTx, blk, f.stxos) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(medianMs(times), "median-ms")
+}
+
+// BenchmarkCatchUp builds the index of an existing chain of at least
+// CATCHUP_TXS transactions (default 200,000) through the node's index
+// manager and reports transactions per second, database writes per
+// transaction and index bytes per transaction.
+func BenchmarkCatchUp(b *testing.B) {
+	minTxs := 200000
+	if v := os.Getenv("CATCHUP_TXS"); v != "" {
+		var n int
+		for _, c := range v {
+			n = n*10 + int(c-'0')
+		}
+		minTxs = n
+	}
+	dir := filepath.Join(b.TempDir(), "chain")
+	h, err := testchain.CreateBulk(dir, 7, minTxs, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := h.Chain.BestSnapshot().TotalTxns
+	if err := h.Close(); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		copyDir := filepath.Join(b.TempDir(), "copy")
+		if err := copyTree(dir, copyDir); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		var idx *indexers.ElectrumIndex
+		start := time.Now()
+		h, err := testchain.OpenWith(copyDir, testchain.Options{
+			Pool: testchain.BulkScriptPool(),
+			Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+				idx = indexers.NewElectrumIndex(db, params)
+				return indexers.NewManager(db, idx)
+			},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		rows := indexRows(b, h.DB)
+		bytes := 0
+		for k, v := range rows {
+			bytes += len(k) + len(v)
+		}
+		h.Close()
+		b.ReportMetric(float64(total)/elapsed.Seconds(), "tx/s")
+		b.ReportMetric(float64(len(rows))/float64(total), "rows/tx")
+		b.ReportMetric(float64(idx.Progress().Writes)/float64(total), "writes/tx")
+		b.ReportMetric(float64(bytes)/float64(total), "bytes/tx")
+		b.StartTimer()
+	}
+}
+
+func rngFor(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
+
+// copyTree copies the directory src to dst.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
+
+func workersName(n int) string {
+	if n == 1 {
+		return "workers=1"
+	}
+	return "workers=GOMAXPROCS"
+}
+
+func medianMs(ds []time.Duration) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}

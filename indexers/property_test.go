@@ -1,0 +1,374 @@
+package indexers_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strconv"
+	"testing"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+)
+
+// propIndex returns an index factory that records the Electrum index it
+// builds in *idx.
+func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
+	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		*idx = indexers.NewElectrumIndex(db, params)
+		return indexers.NewManager(db, *idx)
+	}
+}
+
+// propChecker compares an index with the reference model after every step
+// of a random chain.
+type propChecker struct {
+	t    *testing.T
+	h    *testchain.Harness
+	idx  *indexers.ElectrumIndex
+	prev *testchain.Model
+	// seen holds every script hash and txid some main chain ever had, so
+	// that what left the main chain is checked to be gone from the index.
+	seenScripts map[indexers.ScriptHash]bool
+	seenTxs     map[chainhash.Hash]bool
+	checks      int
+}
+
+// statusOf is the Electrum status of a history plus extra (mempool) entries,
+// computed from the protocol's rule.
+func statusOf(hist []testchain.HistoryItem, extra ...testchain.HistoryItem) []byte {
+	all := append(append([]testchain.HistoryItem(nil), hist...), extra...)
+	if len(all) == 0 {
+		return nil
+	}
+	var s []byte
+	for _, e := range all {
+		s = append(s, e.TxHash.String()+":"+strconv.Itoa(int(e.Height))+":"...)
+	}
+	sum := sha256.Sum256(s)
+	return sum[:]
+}
+
+// check builds the model of the current main chain and compares every read
+// of the index with it. touched, when set, is the block just connected on
+// top of the previous check's tip.
+func (c *propChecker) check(step string, touched *chainhash.Hash) {
+	t := c.t
+	t.Helper()
+	c.checks++
+	m, err := testchain.BuildModel(c.h)
+	if err != nil {
+		t.Fatalf("%s: model: %v", step, err)
+	}
+	fail := func(format string, args ...interface{}) {
+		t.Helper()
+		t.Fatalf("%s (tip %d %v): %s", step, m.Height, m.Tip, fmt.Sprintf(format, args...))
+	}
+	tip, err := c.idx.Tip()
+	if err != nil {
+		fail("Tip: %v", err)
+	}
+	if tip.Hash != m.Tip || tip.Height != m.Height {
+		fail("index tip %d %v", tip.Height, tip.Hash)
+	}
+
+	for sh := range m.History {
+		c.seenScripts[sh] = true
+	}
+	scripts := make([]indexers.ScriptHash, 0, len(c.seenScripts))
+	for sh := range c.seenScripts {
+		scripts = append(scripts, sh)
+	}
+	sort.Slice(scripts, func(i, j int) bool { return bytes.Compare(scripts[i][:], scripts[j][:]) < 0 })
+	for _, sh := range scripts {
+		c.checkScript(m, sh, fail)
+	}
+
+	for txid := range m.Txs {
+		c.seenTxs[txid] = true
+	}
+	c.checkTxs(m, fail)
+
+	if touched != nil && c.prev != nil {
+		want := make(map[indexers.ScriptHash]bool)
+		for sh, hist := range m.History {
+			if len(hist) != len(c.prev.History[sh]) {
+				want[sh] = true
+			}
+		}
+		got := make(map[indexers.ScriptHash]bool)
+		for _, sh := range c.idx.Touched(*touched) {
+			got[sh] = true
+		}
+		if len(got) != len(want) {
+			fail("Touched(%v) names %d scripts, %d histories changed", touched, len(got), len(want))
+		}
+		for sh := range want {
+			if !got[sh] {
+				fail("Touched(%v) misses %v", touched, sh)
+			}
+		}
+	}
+	c.prev = m
+}
+
+// checkScript compares the reads of one script hash with the model.
+func (c *propChecker) checkScript(m *testchain.Model, sh indexers.ScriptHash, fail func(string, ...interface{})) {
+	wantHist := m.History[sh]
+	hist, tip, err := c.idx.History(sh, 0)
+	if err != nil {
+		fail("History(%v): %v", sh, err)
+	}
+	if tip.Hash != m.Tip {
+		fail("History(%v) read at %v", sh, tip.Hash)
+	}
+	if len(hist) != len(wantHist) {
+		fail("History(%v) has %d entries, model %d", sh, len(hist), len(wantHist))
+	}
+	for i, e := range hist {
+		if e.TxHash != wantHist[i].TxHash || e.Height != wantHist[i].Height {
+			fail("History(%v)[%d] = %v@%d, model %v@%d", sh, i, e.TxHash, e.Height,
+				wantHist[i].TxHash, wantHist[i].Height)
+		}
+	}
+	if n := len(wantHist); n > 0 {
+		if got, _, err := c.idx.History(sh, n); err != nil || len(got) != n {
+			fail("History(%v, limit %d) = %d entries, %v", sh, n, len(got), err)
+		}
+		if _, _, err := c.idx.History(sh, n-1+boolInt(n == 1)); n > 1 && !errors.Is(err, indexers.ErrHistoryTooLarge) {
+			fail("History(%v, limit %d) of %d entries: %v, want ErrHistoryTooLarge", sh, n-1, n, err)
+		}
+	}
+
+	wantUnspent := m.Unspent[sh]
+	us, _, err := c.idx.Unspent(sh, 0)
+	if err != nil {
+		fail("Unspent(%v): %v", sh, err)
+	}
+	if len(us) != len(wantUnspent) {
+		fail("Unspent(%v) has %d outputs, model %d", sh, len(us), len(wantUnspent))
+	}
+	for i, u := range us {
+		w := wantUnspent[i]
+		if u.TxHash != w.TxHash || u.Vout != w.Vout || u.Height != w.Height || u.Value != w.Value {
+			fail("Unspent(%v)[%d] = %+v, model %+v", sh, i, u, w)
+		}
+	}
+	if n := len(wantUnspent); n > 1 {
+		if _, _, err := c.idx.Unspent(sh, n-1); !errors.Is(err, indexers.ErrHistoryTooLarge) {
+			fail("Unspent(%v, limit %d) of %d outputs: %v, want ErrHistoryTooLarge", sh, n-1, n, err)
+		}
+	}
+
+	bal, _, err := c.idx.Balance(sh)
+	if err != nil {
+		fail("Balance(%v): %v", sh, err)
+	}
+	if bal != m.Balance[sh] {
+		fail("Balance(%v) = %d, model %d", sh, bal, m.Balance[sh])
+	}
+
+	// Twice: the second read may resume from the cached midstate.
+	for round := 0; round < 2; round++ {
+		st, _, err := c.idx.Status(sh, 0)
+		if err != nil {
+			fail("Status(%v): %v", sh, err)
+		}
+		if st.Len() != len(wantHist) {
+			fail("Status(%v) has %d entries, model %d", sh, st.Len(), len(wantHist))
+		}
+		if !bytes.Equal(st.Sum(), m.Status(sh)) {
+			fail("Status(%v) round %d = %x, model %s", sh, round, st.Sum(), m.StatusHex(sh))
+		}
+		if !bytes.Equal(m.Status(sh), statusOf(wantHist)) {
+			fail("model status of %v disagrees with the protocol rule", sh)
+		}
+	}
+	// Mempool entries appended to the confirmed part.
+	st, _, err := c.idx.Status(sh, 0)
+	if err != nil {
+		fail("Status(%v): %v", sh, err)
+	}
+	extra := []testchain.HistoryItem{{TxHash: chainhash.Hash{1, 2, 3}, Height: 0}, {TxHash: chainhash.Hash{4}, Height: -1}}
+	for _, e := range extra {
+		st.Add(e.TxHash, e.Height)
+	}
+	if !bytes.Equal(st.Sum(), statusOf(wantHist, extra...)) {
+		fail("Status(%v) with mempool entries = %x, want %x", sh, st.Sum(), statusOf(wantHist, extra...))
+	}
+	if n := len(wantHist); n > 1 {
+		if _, _, err := c.idx.Status(sh, n-1); !errors.Is(err, indexers.ErrHistoryTooLarge) {
+			fail("Status(%v, limit %d) of %d entries: %v, want ErrHistoryTooLarge", sh, n-1, n, err)
+		}
+	}
+}
+
+// boolInt is 1 for true.
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkTxs compares the transaction reads with the chain: every block's
+// txids, counts and positions, and every transaction that left the main
+// chain is not found.
+func (c *propChecker) checkTxs(m *testchain.Model, fail func(string, ...interface{})) {
+	for height := int32(0); height <= m.Height; height++ {
+		want := m.Blocks[height]
+		hash, err := c.h.Chain.BlockHashByHeight(height)
+		if err != nil {
+			fail("chain: %v", err)
+		}
+		got, err := c.idx.BlockTxIDs(height)
+		if err != nil {
+			fail("BlockTxIDs(%d): %v", height, err)
+		}
+		if len(got) != len(want) {
+			fail("BlockTxIDs(%d) has %d txids, chain %d", height, len(got), len(want))
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				fail("BlockTxIDs(%d)[%d] = %v, chain %v", height, i, got[i], want[i])
+			}
+		}
+		n, err := c.idx.TxCount(height)
+		if err != nil || int(n) != len(want) {
+			fail("TxCount(%d) = %d, %v; chain %d", height, n, err, len(want))
+		}
+		for pos, txid := range want {
+			at, err := c.idx.TxIDAt(height, uint32(pos))
+			if err != nil || at != txid {
+				fail("TxIDAt(%d, %d) = %v, %v; chain %v", height, pos, at, err, txid)
+			}
+			loc, err := c.idx.TxLocation(txid)
+			if err != nil || loc.Height != height || loc.Pos != uint32(pos) || loc.BlockHash != *hash {
+				fail("TxLocation(%v) = %+v, %v; chain %d:%d %v", txid, loc, err, height, pos, hash)
+			}
+		}
+		if _, err := c.idx.TxIDAt(height, uint32(len(want))); !errors.Is(err, indexers.ErrNotFound) {
+			fail("TxIDAt(%d, %d) past the block: %v, want ErrNotFound", height, len(want), err)
+		}
+	}
+	if _, err := c.idx.BlockTxIDs(m.Height + 1); !errors.Is(err, indexers.ErrNotFound) {
+		fail("BlockTxIDs above the tip: %v, want ErrNotFound", err)
+	}
+	if _, err := c.idx.TxCount(m.Height + 1); !errors.Is(err, indexers.ErrNotFound) {
+		fail("TxCount above the tip: %v, want ErrNotFound", err)
+	}
+	if _, err := c.idx.TxIDAt(m.Height+1, 0); !errors.Is(err, indexers.ErrNotFound) {
+		fail("TxIDAt above the tip: %v, want ErrNotFound", err)
+	}
+	for txid := range c.seenTxs {
+		if _, ok := m.Txs[txid]; ok {
+			continue
+		}
+		if loc, err := c.idx.TxLocation(txid); !errors.Is(err, indexers.ErrNotFound) {
+			fail("TxLocation(%v) of a transaction off the main chain = %+v, %v", txid, loc, err)
+		}
+	}
+}
+
+// propSpec draws a block spec: sometimes empty, sometimes large, with all
+// the generator's features at varying rates.
+func propSpec(rng *rand.Rand) testchain.BlockSpec {
+	s := testchain.DefaultSpec()
+	switch r := rng.Intn(10); {
+	case r == 0:
+		s.Txs = 0
+	case r < 3:
+		s.Txs = 20 + rng.Intn(20)
+	default:
+		s.Txs = 1 + rng.Intn(10)
+	}
+	s.SameBlockSpend = rng.Float64() * 0.6
+	s.SameScript = rng.Float64() * 0.4
+	s.SelfPay = rng.Float64() * 0.3
+	s.OpReturn = rng.Float64() * 0.15
+	s.Unspendable = rng.Float64() * 0.15
+	return s
+}
+
+// runProperty drives one random chain with the index live from genesis.
+func runProperty(t *testing.T, seed int64, steps int) {
+	rng := rand.New(rand.NewSource(seed))
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, propIndex(&idx))
+	c := &propChecker{t: t, h: h, idx: idx,
+		seenScripts: make(map[indexers.ScriptHash]bool), seenTxs: make(map[chainhash.Hash]bool)}
+	c.check("genesis", nil)
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	c.check("mature", nil)
+
+	var invalidated []chainhash.Hash
+	reorgs, invalidations := 0, 0
+	for step := 0; step < steps; step++ {
+		_, height := h.Tip()
+		name := ""
+		var connected *chainhash.Hash
+		switch r := rng.Intn(100); {
+		case r < 55:
+			b, err := h.Mine(rng, propSpec(rng))
+			if err != nil {
+				t.Fatalf("seed %d step %d: mine: %v", seed, step, err)
+			}
+			name, connected = "mine", b.Hash()
+		case r < 80:
+			depth := 1 + rng.Intn(10)
+			name = fmt.Sprintf("reorg depth %d", depth)
+			if _, err := h.Reorg(rng, depth, propSpec(rng)); err != nil {
+				t.Fatalf("seed %d step %d: %s: %v", seed, step, name, err)
+			}
+			reorgs++
+		case r < 90 || len(invalidated) == 0:
+			depth := 1 + rng.Intn(10)
+			hash, err := h.Chain.BlockHashByHeight(height - int32(depth) + 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name = fmt.Sprintf("invalidate depth %d", depth)
+			if err := h.InvalidateBlock(*hash); err != nil {
+				t.Fatalf("seed %d step %d: %s: %v", seed, step, name, err)
+			}
+			invalidated = append(invalidated, *hash)
+			invalidations++
+		default:
+			i := rng.Intn(len(invalidated))
+			hash := invalidated[i]
+			invalidated = append(invalidated[:i], invalidated[i+1:]...)
+			name = "reconsider"
+			if err := h.ReconsiderBlock(hash); err != nil {
+				t.Fatalf("seed %d step %d: %s: %v", seed, step, name, err)
+			}
+		}
+		c.check(fmt.Sprintf("seed %d step %d (%s)", seed, step, name), connected)
+		if err := h.CheckWallet(); err != nil {
+			t.Fatalf("seed %d step %d: %v", seed, step, err)
+		}
+	}
+	_, height := h.Tip()
+	t.Logf("seed %d: %d steps, %d reorgs, %d invalidations, height %d, %d scripts, %d txs seen",
+		seed, steps, reorgs, invalidations, height, len(c.seenScripts), len(c.seenTxs))
+}
+
+// TestPropertyIndexMatchesModel drives random chains with reorgs through
+// competing branches and through InvalidateBlock/ReconsiderBlock, and after
+// every step compares every read of the live index with the reference model.
+func TestPropertyIndexMatchesModel(t *testing.T) {
+	for _, seed := range []int64{1, 2, 3, 4} {
+		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
+			runProperty(t, seed, 30)
+		})
+	}
+}
