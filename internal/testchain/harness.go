@@ -35,6 +35,9 @@ type Options struct {
 	Interrupt <-chan struct{}
 	// UtxoCacheMaxSize defaults to DefaultUtxoCacheMaxSize.
 	UtxoCacheMaxSize uint64
+	// WrapDB, when set, wraps the database before the index manager and
+	// the chain are given it (to observe or interfere with their access).
+	WrapDB func(database.DB) database.DB
 	// Pool is the script pool blocks pay to; DefaultScriptPool when nil.
 	// A directory must be reopened with the same pool for the wallet to
 	// recognise its coins.
@@ -178,6 +181,9 @@ func (h *Harness) open() error {
 
 // openChain starts the chain on db; on failure it closes db.
 func (h *Harness) openChain(db database.DB) error {
+	if h.opts.WrapDB != nil {
+		db = h.opts.WrapDB(db)
+	}
 	var mgr blockchain.IndexManager
 	if h.opts.Index != nil {
 		mgr = h.opts.Index(db, h.Params)
@@ -214,12 +220,10 @@ func (h *Harness) Close() error {
 }
 
 // Reopen closes the chain and opens it again on the same directory with the
-// index manager index builds (nil for none); the wallet is kept.
+// index manager index builds (nil for none) and no other options; the
+// wallet is kept.
 func (h *Harness) Reopen(index IndexFactory) error {
-	opts := h.opts
-	opts.Index = index
-	opts.Interrupt = nil
-	return h.ReopenWith(opts)
+	return h.ReopenWith(Options{Index: index, UtxoCacheMaxSize: h.opts.UtxoCacheMaxSize})
 }
 
 // ReopenWith is Reopen with options; the pool cannot change.

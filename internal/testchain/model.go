@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
@@ -90,14 +93,61 @@ type modelOutput struct {
 // the model. The genesis coinbase is not indexed (it cannot be spent).
 func BuildModel(h *Harness) (*Model, error) {
 	best := h.Chain.BestSnapshot()
+	blocks := make([]*btcutil.Block, 0, best.Height+1)
+	for height := int32(0); height <= best.Height; height++ {
+		block, err := h.Chain.BlockByHeight(height)
+		if err != nil {
+			return nil, err
+		}
+		blocks = append(blocks, block)
+	}
+	if *blocks[len(blocks)-1].Hash() != best.Hash {
+		return nil, errors.New("model: the chain moved while it was read")
+	}
+	return buildModel(blocks)
+}
+
+// BuildModelAt computes the model of the chain ending at tip, any block the
+// database holds (on the main chain or not), by walking back to genesis.
+func BuildModelAt(h *Harness, tip chainhash.Hash) (*Model, error) {
+	var blocks []*btcutil.Block
+	err := h.DB.View(func(dbTx database.Tx) error {
+		for hash := tip; ; {
+			raw, err := dbTx.FetchBlock(&hash)
+			if err != nil {
+				return err
+			}
+			block, err := btcutil.NewBlockFromBytes(raw)
+			if err != nil {
+				return err
+			}
+			blocks = append(blocks, block)
+			if hash == *h.Params.GenesisHash {
+				return nil
+			}
+			hash = block.MsgBlock().Header.PrevBlock
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(blocks)-1; i < j; i, j = i+1, j-1 {
+		blocks[i], blocks[j] = blocks[j], blocks[i]
+	}
+	return buildModel(blocks)
+}
+
+// buildModel computes the model of a chain given as its blocks from genesis.
+func buildModel(blocks []*btcutil.Block) (*Model, error) {
+	top := int32(len(blocks) - 1)
 	m := &Model{
-		Tip:     best.Hash,
-		Height:  best.Height,
+		Tip:     *blocks[top].Hash(),
+		Height:  top,
 		History: make(map[indexers.ScriptHash][]HistoryItem),
 		Unspent: make(map[indexers.ScriptHash][]Utxo),
 		Balance: make(map[indexers.ScriptHash]int64),
 		Txs:     make(map[chainhash.Hash]TxPos),
-		Blocks:  make([][]chainhash.Hash, best.Height+1),
+		Blocks:  make([][]chainhash.Hash, top+1),
 	}
 	outputs := make(map[wire.OutPoint]*modelOutput)
 	// created lists, per script hash, its outputs in chain order.
@@ -111,11 +161,8 @@ func BuildModel(h *Harness) (*Model, error) {
 		m.History[sh] = append(hist, HistoryItem{TxHash: txid, Height: height})
 	}
 
-	for height := int32(0); height <= best.Height; height++ {
-		block, err := h.Chain.BlockByHeight(height)
-		if err != nil {
-			return nil, err
-		}
+	for i, block := range blocks {
+		height := int32(i)
 		for pos, tx := range block.Transactions() {
 			txid := *tx.Hash()
 			m.Txs[txid] = TxPos{Height: height, Pos: uint32(pos)}

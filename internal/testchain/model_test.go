@@ -3,6 +3,7 @@ package testchain
 import (
 	"crypto/sha256"
 	"math/rand"
+	"reflect"
 	"testing"
 
 	"github.com/btcsuite/btcd/wire/v2"
@@ -33,6 +34,13 @@ func TestModelAgreesWithUtxoSet(t *testing.T) {
 	m, err := BuildModel(h)
 	if err != nil {
 		t.Fatal(err)
+	}
+	at, err := BuildModelAt(h, m.Tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(at, m) {
+		t.Fatal("BuildModelAt(tip) differs from BuildModel")
 	}
 	if tip, height := h.Tip(); m.Tip != tip || m.Height != height {
 		t.Fatalf("model at %v/%d, chain at %v/%d", m.Tip, m.Height, tip, height)
@@ -148,5 +156,41 @@ func TestIndexedRule(t *testing.T) {
 		if got := Indexed(c.script); got != c.want {
 			t.Errorf("%s: Indexed = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestModelAtSideBranch builds the model of a block that left the main chain:
+// it is the model the main chain had when that block was the tip.
+func TestModelAtSideBranch(t *testing.T) {
+	h := New(t, nil)
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(7))
+	for i := 0; i < 6; i++ {
+		if _, err := h.Mine(rng, DefaultSpec()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := BuildModel(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Reorg(rng, 3, DefaultSpec()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := BuildModel(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(before.History, after.History) {
+		t.Fatal("reorganization left every history unchanged")
+	}
+	old, err := BuildModelAt(h, before.Tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(old, before) {
+		t.Fatal("model of the old tip differs from the model built when it was the tip")
 	}
 }
