@@ -372,3 +372,156 @@ func TestPropertyIndexMatchesModel(t *testing.T) {
 		})
 	}
 }
+
+// propRead is one answer a concurrent reader got, with the tip it was read
+// at.
+type propRead struct {
+	kind    string
+	sh      indexers.ScriptHash
+	tip     indexers.Tip
+	hist    []indexers.HistoryEntry
+	unspent []indexers.Unspent
+	balance int64
+	status  []byte
+}
+
+// TestPropertyConcurrentReadsSeeOneBlock reads the index from other
+// goroutines while blocks connect, reorganize and get invalidated: every
+// answer must be exactly the model of the block it says it was read at.
+func TestPropertyConcurrentReadsSeeOneBlock(t *testing.T) {
+	rng := rand.New(rand.NewSource(11))
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, propIndex(&idx))
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	var scripts []indexers.ScriptHash
+	for _, s := range append(append([]testchain.Script(nil), h.Pool.Spendable...), h.Pool.Unspendable...) {
+		scripts = append(scripts, indexers.ScriptHashFromScript(s.PkScript))
+	}
+
+	const readers, maxReads = 2, 4000
+	stop := make(chan struct{})
+	results := make(chan []propRead, readers)
+	errs := make(chan error, readers)
+	for r := 0; r < readers; r++ {
+		go func(r int) {
+			var out []propRead
+			defer func() { results <- out }()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				sh := scripts[(i*7+r)%len(scripts)]
+				rd := propRead{sh: sh}
+				var err error
+				switch i % 4 {
+				case 0:
+					rd.kind = "history"
+					rd.hist, rd.tip, err = idx.History(sh, 0)
+				case 1:
+					rd.kind = "unspent"
+					rd.unspent, rd.tip, err = idx.Unspent(sh, 0)
+				case 2:
+					rd.kind = "balance"
+					rd.balance, rd.tip, err = idx.Balance(sh)
+				default:
+					rd.kind = "status"
+					var st *indexers.StatusHasher
+					st, rd.tip, err = idx.Status(sh, 0)
+					if err == nil {
+						rd.status = st.Sum()
+					}
+				}
+				if err != nil {
+					errs <- fmt.Errorf("%s(%v): %w", rd.kind, sh, err)
+					return
+				}
+				if tip, err := idx.Tip(); err == nil {
+					idx.Touched(tip.Hash)
+				}
+				if len(out) < maxReads {
+					out = append(out, rd)
+				}
+			}
+		}(r)
+	}
+
+	var invalidated []chainhash.Hash
+	for step := 0; step < 40; step++ {
+		var err error
+		switch r := rng.Intn(10); {
+		case r < 5:
+			_, err = h.Mine(rng, propSpec(rng))
+		case r < 8:
+			_, err = h.Reorg(rng, 1+rng.Intn(6), propSpec(rng))
+		case r < 9 || len(invalidated) == 0:
+			_, height := h.Tip()
+			hash, _ := h.Chain.BlockHashByHeight(height - int32(rng.Intn(4)))
+			invalidated = append(invalidated, *hash)
+			err = h.InvalidateBlock(*hash)
+		default:
+			err = h.ReconsiderBlock(invalidated[len(invalidated)-1])
+			invalidated = invalidated[:len(invalidated)-1]
+		}
+		if err != nil {
+			close(stop)
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	close(stop)
+	var reads []propRead
+	for r := 0; r < readers; r++ {
+		reads = append(reads, <-results...)
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+
+	models := make(map[chainhash.Hash]*testchain.Model)
+	for i, rd := range reads {
+		m := models[rd.tip.Hash]
+		if m == nil {
+			var err error
+			if m, err = testchain.BuildModelAt(h, rd.tip.Hash); err != nil {
+				t.Fatalf("read %d at %v: %v", i, rd.tip.Hash, err)
+			}
+			models[rd.tip.Hash] = m
+		}
+		if m.Height != rd.tip.Height {
+			t.Fatalf("read %d: tip %v reported at height %d, it is at %d", i, rd.tip.Hash, rd.tip.Height, m.Height)
+		}
+		ok := true
+		switch rd.kind {
+		case "history":
+			want := m.History[rd.sh]
+			ok = len(rd.hist) == len(want)
+			for j := 0; ok && j < len(want); j++ {
+				ok = rd.hist[j].TxHash == want[j].TxHash && rd.hist[j].Height == want[j].Height
+			}
+		case "unspent":
+			want := m.Unspent[rd.sh]
+			ok = len(rd.unspent) == len(want)
+			for j := 0; ok && j < len(want); j++ {
+				u, w := rd.unspent[j], want[j]
+				ok = u.TxHash == w.TxHash && u.Vout == w.Vout && u.Height == w.Height && u.Value == w.Value
+			}
+		case "balance":
+			ok = rd.balance == m.Balance[rd.sh]
+		case "status":
+			ok = bytes.Equal(rd.status, m.Status(rd.sh))
+		}
+		if !ok {
+			t.Fatalf("read %d: %s of %v at tip %d %v differs from the model of that block",
+				i, rd.kind, rd.sh, rd.tip.Height, rd.tip.Hash)
+		}
+	}
+	t.Logf("%d concurrent reads checked at %d distinct tips", len(reads), len(models))
+	if len(models) < 5 {
+		t.Fatalf("readers saw only %d tips; the test did not overlap reads with block changes", len(models))
+	}
+}

@@ -1,0 +1,324 @@
+package indexers_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+)
+
+// eqIndexFactory builds the Electrum index behind the node's manager.
+func eqIndexFactory(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+	return indexers.NewManager(db, indexers.NewElectrumIndex(db, params))
+}
+
+// eqTipsBucket and eqTipKey locate the index tip, kept where btcd keeps
+// every index's tip.
+var (
+	eqTipsBucket = []byte("idxtips")
+	eqTipKey     = []byte("electrumidx")
+)
+
+// eqIndexData returns every row of the index (the metadata keys under its
+// prefix) and its tip entry, keyed by name.
+func eqIndexData(t *testing.T, db database.DB) map[string][]byte {
+	t.Helper()
+	data := make(map[string][]byte)
+	err := db.View(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		c := meta.Cursor()
+		for ok := c.Seek(indexers.RowPrefix); ok && bytes.HasPrefix(c.Key(), indexers.RowPrefix); ok = c.Next() {
+			data["row "+string(c.Key())] = append([]byte(nil), c.Value()...)
+		}
+		tips := meta.Bucket(eqTipsBucket)
+		if tips == nil {
+			return errors.New("no index tips bucket")
+		}
+		v := tips.Get(eqTipKey)
+		if v == nil {
+			return errors.New("no Electrum index tip")
+		}
+		data["tip"] = append([]byte(nil), v...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// eqCompare fails the test unless got holds exactly the data of want.
+func eqCompare(t *testing.T, what string, want, got map[string][]byte) {
+	t.Helper()
+	var missing, extra, differ []string
+	for k, v := range want {
+		g, ok := got[k]
+		switch {
+		case !ok:
+			missing = append(missing, k)
+		case !bytes.Equal(g, v):
+			differ = append(differ, k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			extra = append(extra, k)
+		}
+	}
+	if len(missing)+len(extra)+len(differ) == 0 {
+		return
+	}
+	sort.Strings(missing)
+	sort.Strings(extra)
+	sort.Strings(differ)
+	first := func(ks []string) string {
+		if len(ks) == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%x", ks[0])
+	}
+	t.Fatalf("%s: %d keys missing (first %s), %d extra (first %s), %d with other values (first %s) of %d",
+		what, len(missing), first(missing), len(extra), first(extra), len(differ), first(differ), len(want))
+}
+
+// eqScenario is a deterministic chain history in two phases; harnesses
+// driven with the same seed build the same chain.
+type eqScenario struct{ rng *rand.Rand }
+
+// phase1 mines mature coins and random blocks with reorganizations and an
+// invalidated-then-reconsidered block.
+func (s *eqScenario) phase1(t *testing.T, h *testchain.Harness) {
+	t.Helper()
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	spec := testchain.DefaultSpec()
+	spec.Txs = 15
+	for i := 0; i < 40; i++ {
+		if _, err := h.Mine(s.rng, spec); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 9 {
+			if _, err := h.Reorg(s.rng, 1+i/10, spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, height := h.Tip()
+	hash, _ := h.Chain.BlockHashByHeight(height - 2)
+	if err := h.InvalidateBlock(*hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Mine(s.rng, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ReconsiderBlock(*hash); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// phase2 starts with a reorganization of blocks full of transactions, then
+// mines on.
+func (s *eqScenario) phase2(t *testing.T, h *testchain.Harness) {
+	t.Helper()
+	spec := testchain.DefaultSpec()
+	spec.Txs = 15
+	if _, err := h.Reorg(s.rng, 5, spec); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := h.Mine(s.rng, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// eqCountingDB closes an interrupt channel once the chain and the index have
+// opened a given number of read transactions after it was armed: a way to
+// stop a catch-up part-way that does not depend on its batch size.
+type eqCountingDB struct {
+	database.DB
+	armed     atomic.Bool
+	views     atomic.Int64
+	limit     int64
+	interrupt chan struct{}
+}
+
+// View counts the read transaction and interrupts at the limit.
+func (d *eqCountingDB) View(fn func(database.Tx) error) error {
+	if d.armed.Load() && d.views.Add(1) == d.limit {
+		close(d.interrupt)
+	}
+	return d.DB.View(fn)
+}
+
+// eqArmingManager arms the counting database when the index manager starts
+// its work, so the chain's own start-up reads do not count.
+type eqArmingManager struct {
+	blockchain.IndexManager
+	db *eqCountingDB
+}
+
+// Init arms the counter and runs the manager's Init.
+func (m *eqArmingManager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	m.db.armed.Store(true)
+	return m.IndexManager.Init(chain, interrupt)
+}
+
+// eqCopyDir copies a closed harness directory.
+func eqCopyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eqTipOnDisk reads the index tip of a closed harness directory.
+func eqTipOnDisk(t *testing.T, dir string, params *chaincfg.Params) indexers.Tip {
+	t.Helper()
+	db, err := database.Open("ffldb", filepath.Join(dir, "blocks_ffldb"), params.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tip, err := indexers.NewElectrumIndex(db, params).Tip()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tip
+}
+
+// TestEquivalenceLiveCatchUpInterruptedStale builds one chain history five
+// ways and requires byte-identical index data from all of them:
+//   - live: the index connected every block as the chain grew;
+//   - catch-up: the chain built without the index, then opened with it;
+//   - interrupted: the same catch-up stopped part-way by the interrupt
+//     channel, then resumed by a second start;
+//   - stale: the index enabled for the first phase, disabled while the
+//     chain reorganized blocks full of transactions, then enabled again, so
+//     it must walk its tip back off the abandoned branch before catching up.
+func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
+	const seed = 21
+
+	// Live.
+	live := testchain.New(t, eqIndexFactory)
+	s := &eqScenario{rng: rand.New(rand.NewSource(seed))}
+	s.phase1(t, live)
+	s.phase2(t, live)
+	want := eqIndexData(t, live.DB)
+	wantTip, wantHeight := live.Tip()
+	t.Logf("chain height %d, %d index keys", wantHeight, len(want))
+
+	// Catch-up, and a copy of the unindexed chain for the interrupted run.
+	cdir := t.TempDir()
+	cu, err := testchain.Create(cdir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cu.Close() })
+	s = &eqScenario{rng: rand.New(rand.NewSource(seed))}
+	s.phase1(t, cu)
+	s.phase2(t, cu)
+	if tip, _ := cu.Tip(); tip != wantTip {
+		t.Fatalf("the same scenario built another chain: tip %v, want %v", tip, wantTip)
+	}
+	if err := cu.Close(); err != nil {
+		t.Fatal(err)
+	}
+	idir := t.TempDir()
+	eqCopyDir(t, cdir, idir)
+	if err := cu.Reopen(eqIndexFactory); err != nil {
+		t.Fatal(err)
+	}
+	eqCompare(t, "catch-up", want, eqIndexData(t, cu.DB))
+
+	// Interrupted after about half of the blocks were read, then resumed.
+	counting := &eqCountingDB{limit: int64(wantHeight), interrupt: make(chan struct{})}
+	_, err = testchain.OpenWith(idir, testchain.Options{
+		Interrupt: counting.interrupt,
+		WrapDB: func(db database.DB) database.DB {
+			counting.DB = db
+			return counting
+		},
+		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			return &eqArmingManager{IndexManager: eqIndexFactory(db, params), db: counting}
+		},
+	})
+	if err == nil {
+		t.Fatal("interrupted catch-up reported success")
+	}
+	mid := eqTipOnDisk(t, idir, cu.Params)
+	t.Logf("interrupted at height %d of %d (%v)", mid.Height, wantHeight, err)
+	if mid.Height < 1 || mid.Height >= wantHeight {
+		t.Fatalf("interrupt left the index at height %d of %d: not part-way", mid.Height, wantHeight)
+	}
+	resumed, err := testchain.Open(idir, eqIndexFactory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resumed.Close() })
+	eqCompare(t, "interrupted and resumed catch-up", want, eqIndexData(t, resumed.DB))
+
+	// Stale: disabled across a reorganization.
+	st := testchain.New(t, eqIndexFactory)
+	s = &eqScenario{rng: rand.New(rand.NewSource(seed))}
+	s.phase1(t, st)
+	if err := st.Reopen(nil); err != nil {
+		t.Fatal(err)
+	}
+	s.phase2(t, st)
+	if tip, _ := st.Tip(); tip != wantTip {
+		t.Fatalf("the same scenario built another chain: tip %v, want %v", tip, wantTip)
+	}
+	stale, err := indexers.NewElectrumIndex(st.DB, st.Params).Tip()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Chain.MainChainHasBlock(&stale.Hash) {
+		t.Fatalf("index tip %d %v is on the main chain: the scenario did not leave it stale", stale.Height, stale.Hash)
+	}
+	if err := st.Reopen(eqIndexFactory); err != nil {
+		t.Fatal(err)
+	}
+	eqCompare(t, "index re-enabled after a reorganization", want, eqIndexData(t, st.DB))
+}
