@@ -1,0 +1,84 @@
+// Package electrum is the Electrum protocol server of btcd-electrum.
+//
+// It speaks protocol versions 1.4 to 1.6 (negotiated as the protocol
+// documents: a client asking exactly "1.4" gets "1.4", a range gets the
+// highest common version, only the first server.version is accepted, and any
+// other first message is answered with an error and a disconnect) over four
+// transports: plain TCP and TLS with one JSON-RPC message per line, and WS and
+// WSS (gorilla/websocket) with one message per frame. JSON-RPC 1.0 and 2.0,
+// batches, notifications, positional and named parameters are accepted; the
+// requests of one session run concurrently and are answered by id.
+//
+// # Shape
+//
+// The server knows the node only through Backend (backend.go): the chain's
+// headers, the Electrum index's reads, the mempool overlay and the relay
+// policy. IndexBackend (adapter.go) assembles a Backend from the project's
+// real parts. The node pushes events with Server.NotifyTip,
+// Server.NotifyScriptHashes (indexers.(*ElectrumIndex).Touched of each
+// connected or disconnected block) and Server.NotifyMempool; they only queue
+// and never block, so they are safe to call from btcd's chain notification
+// callback. One notifier goroutine coalesces what piled up, recomputes each
+// changed status once and sends it to every subscribed session whose last
+// status differs (notify.go explains the ordering guarantee).
+//
+// # Files
+//
+//	backend.go            the Backend interface the node implements
+//	config.go             Config and every limit's default
+//	server.go             Server: Start, Shutdown, accounting, Notify*
+//	transport.go          listeners, TLS (self-signed pair on first start), WS
+//	framing.go            newline and WebSocket message framing
+//	jsonrpc.go            request decoding, response encoding, error codes
+//	session.go            one connection: read loop, dispatch, send queue
+//	cost.go               ElectrumX-style cost throttling (-101, -102)
+//	version.go            protocol version parsing and negotiation
+//	methods*.go           the protocol methods
+//	status.go, merkle.go  status hashing, merkle branches, cp_height proofs
+//	notify.go             subscriptions and notifications
+//
+// # Limits
+//
+// Every limit is a Config field with ElectrumX's documented default (Fulcrum's
+// where ElectrumX has none): sessions in total (1000, answered -102) and per
+// IP (12, answered -101); request size (1,000,000 bytes: over it a line is
+// skipped and answered -32600 "request too large", on WebSockets the
+// connection is closed with status 1009); response size (8,100,000 bytes:
+// -32600 "response too large", and "history too large" (code 1) for
+// histories over (MaxSend-100)/99 entries); request timeout (30 s, -102);
+// idle timeout (600 s); slow readers (a send backlog over 16,000,000 bytes, or
+// a write blocked for 20 s, disconnects); batch size (1000 requests, code 4
+// "batch limit exceeded"); subscriptions per session, per IP and in total
+// (75,000, 75,000, 10,000,000, code 4 "subscription limit reached"); and
+// cost-based throttling (soft limit 1000 delays requests, hard limit 10000
+// answers -101 and disconnects). Costs are per session; ElectrumX also
+// shares cost across a subnet, which this server does not.
+//
+// # broadcast_package on btcd
+//
+// blockchain.transaction.broadcast_package (1.6) has no submitpackage to
+// delegate to: btcd's mempool has no package relay. The server checks the
+// package's shape (1 to 25 transactions, no duplicates, every member after
+// the members it spends) and then hands the members to the mempool one by
+// one, in order. This differs from Bitcoin Core's submitpackage:
+//
+//   - Each member must pay the minimum relay fee on its own: there is no
+//     package fee rate, so a zero-fee parent cannot be carried by its child
+//     (no CPFP at acceptance), and there is no package RBF.
+//   - Acceptance is not atomic: members accepted before a failing member
+//     stay in the mempool.
+//   - A member already in the mempool is reported as an error ("already
+//     have transaction") rather than silently deduplicated.
+//   - The verbose result has Core's package_msg and tx-results keys, keyed by
+//     wtxid, but only with txid, vsize and error per member.
+//
+// The non-verbose result is the protocol's {"success": bool, "errors":
+// [{"txid", "error"}]}.
+//
+// # Transactions
+//
+// blockchain.transaction.get with verbose=true answers in Bitcoin Core's
+// getrawtransaction shape (btcjson.TxRawResult), built from btcd's data:
+// hex, txid, hash, size, vsize, weight, version, locktime, vin, vout and, for
+// confirmed transactions, blockhash, confirmations, time and blocktime.
+package electrum

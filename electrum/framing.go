@@ -1,0 +1,122 @@
+package electrum
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// errFrameTooLarge is returned by ReadMessage for a message over the
+// request limit. It is not fatal on newline transports: the rest of the
+// line has been skipped and the next message can be read.
+var errFrameTooLarge = errors.New("request too large")
+
+// msgConn is a message-framed connection: newline-delimited over TCP and
+// TLS, one message per frame over WS and WSS.
+type msgConn interface {
+	// ReadMessage returns the next message without its framing.
+	ReadMessage() ([]byte, error)
+	// WriteMessage sends one message, adding framing.
+	WriteMessage([]byte) error
+	SetReadDeadline(time.Time) error
+	SetWriteDeadline(time.Time) error
+	Close() error
+	RemoteAddr() net.Addr
+}
+
+// lineConn frames messages with a single '\n' (PROTOCOL.md §2.1).
+type lineConn struct {
+	net.Conn
+	r       *bufio.Reader
+	maxRecv int
+	buf     []byte
+}
+
+// newLineConn wraps c for newline framing with a request limit.
+func newLineConn(c net.Conn, maxRecv int) *lineConn {
+	return &lineConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), maxRecv: maxRecv}
+}
+
+// ReadMessage reads up to the next '\n'. A line over maxRecv bytes is
+// skipped to its end and reported as errFrameTooLarge; empty lines are
+// skipped.
+func (c *lineConn) ReadMessage() ([]byte, error) {
+	for {
+		c.buf = c.buf[:0]
+		tooLarge := false
+		for {
+			chunk, err := c.r.ReadSlice('\n')
+			if !tooLarge {
+				if len(c.buf)+len(chunk) > c.maxRecv+1 {
+					tooLarge = true
+					c.buf = c.buf[:0]
+				} else {
+					c.buf = append(c.buf, chunk...)
+				}
+			}
+			if err == nil {
+				break
+			}
+			if err == bufio.ErrBufferFull {
+				continue
+			}
+			if err == io.EOF && len(c.buf) > 0 && !tooLarge {
+				// A final message without its newline is still a message.
+				return c.buf, nil
+			}
+			return nil, err
+		}
+		if tooLarge {
+			return nil, errFrameTooLarge
+		}
+		line := c.buf[:len(c.buf)-1]
+		if n := len(line); n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) == 0 {
+			continue
+		}
+		// The buffer is reused by the next call; hand out a copy.
+		return append([]byte(nil), line...), nil
+	}
+}
+
+// WriteMessage writes msg followed by '\n' in one write.
+func (c *lineConn) WriteMessage(msg []byte) error {
+	b := make([]byte, len(msg)+1)
+	copy(b, msg)
+	b[len(msg)] = '\n'
+	_, err := c.Conn.Write(b)
+	return err
+}
+
+// wsConn carries one message per WebSocket frame.
+type wsConn struct {
+	*websocket.Conn
+}
+
+// ReadMessage returns the next text or binary frame. gorilla/websocket
+// enforces the read limit and closes with 1009 when a frame is over it.
+func (c wsConn) ReadMessage() ([]byte, error) {
+	for {
+		typ, data, err := c.Conn.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				return nil, err
+			}
+			return nil, err
+		}
+		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
+			return data, nil
+		}
+	}
+}
+
+// WriteMessage sends msg as one text frame.
+func (c wsConn) WriteMessage(msg []byte) error {
+	return c.Conn.WriteMessage(websocket.TextMessage, msg)
+}

@@ -1,0 +1,276 @@
+package electrum
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// JSON-RPC and Electrum error codes (PROTOCOL.md §2.3).
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+	codeExcessiveUsage = -101
+	codeServerBusy     = -102
+	codeBadRequest     = 1
+	codeDaemonError    = 2
+	codeLimitExceeded  = 4
+)
+
+// RPCError is a JSON-RPC error object.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error implements error.
+func (e *RPCError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+// rpcErrorf builds an RPCError.
+func rpcErrorf(code int, format string, args ...any) *RPCError {
+	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// badRequest is the application error (code 1) used for invalid arguments.
+func badRequest(format string, args ...any) *RPCError {
+	return rpcErrorf(codeBadRequest, format, args...)
+}
+
+// request is one decoded JSON-RPC request or notification.
+type request struct {
+	// v2 is true when the message said "jsonrpc": "2.0".
+	v2 bool
+	// id is the raw id; nil for a notification.
+	id json.RawMessage
+	// method is the method name.
+	method string
+	// params is the raw params value (array, object or absent).
+	params json.RawMessage
+	// err is set when the message is not a valid request; it is answered
+	// with this error and id (null when unknown).
+	err *RPCError
+	// isResponse marks a message from the client that is a response (it
+	// has result or error and no method); it is ignored.
+	isResponse bool
+}
+
+// isNotification reports whether no response is expected.
+func (r *request) isNotification() bool { return r.id == nil && r.err == nil }
+
+// wireRequest is the JSON shape of a request.
+type wireRequest struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// message is one decoded frame: a single request or a batch.
+type message struct {
+	batch    bool
+	requests []*request
+	// err is a frame-level error (parse error, empty batch) answered with
+	// a single error response with id null.
+	err *RPCError
+}
+
+// decodeMessage decodes one frame. It never fails: problems become errors
+// to answer.
+func decodeMessage(frame []byte) *message {
+	frame = bytes.TrimSpace(frame)
+	if !utf8.Valid(frame) {
+		return &message{err: rpcErrorf(codeParseError, "invalid JSON: not UTF-8")}
+	}
+	if len(frame) > 0 && frame[0] == '[' {
+		var items []json.RawMessage
+		if err := json.Unmarshal(frame, &items); err != nil {
+			return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
+		}
+		if len(items) == 0 {
+			return &message{err: rpcErrorf(codeInvalidRequest, "batch is empty")}
+		}
+		m := &message{batch: true, requests: make([]*request, len(items))}
+		for i, it := range items {
+			m.requests[i] = decodeRequest(it)
+		}
+		return m
+	}
+	if !json.Valid(frame) {
+		return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
+	}
+	return &message{requests: []*request{decodeRequest(frame)}}
+}
+
+// decodeRequest decodes one valid JSON value into a request.
+func decodeRequest(raw []byte) *request {
+	var w wireRequest
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return &request{err: rpcErrorf(codeInvalidRequest, "invalid request: not an object")}
+	}
+	r := &request{}
+	switch string(w.JSONRPC) {
+	case "":
+	case `"2.0"`:
+		r.v2 = true
+	case `"1.0"`:
+	default:
+		return &request{err: rpcErrorf(codeInvalidRequest, "invalid request: unsupported jsonrpc version")}
+	}
+	if len(w.ID) > 0 && string(w.ID) != "null" {
+		switch w.ID[0] {
+		case '"', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+			r.id = w.ID
+		default:
+			return &request{v2: r.v2, err: rpcErrorf(codeInvalidRequest, "invalid request: id must be a string or number")}
+		}
+	}
+	if len(w.Method) == 0 {
+		if len(w.Result) > 0 || len(w.Error) > 0 {
+			r.isResponse = true
+			return r
+		}
+		r.err = rpcErrorf(codeInvalidRequest, "invalid request: missing method")
+		return r
+	}
+	if err := json.Unmarshal(w.Method, &r.method); err != nil {
+		r.err = rpcErrorf(codeInvalidRequest, "invalid request: method must be a string")
+		return r
+	}
+	if p := bytes.TrimSpace(w.Params); len(p) > 0 && string(p) != "null" {
+		if p[0] != '[' && p[0] != '{' {
+			r.err = rpcErrorf(codeInvalidParams, "invalid params: must be an array or an object")
+			return r
+		}
+		r.params = p
+	}
+	return r
+}
+
+// nullID is the id of responses to requests whose id is unknown.
+var nullID = json.RawMessage("null")
+
+// encodeResponse encodes a response to r (v2 framing for v2 requests, v1
+// otherwise). Exactly one of result and rerr is used.
+func encodeResponse(v2 bool, id json.RawMessage, result json.RawMessage, rerr *RPCError) []byte {
+	if id == nil {
+		id = nullID
+	}
+	var b bytes.Buffer
+	b.Grow(len(result) + len(id) + 48)
+	if v2 {
+		b.WriteString(`{"jsonrpc":"2.0",`)
+		if rerr != nil {
+			eb, _ := json.Marshal(rerr)
+			b.WriteString(`"error":`)
+			b.Write(eb)
+		} else {
+			b.WriteString(`"result":`)
+			b.Write(result)
+		}
+	} else {
+		if rerr != nil {
+			eb, _ := json.Marshal(rerr)
+			b.WriteString(`{"result":null,"error":`)
+			b.Write(eb)
+		} else {
+			b.WriteString(`{"result":`)
+			b.Write(result)
+			b.WriteString(`,"error":null`)
+		}
+	}
+	b.WriteString(`,"id":`)
+	b.Write(id)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// encodeNotification encodes a server-to-client notification.
+func encodeNotification(method string, params any) ([]byte, error) {
+	p, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	m, _ := json.Marshal(method)
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","method":`)
+	b.Write(m)
+	b.WriteString(`,"params":`)
+	b.Write(p)
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// paramSpec names a method's parameters in order; the first required of
+// them must be present. extraOK tolerates (and drops) extra positional
+// arguments.
+type paramSpec struct {
+	names    []string
+	required int
+	extraOK  bool
+}
+
+// positional maps raw params (array, object or absent) onto the spec's
+// order. A missing optional parameter is nil.
+func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCError) {
+	out := make([]json.RawMessage, len(ps.names))
+	if len(raw) == 0 {
+		if ps.required > 0 {
+			return nil, rpcErrorf(codeInvalidParams, "missing parameter %q", ps.names[0])
+		}
+		return out, nil
+	}
+	if raw[0] == '[' {
+		var arr []json.RawMessage
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return nil, rpcErrorf(codeInvalidParams, "invalid params")
+		}
+		if len(arr) < ps.required {
+			return nil, rpcErrorf(codeInvalidParams, "expected at least %d arguments, got %d", ps.required, len(arr))
+		}
+		if len(arr) > len(ps.names) {
+			if !ps.extraOK {
+				return nil, rpcErrorf(codeInvalidParams, "expected at most %d arguments, got %d", len(ps.names), len(arr))
+			}
+			arr = arr[:len(ps.names)]
+		}
+		for i, a := range arr {
+			if string(a) != "null" {
+				out[i] = a
+			}
+		}
+		return out, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, rpcErrorf(codeInvalidParams, "invalid params")
+	}
+	for name := range obj {
+		found := false
+		for _, n := range ps.names {
+			if n == name {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return nil, rpcErrorf(codeInvalidParams, "unknown parameter %q", name)
+		}
+	}
+	for i, n := range ps.names {
+		v, ok := obj[n]
+		if !ok || string(v) == "null" {
+			if i < ps.required {
+				return nil, rpcErrorf(codeInvalidParams, "missing parameter %q", n)
+			}
+			continue
+		}
+		out[i] = v
+	}
+	return out, nil
+}

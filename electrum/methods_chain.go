@@ -1,0 +1,170 @@
+package electrum
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
+
+// headerResult is the blockchain.headers.subscribe result and notification.
+type headerResult struct {
+	Height int32  `json:"height"`
+	Hex    string `json:"hex"`
+}
+
+// proofResult is a header with its cp_height proof.
+type proofResult struct {
+	Branch []string `json:"branch"`
+	Header string   `json:"header"`
+	Root   string   `json:"root"`
+}
+
+// headerAt returns the hex of the main-chain header at height.
+func (s *Server) headerAt(height int32) (string, error) {
+	h, err := s.backend.BlockHeader(height)
+	if err != nil {
+		if notFound(err) {
+			return "", heightError(int64(height))
+		}
+		return "", internal("header", err)
+	}
+	return headerHex(&h)
+}
+
+// headerProof returns the display-hex branch and root proving height
+// against cp_height (PROTOCOL.md §4.5).
+func (s *Server) headerProof(height, cpHeight, tipHeight int32) ([]string, string, error) {
+	if !(height <= cpHeight && cpHeight <= tipHeight) {
+		return nil, "", badRequest("require header height %d <= cp_height %d <= chain height %d", height, cpHeight, tipHeight)
+	}
+	branch, root, err := s.headers.proof(height, cpHeight, s.backend.BlockHash)
+	if err != nil {
+		return nil, "", internal("header proof", err)
+	}
+	return hashesHex(branch), root.String(), nil
+}
+
+// hashesHex formats hashes in display hex.
+func hashesHex(hs []chainhash.Hash) []string {
+	out := make([]string, len(hs))
+	for i := range hs {
+		out[i] = hs[i].String()
+	}
+	return out
+}
+
+// hBlockHeader returns one header, with a proof when cp_height > 0.
+func hBlockHeader(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	height, err := argInt(args[0], "height")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := argOptInt(args[1], "cp_height")
+	if err != nil {
+		return nil, err
+	}
+	tip, err := ss.srv.backend.ChainTip()
+	if err != nil {
+		return nil, internal("tip", err)
+	}
+	if height > int64(tip.Height) {
+		return nil, heightError(height)
+	}
+	hdr, err := ss.srv.headerAt(int32(height))
+	if err != nil {
+		return nil, err
+	}
+	if cp == 0 {
+		return hdr, nil
+	}
+	branch, root, err := ss.srv.headerProof(int32(height), int32(cp), tip.Height)
+	if err != nil {
+		return nil, err
+	}
+	return proofResult{Branch: branch, Header: hdr, Root: root}, nil
+}
+
+// hBlockHeaders returns up to 2016 consecutive headers: concatenated hex
+// before 1.6, a list from 1.6 on.
+func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	start, err := argInt(args[0], "start_height")
+	if err != nil {
+		return nil, err
+	}
+	count, err := argInt(args[1], "count")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := argOptInt(args[2], "cp_height")
+	if err != nil {
+		return nil, err
+	}
+	tip, err := ss.srv.backend.ChainTip()
+	if err != nil {
+		return nil, internal("tip", err)
+	}
+	if count > DefaultHeadersMax {
+		count = DefaultHeadersMax
+	}
+	if start > int64(tip.Height) {
+		count = 0
+	} else if start+count-1 > int64(tip.Height) {
+		count = int64(tip.Height) - start + 1
+	}
+	ss.charge(float64(count) / 50)
+	hdrs := make([]string, 0, count)
+	for h := start; h < start+count; h++ {
+		x, err := ss.srv.headerAt(int32(h))
+		if err != nil {
+			return nil, err
+		}
+		hdrs = append(hdrs, x)
+	}
+	res := map[string]any{"count": count, "max": DefaultHeadersMax}
+	if ss.version.atLeast(version16) {
+		res["headers"] = hdrs
+	} else {
+		res["hex"] = strings.Join(hdrs, "")
+	}
+	if count > 0 && cp > 0 {
+		branch, root, err := ss.srv.headerProof(int32(start+count-1), int32(cp), tip.Height)
+		if err != nil {
+			return nil, err
+		}
+		res["branch"], res["root"] = branch, root
+	}
+	return res, nil
+}
+
+// hHeadersSubscribe subscribes to new tips and returns the current one.
+func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any, error) {
+	n := ss.srv.notifier
+	ss.subMu.Lock()
+	ss.headersSub = true
+	ss.subMu.Unlock()
+	if ss.closed() {
+		return nil, rpcErrorf(codeServerBusy, "session closed")
+	}
+	n.addHeaders(ss)
+	seq := n.currentSeq()
+	tip, err := ss.srv.backend.ChainTip()
+	if err != nil {
+		return nil, internal("tip", err)
+	}
+	h, err := ss.srv.backend.BlockHeader(tip.Height)
+	if err != nil {
+		return nil, internal("tip header", err)
+	}
+	x, err := headerHex(&h)
+	if err != nil {
+		return nil, err
+	}
+	ss.subMu.Lock()
+	if !ss.lastHeader.set || ss.lastHeader.seq <= seq {
+		ss.lastHeader = headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true}
+	}
+	ss.subMu.Unlock()
+	return headerResult{Height: tip.Height, Hex: x}, nil
+}

@@ -1,0 +1,279 @@
+package electrum
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// consistencyTries is how often a read that combines the index and the
+// mempool is retried when the tip moves underneath it.
+const consistencyTries = 3
+
+// sameTip reports whether the chain tip is still t.
+func (s *Server) sameTip(t indexers.Tip) bool {
+	now, err := s.backend.ChainTip()
+	return err == nil && now == t
+}
+
+// mempoolEntries returns the mempool part of a script in canonical order.
+// A transaction the index already holds as confirmed (the mempool overlay
+// has not caught up with a block yet) is left out, so that status and
+// history never list a transaction twice.
+func (s *Server) mempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
+	src := s.backend.MempoolEntries(sh)
+	es := make([]MempoolEntry, 0, len(src))
+	for _, e := range src {
+		if _, err := s.backend.TxLocation(e.TxHash); err == nil {
+			continue
+		}
+		es = append(es, e)
+	}
+	sortMempool(es)
+	return es
+}
+
+// status computes a script's status (PROTOCOL.md §4.2): the confirmed part
+// from the index, then the mempool in canonical order. hasMempool reports
+// whether mempool entries were included.
+func (s *Server) status(sh indexers.ScriptHash) (*string, bool, error) {
+	for try := 0; ; try++ {
+		hasher, tip, err := s.backend.Status(sh, s.cfg.historyLimit())
+		if err != nil {
+			return nil, false, err
+		}
+		es := s.mempoolEntries(sh)
+		if try+1 < consistencyTries && !s.sameTip(tip) {
+			continue
+		}
+		if hasher.Len()+len(es) > s.cfg.historyLimit() {
+			return nil, false, indexers.ErrHistoryTooLarge
+		}
+		for _, e := range es {
+			hasher.Add(e.TxHash, e.Height)
+		}
+		return statusHex(hasher.Sum()), len(es) > 0, nil
+	}
+}
+
+// historyItem is one get_history / get_mempool entry.
+type historyItem struct {
+	TxHash string `json:"tx_hash"`
+	Height int32  `json:"height"`
+	Fee    *int64 `json:"fee,omitempty"`
+}
+
+// mempoolItems formats mempool entries.
+func mempoolItems(es []MempoolEntry) []historyItem {
+	out := make([]historyItem, len(es))
+	for i := range es {
+		fee := es[i].Fee
+		out[i] = historyItem{TxHash: es[i].TxHash.String(), Height: es[i].Height, Fee: &fee}
+	}
+	return out
+}
+
+// hGetBalance returns the confirmed and unconfirmed balance.
+func hGetBalance(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	b := ss.srv.backend
+	for try := 0; ; try++ {
+		conf, tip, err := b.Balance(sh)
+		if err != nil {
+			return nil, internal("balance", err)
+		}
+		unconf := b.MempoolBalance(sh)
+		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
+			continue
+		}
+		return map[string]int64{"confirmed": conf, "unconfirmed": unconf}, nil
+	}
+}
+
+// hGetHistory returns confirmed history in chain order, then the mempool.
+func hGetHistory(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	limit := ss.srv.cfg.historyLimit()
+	for try := 0; ; try++ {
+		hist, tip, err := ss.srv.backend.History(sh, limit)
+		if err != nil {
+			if errors.Is(err, indexers.ErrHistoryTooLarge) {
+				return nil, err
+			}
+			return nil, internal("history", err)
+		}
+		es := ss.srv.mempoolEntries(sh)
+		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
+			continue
+		}
+		if len(hist)+len(es) > limit {
+			return nil, indexers.ErrHistoryTooLarge
+		}
+		ss.charge(0.001 * float64(len(hist)+len(es)))
+		out := make([]historyItem, 0, len(hist)+len(es))
+		for _, h := range hist {
+			out = append(out, historyItem{TxHash: h.TxHash.String(), Height: h.Height})
+		}
+		return append(out, mempoolItems(es)...), nil
+	}
+}
+
+// hGetMempool returns the mempool part of a script's history.
+func hGetMempool(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	es := ss.srv.mempoolEntries(sh)
+	if len(es) > ss.srv.cfg.historyLimit() {
+		return nil, indexers.ErrHistoryTooLarge
+	}
+	ss.charge(float64(len(es)) / 50)
+	return mempoolItems(es), nil
+}
+
+// unspentItem is one listunspent entry.
+type unspentItem struct {
+	TxHash string `json:"tx_hash"`
+	TxPos  uint32 `json:"tx_pos"`
+	Height int32  `json:"height"`
+	Value  int64  `json:"value"`
+}
+
+// hListUnspent returns confirmed unspent outputs not spent in the mempool,
+// then unconfirmed outputs (height 0).
+func hListUnspent(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	b := ss.srv.backend
+	limit := ss.srv.cfg.unspentLimit()
+	for try := 0; ; try++ {
+		utxos, tip, err := b.Unspent(sh, limit)
+		if err != nil {
+			if errors.Is(err, indexers.ErrHistoryTooLarge) {
+				return nil, err
+			}
+			return nil, internal("unspent", err)
+		}
+		mem := b.MempoolUnspent(sh)
+		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
+			continue
+		}
+		if len(utxos)+len(mem) > limit {
+			return nil, indexers.ErrHistoryTooLarge
+		}
+		ss.charge(float64(len(utxos)+len(mem)) / 50)
+		out := make([]unspentItem, 0, len(utxos)+len(mem))
+		for _, u := range utxos {
+			if b.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
+				continue
+			}
+			out = append(out, unspentItem{TxHash: u.TxHash.String(), TxPos: u.Vout, Height: u.Height, Value: u.Value})
+		}
+		for _, u := range mem {
+			out = append(out, unspentItem{TxHash: u.TxHash.String(), TxPos: u.Vout, Height: 0, Value: u.Value})
+		}
+		return out, nil
+	}
+}
+
+// hSubscribe subscribes to a script's status and returns it.
+func hSubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	srv := ss.srv
+	n := srv.notifier
+
+	// Register before computing, so no change between the computation
+	// and the registration can be missed; the state stays pending (no
+	// notifications) until this answer is decided.
+	ss.subMu.Lock()
+	if ss.closed() {
+		ss.subMu.Unlock()
+		return nil, rpcErrorf(codeServerBusy, "session closed")
+	}
+	st := ss.subs[sh]
+	fresh := st == nil
+	if fresh {
+		if int(ss.nsubs.Load()) >= srv.cfg.MaxSubsPerSession {
+			ss.subMu.Unlock()
+			return nil, rpcErrorf(codeLimitExceeded, "subscription limit reached (%d per session)", srv.cfg.MaxSubsPerSession)
+		}
+		if rerr := srv.reserveSub(ss); rerr != nil {
+			ss.subMu.Unlock()
+			return nil, rerr
+		}
+		st = &subState{pending: true}
+		ss.subs[sh] = st
+		ss.nsubs.Add(1)
+	}
+	ss.subMu.Unlock()
+	if fresh {
+		n.addSub(ss, sh, false)
+	}
+
+	seq := n.currentSeq()
+	status, hasMempool, err := srv.status(sh)
+
+	ss.subMu.Lock()
+	defer ss.subMu.Unlock()
+	if err != nil {
+		if fresh && ss.subs[sh] == st {
+			delete(ss.subs, sh)
+			ss.nsubs.Add(-1)
+			n.removeSub(ss, sh)
+			srv.releaseSubs(ss, 1)
+		}
+		return nil, err
+	}
+	if ss.subs[sh] != st {
+		// The session closed meanwhile.
+		return status, nil
+	}
+	if st.seq <= seq {
+		st.status, st.seq, st.mempool = status, seq, hasMempool
+	}
+	st.pending = false
+	if hasMempool {
+		n.addSub(ss, sh, true)
+	}
+	return st.status, nil
+}
+
+// unsubscribe drops one subscription; it reports whether there was one.
+func (ss *session) unsubscribe(sh indexers.ScriptHash) bool {
+	ss.subMu.Lock()
+	_, ok := ss.subs[sh]
+	if ok {
+		delete(ss.subs, sh)
+		ss.nsubs.Add(-1)
+	}
+	ss.subMu.Unlock()
+	if ok {
+		ss.srv.notifier.removeSub(ss, sh)
+		ss.srv.releaseSubs(ss, 1)
+	}
+	return ok
+}
+
+// hUnsubscribe ends a subscription (1.4.2).
+func hUnsubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	sh, err := argScriptHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	return ss.unsubscribe(sh), nil
+}

@@ -1,0 +1,321 @@
+package electrum
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcjson"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// maxPackageCount is the largest package accepted, as Bitcoin Core's
+// MAX_PACKAGE_COUNT.
+const maxPackageCount = 25
+
+// rejected formats a broadcast rejection as ElectrumX does.
+func rejected(msg, rawHex string) *RPCError {
+	return badRequest("the transaction was rejected by network rules.\n\n%s\n[%s]", msg, rawHex)
+}
+
+// decodeTx parses a hex transaction.
+func decodeTx(rawHex string) (*wire.MsgTx, error) {
+	raw, err := hex.DecodeString(rawHex)
+	if err != nil {
+		return nil, errors.New("TX decode failed: invalid hex")
+	}
+	var tx wire.MsgTx
+	if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+		return nil, errors.New("TX decode failed: " + err.Error())
+	}
+	return &tx, nil
+}
+
+// hBroadcast submits a transaction and returns its txid.
+func hBroadcast(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	rawHex, err := argString(args[0], "raw_tx")
+	if err != nil {
+		return nil, err
+	}
+	ss.charge(float64(len(rawHex)) / 5000)
+	tx, err := decodeTx(rawHex)
+	if err != nil {
+		return nil, rejected(err.Error(), rawHex)
+	}
+	if err := ss.srv.backend.Broadcast(tx); err != nil {
+		return nil, rejected(err.Error(), rawHex)
+	}
+	return tx.TxHash().String(), nil
+}
+
+// packageError is one failed member in a broadcast_package answer.
+type packageError struct {
+	TxID  string `json:"txid"`
+	Error string `json:"error"`
+}
+
+// hBroadcastPackage submits a package (parents first, child last) to btcd's
+// mempool member by member; see doc.go for how this differs from Bitcoin
+// Core's submitpackage.
+func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	var raws []string
+	if json.Unmarshal(args[0], &raws) != nil {
+		return nil, badRequest("raw_txs should be a list of hex transactions")
+	}
+	verbose, err := argBool(args[1], false)
+	if err != nil {
+		return nil, err
+	}
+	if len(raws) == 0 || len(raws) > maxPackageCount {
+		return nil, badRequest("the tx package was rejected by network rules.\n\npackage must hold 1 to %d transactions", maxPackageCount)
+	}
+	txs := make([]*wire.MsgTx, len(raws))
+	seen := make(map[chainhash.Hash]int, len(raws))
+	for i, r := range raws {
+		ss.charge(float64(len(r)) / 5000)
+		tx, err := decodeTx(r)
+		if err != nil {
+			return nil, badRequest("the tx package was rejected by network rules.\n\n%s", err)
+		}
+		h := tx.TxHash()
+		if _, dup := seen[h]; dup {
+			return nil, badRequest("the tx package was rejected by network rules.\n\npackage contains duplicate transactions")
+		}
+		for _, in := range tx.TxIn {
+			if j, ok := seen[in.PreviousOutPoint.Hash]; ok && j >= i {
+				return nil, badRequest("the tx package was rejected by network rules.\n\npackage not sorted")
+			}
+		}
+		seen[h] = i
+		txs[i] = tx
+	}
+	// A member spending a later member is out of order.
+	for i, tx := range txs {
+		for _, in := range tx.TxIn {
+			if j, ok := seen[in.PreviousOutPoint.Hash]; ok && j > i {
+				return nil, badRequest("the tx package was rejected by network rules.\n\npackage not sorted")
+			}
+		}
+	}
+	var errs []packageError
+	results := make(map[string]any, len(txs))
+	for _, tx := range txs {
+		txid := tx.TxHash().String()
+		if err := ss.srv.backend.Broadcast(tx); err != nil {
+			errs = append(errs, packageError{TxID: txid, Error: err.Error()})
+			results[tx.WitnessHash().String()] = map[string]any{"txid": txid, "error": err.Error()}
+			continue
+		}
+		results[tx.WitnessHash().String()] = map[string]any{"txid": txid, "vsize": vsize(tx)}
+	}
+	res := map[string]any{"success": len(errs) == 0}
+	if len(errs) > 0 {
+		res["errors"] = errs
+	}
+	if verbose {
+		msg := "success"
+		if len(errs) > 0 {
+			msg = "transaction failed"
+		}
+		res["package_msg"] = msg
+		res["tx-results"] = results
+	}
+	return res, nil
+}
+
+// vsize is the virtual size of tx.
+func vsize(tx *wire.MsgTx) int64 {
+	w := blockchain.GetTransactionWeight(btcutil.NewTx(tx))
+	return (w + 3) / 4
+}
+
+// hTxGet returns a transaction in hex, or in Bitcoin Core's
+// getrawtransaction verbose shape.
+func hTxGet(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	txid, err := argTxHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	verbose, err := argBool(args[1], false)
+	if err != nil {
+		return nil, err
+	}
+	b := ss.srv.backend
+	raw, loc, err := b.RawTx(txid)
+	confirmed := err == nil
+	if err != nil {
+		if !notFound(err) {
+			return nil, internal("raw tx", err)
+		}
+		var ok bool
+		raw, ok = b.MempoolTx(txid)
+		if !ok {
+			return nil, rpcErrorf(codeDaemonError, "daemon error: No such mempool or blockchain transaction. Use gettransaction for wallet transactions. (txid %s)", txid)
+		}
+	}
+	if !verbose {
+		return hex.EncodeToString(raw), nil
+	}
+	var tx wire.MsgTx
+	if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+		return nil, internal("decoding stored tx", err)
+	}
+	res := verboseTx(&tx, raw, b.ChainParams())
+	if confirmed {
+		tip, err := b.ChainTip()
+		if err != nil {
+			return nil, internal("tip", err)
+		}
+		hdr, err := b.BlockHeader(loc.Height)
+		if err != nil {
+			return nil, internal("header", err)
+		}
+		res.BlockHash = loc.BlockHash.String()
+		res.Confirmations = uint64(tip.Height-loc.Height) + 1
+		res.Time = hdr.Timestamp.Unix()
+		res.Blocktime = hdr.Timestamp.Unix()
+	}
+	return res, nil
+}
+
+// verboseTx builds the getrawtransaction-style description of tx.
+func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *btcjson.TxRawResult {
+	weight := blockchain.GetTransactionWeight(btcutil.NewTx(tx))
+	res := &btcjson.TxRawResult{
+		Hex:      hex.EncodeToString(raw),
+		Txid:     tx.TxHash().String(),
+		Hash:     tx.WitnessHash().String(),
+		Size:     int32(tx.SerializeSize()),
+		Vsize:    int32((weight + 3) / 4),
+		Weight:   int32(weight),
+		Version:  uint32(tx.Version),
+		LockTime: tx.LockTime,
+		Vin:      make([]btcjson.Vin, len(tx.TxIn)),
+		Vout:     make([]btcjson.Vout, len(tx.TxOut)),
+	}
+	coinbase := blockchain.IsCoinBaseTx(tx)
+	for i, in := range tx.TxIn {
+		var wit []string
+		for _, w := range in.Witness {
+			wit = append(wit, hex.EncodeToString(w))
+		}
+		if coinbase {
+			res.Vin[i] = btcjson.Vin{Coinbase: hex.EncodeToString(in.SignatureScript), Sequence: in.Sequence, Witness: wit}
+			continue
+		}
+		asm, _ := txscript.DisasmString(in.SignatureScript)
+		res.Vin[i] = btcjson.Vin{
+			Txid:      in.PreviousOutPoint.Hash.String(),
+			Vout:      in.PreviousOutPoint.Index,
+			ScriptSig: &btcjson.ScriptSig{Asm: asm, Hex: hex.EncodeToString(in.SignatureScript)},
+			Sequence:  in.Sequence,
+			Witness:   wit,
+		}
+	}
+	for i, out := range tx.TxOut {
+		asm, _ := txscript.DisasmString(out.PkScript)
+		class, addrs, _, _ := txscript.ExtractPkScriptAddrs(out.PkScript, params)
+		spk := btcjson.ScriptPubKeyResult{Asm: asm, Hex: hex.EncodeToString(out.PkScript), Type: class.String()}
+		if len(addrs) == 1 {
+			spk.Address = addrs[0].EncodeAddress()
+		}
+		res.Vout[i] = btcjson.Vout{Value: btcutil.Amount(out.Value).ToBTC(), N: uint32(i), ScriptPubKey: spk}
+	}
+	return res
+}
+
+// merkleResult is the blockchain.transaction.get_merkle result.
+type merkleResult struct {
+	BlockHeight int32    `json:"block_height"`
+	Merkle      []string `json:"merkle"`
+	Pos         int      `json:"pos"`
+}
+
+// blockTxIDs returns the txids of the block at height, with a protocol
+// error for a height without a block.
+func (s *Server) blockTxIDs(height int64) ([]chainhash.Hash, error) {
+	tip, err := s.backend.ChainTip()
+	if err != nil {
+		return nil, internal("tip", err)
+	}
+	if height > int64(tip.Height) {
+		return nil, heightError(height)
+	}
+	ids, err := s.backend.BlockTxIDs(int32(height))
+	if err != nil {
+		if notFound(err) {
+			return nil, heightError(height)
+		}
+		return nil, internal("block txids", err)
+	}
+	return ids, nil
+}
+
+// hTxGetMerkle proves a confirmed transaction into its block.
+func hTxGetMerkle(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	txid, err := argTxHash(args[0])
+	if err != nil {
+		return nil, err
+	}
+	height, err := argInt(args[1], "height")
+	if err != nil {
+		return nil, err
+	}
+	ids, err := ss.srv.blockTxIDs(height)
+	if err != nil {
+		if _, ok := err.(*RPCError); ok {
+			return nil, badRequest("tx %s not in block at height %d", txid, height)
+		}
+		return nil, err
+	}
+	ss.charge(float64(len(ids)) / 2500)
+	pos := -1
+	for i := range ids {
+		if ids[i] == txid {
+			pos = i
+			break
+		}
+	}
+	if pos < 0 {
+		return nil, badRequest("tx %s not in block at height %d", txid, height)
+	}
+	branch, _ := merkleBranch(ids, pos, -1)
+	return merkleResult{BlockHeight: int32(height), Merkle: hashesHex(branch), Pos: pos}, nil
+}
+
+// hIDFromPos returns the txid at a block position, optionally with its
+// merkle branch.
+func hIDFromPos(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+	height, err := argInt(args[0], "height")
+	if err != nil {
+		return nil, err
+	}
+	pos, err := argInt(args[1], "tx_pos")
+	if err != nil {
+		return nil, err
+	}
+	withMerkle, err := argBool(args[2], false)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := ss.srv.blockTxIDs(height)
+	if err != nil {
+		return nil, err
+	}
+	if pos >= int64(len(ids)) {
+		return nil, badRequest("no tx at position %d in block at height %d", pos, height)
+	}
+	if !withMerkle {
+		return ids[pos].String(), nil
+	}
+	ss.charge(float64(len(ids)) / 2500)
+	branch, _ := merkleBranch(ids, int(pos), -1)
+	return map[string]any{"tx_hash": ids[pos].String(), "merkle": hashesHex(branch)}, nil
+}

@@ -1,0 +1,333 @@
+package electrum
+
+import (
+	"encoding/hex"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// The notifier turns chain and mempool events into notifications. Events
+// are queued by the Notify* methods without blocking (the chain's goroutine
+// calls them); one goroutine drains the queue, coalesces what piled up,
+// computes each changed status once (in parallel) and sends it to every
+// subscribed session whose last status differs.
+//
+// Ordering: every event gets a sequence number when it is queued, after the
+// backend state it reports has changed. A status computed after reading
+// sequence number n reflects at least every event up to n. Each session
+// remembers the sequence number of the status it was last sent, and the
+// notifier never replaces a status with one computed at an older sequence
+// number, so a subscribe answer and a notification racing each other cannot
+// leave a client with a stale status.
+
+// event is one queued chain or mempool change.
+type event struct {
+	tip     *tipEvent
+	touched []indexers.ScriptHash
+}
+
+// tipEvent is a new chain tip.
+type tipEvent struct {
+	header wire.BlockHeader
+	height int32
+}
+
+// notifier holds the queue and the subscription registry.
+type notifier struct {
+	srv *Server
+	seq atomic.Uint64
+
+	qmu   sync.Mutex
+	queue []event
+	wake  chan struct{}
+
+	// rmu guards the registry: which sessions subscribe to what.
+	rmu     sync.RWMutex
+	byHash  map[indexers.ScriptHash]map[*session]struct{}
+	headers map[*session]struct{}
+	// mempoolSubs are script hashes whose last status had mempool
+	// entries; they are re-checked on every new tip (-1 becomes 0 when a
+	// parent confirms).
+	mempoolSubs map[indexers.ScriptHash]struct{}
+
+	// passes counts completed notification passes (tests and benchmarks
+	// wait on it).
+	passes atomic.Uint64
+	// passDone is signalled after each pass.
+	passMu   sync.Mutex
+	passCond *sync.Cond
+}
+
+// newNotifier returns an idle notifier for s.
+func newNotifier(s *Server) *notifier {
+	n := &notifier{
+		srv:         s,
+		wake:        make(chan struct{}, 1),
+		byHash:      make(map[indexers.ScriptHash]map[*session]struct{}),
+		headers:     make(map[*session]struct{}),
+		mempoolSubs: make(map[indexers.ScriptHash]struct{}),
+	}
+	n.passCond = sync.NewCond(&n.passMu)
+	return n
+}
+
+// push queues an event; it never blocks.
+func (n *notifier) push(e event) {
+	n.qmu.Lock()
+	n.queue = append(n.queue, e)
+	n.seq.Add(1)
+	n.qmu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// currentSeq is the sequence number of the newest queued event.
+func (n *notifier) currentSeq() uint64 { return n.seq.Load() }
+
+// run drains the queue until the server stops.
+func (n *notifier) run() {
+	defer n.srv.wg.Done()
+	for {
+		select {
+		case <-n.wake:
+		case <-n.srv.ctx.Done():
+			return
+		}
+		for {
+			n.qmu.Lock()
+			seq := n.seq.Load()
+			q := n.queue
+			n.queue = nil
+			n.qmu.Unlock()
+			if len(q) == 0 {
+				break
+			}
+			n.pass(q, seq)
+		}
+		n.passMu.Lock()
+		n.passes.Add(1)
+		n.passCond.Broadcast()
+		n.passMu.Unlock()
+	}
+}
+
+// pass handles a batch of events observed at sequence number seq.
+func (n *notifier) pass(q []event, seq uint64) {
+	var tip *tipEvent
+	changed := make(map[indexers.ScriptHash]struct{})
+	for _, e := range q {
+		if e.tip != nil {
+			tip = e.tip
+		}
+		for _, sh := range e.touched {
+			changed[sh] = struct{}{}
+		}
+	}
+	if tip != nil {
+		n.notifyHeaders(tip, seq)
+		n.rmu.RLock()
+		for sh := range n.mempoolSubs {
+			changed[sh] = struct{}{}
+		}
+		n.rmu.RUnlock()
+	}
+	// Keep only script hashes somebody subscribes to.
+	n.rmu.RLock()
+	work := make([]indexers.ScriptHash, 0, len(changed))
+	for sh := range changed {
+		if len(n.byHash[sh]) > 0 {
+			work = append(work, sh)
+		}
+	}
+	n.rmu.RUnlock()
+	if len(work) == 0 {
+		return
+	}
+	workers := runtime.GOMAXPROCS(0) * 2
+	if workers > len(work) {
+		workers = len(work)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(work) {
+					return
+				}
+				n.notifyScriptHash(work[i], seq)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// notifyHeaders sends the new tip to header subscribers.
+func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
+	hexHdr, err := headerHex(&t.header)
+	if err != nil {
+		return
+	}
+	msg, err := encodeNotification("blockchain.headers.subscribe", []headerResult{{Height: t.height, Hex: hexHdr}})
+	if err != nil {
+		return
+	}
+	mark := headerMark{height: t.height, hash: t.header.BlockHash(), seq: seq, set: true}
+	n.rmu.RLock()
+	sessions := make([]*session, 0, len(n.headers))
+	for ss := range n.headers {
+		sessions = append(sessions, ss)
+	}
+	n.rmu.RUnlock()
+	for _, ss := range sessions {
+		ss.subMu.Lock()
+		last := ss.lastHeader
+		if ss.headersSub && (!last.set || last.seq <= seq) && (last.hash != mark.hash || last.height != mark.height) {
+			ss.lastHeader = mark
+			ss.send(msg)
+		}
+		ss.subMu.Unlock()
+	}
+}
+
+// notifyScriptHash recomputes one status and sends it where it changed.
+func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
+	status, hasMempool, err := n.srv.status(sh)
+	n.rmu.RLock()
+	subs := make([]*session, 0, len(n.byHash[sh]))
+	for ss := range n.byHash[sh] {
+		subs = append(subs, ss)
+	}
+	n.rmu.RUnlock()
+	if err != nil {
+		// As ElectrumX: a status that can no longer be computed (history
+		// too large) silently ends the subscription.
+		for _, ss := range subs {
+			ss.unsubscribe(sh)
+		}
+		return
+	}
+	n.rmu.Lock()
+	if hasMempool {
+		n.mempoolSubs[sh] = struct{}{}
+	} else {
+		delete(n.mempoolSubs, sh)
+	}
+	n.rmu.Unlock()
+	var msg []byte
+	for _, ss := range subs {
+		ss.subMu.Lock()
+		st := ss.subs[sh]
+		if st != nil && st.pending {
+			// The subscribe answer is being computed; it will carry the
+			// newer of its own status and this one.
+			if st.seq <= seq {
+				st.status, st.seq, st.mempool = status, seq, hasMempool
+			}
+			ss.subMu.Unlock()
+			continue
+		}
+		if st != nil && st.seq <= seq && !equalStatus(st.status, status) {
+			if msg == nil {
+				msg, _ = encodeNotification("blockchain.scripthash.subscribe", []any{sh.String(), status})
+			}
+			st.status, st.seq, st.mempool = status, seq, hasMempool
+			ss.send(msg)
+		}
+		ss.subMu.Unlock()
+	}
+}
+
+// equalStatus compares two statuses (nil is null).
+func equalStatus(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// addSub registers ss for sh.
+func (n *notifier) addSub(ss *session, sh indexers.ScriptHash, hasMempool bool) {
+	n.rmu.Lock()
+	m := n.byHash[sh]
+	if m == nil {
+		m = make(map[*session]struct{})
+		n.byHash[sh] = m
+	}
+	m[ss] = struct{}{}
+	if hasMempool {
+		n.mempoolSubs[sh] = struct{}{}
+	}
+	n.rmu.Unlock()
+}
+
+// removeSub unregisters ss for sh.
+func (n *notifier) removeSub(ss *session, sh indexers.ScriptHash) {
+	n.rmu.Lock()
+	n.removeSubLocked(ss, sh)
+	n.rmu.Unlock()
+}
+
+// removeSubLocked is removeSub with rmu held.
+func (n *notifier) removeSubLocked(ss *session, sh indexers.ScriptHash) {
+	if m := n.byHash[sh]; m != nil {
+		delete(m, ss)
+		if len(m) == 0 {
+			delete(n.byHash, sh)
+			delete(n.mempoolSubs, sh)
+		}
+	}
+}
+
+// addHeaders registers ss for new tips.
+func (n *notifier) addHeaders(ss *session) {
+	n.rmu.Lock()
+	n.headers[ss] = struct{}{}
+	n.rmu.Unlock()
+}
+
+// dropSession forgets every subscription of a closed session.
+func (n *notifier) dropSession(ss *session, subs map[indexers.ScriptHash]*subState) {
+	n.rmu.Lock()
+	delete(n.headers, ss)
+	for sh := range subs {
+		n.removeSubLocked(ss, sh)
+	}
+	n.rmu.Unlock()
+}
+
+// waitPasses blocks until at least k notification passes completed.
+func (n *notifier) waitPasses(k uint64) {
+	n.passMu.Lock()
+	for n.passes.Load() < k {
+		n.passCond.Wait()
+	}
+	n.passMu.Unlock()
+}
+
+// headerHex returns the 80-byte serialized header in hex.
+func headerHex(h *wire.BlockHeader) (string, error) {
+	var b headerBuf
+	if err := h.Serialize(&b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b.b), nil
+}
+
+// headerBuf is a small io.Writer for one header.
+type headerBuf struct{ b []byte }
+
+// Write appends p.
+func (w *headerBuf) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}

@@ -1,0 +1,296 @@
+package electrum
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// Server is an Electrum protocol server. Create it with New, then Start it;
+// feed it chain and mempool events with NotifyTip, NotifyScriptHashes and
+// NotifyMempool; stop it with Shutdown.
+type Server struct {
+	cfg     Config
+	backend Backend
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	tlsConfig *tls.Config
+	headers   *headerMerkle
+	notifier  *notifier
+	methods   map[string]*method
+
+	mu          sync.Mutex
+	started     bool
+	listeners   []Listener
+	httpServers []*http.Server
+	sessions    map[*session]struct{}
+	perIP       map[string]*ipState
+	totalSubs   int
+	nextID      uint64
+}
+
+// ipState is the accounting for one client IP address.
+type ipState struct {
+	sessions int
+	subs     int
+}
+
+// New returns a server for backend configured by cfg (zero fields take
+// their defaults).
+func New(cfg Config, backend Backend) *Server {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:      cfg.withDefaults(),
+		backend:  backend,
+		ctx:      ctx,
+		cancel:   cancel,
+		headers:  newHeaderMerkle(),
+		sessions: make(map[*session]struct{}),
+		perIP:    make(map[string]*ipState),
+	}
+	s.methods = methodTable()
+	s.notifier = newNotifier(s)
+	return s
+}
+
+// Start opens the configured listeners and begins serving. It returns once
+// every listener is open.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("electrum: server already started")
+	}
+	ls := append([]Listener(nil), s.cfg.Listeners...)
+	open := func(addrs []string, t Transport) error {
+		for _, a := range addrs {
+			l, err := net.Listen("tcp", a)
+			if err != nil {
+				return fmt.Errorf("electrum: listening on %s (%s): %w", a, t, err)
+			}
+			ls = append(ls, Listener{Transport: t, Listener: l})
+		}
+		return nil
+	}
+	closeAll := func() {
+		for _, l := range ls {
+			l.Listener.Close()
+		}
+	}
+	for _, set := range []struct {
+		addrs []string
+		t     Transport
+	}{{s.cfg.TCPListen, TCP}, {s.cfg.TLSListen, TLS}, {s.cfg.WSListen, WS}, {s.cfg.WSSListen, WSS}} {
+		if err := open(set.addrs, set.t); err != nil {
+			closeAll()
+			return err
+		}
+	}
+	for _, l := range ls {
+		if (l.Transport == TLS || l.Transport == WSS) && s.tlsConfig == nil {
+			tc, err := loadTLSConfig(&s.cfg)
+			if err != nil {
+				closeAll()
+				return err
+			}
+			s.tlsConfig = tc
+		}
+	}
+	s.started = true
+	s.listeners = ls
+	s.wg.Add(1)
+	go s.notifier.run()
+	for _, l := range ls {
+		s.wg.Add(1)
+		switch l.Transport {
+		case TCP:
+			go s.serveStream(l.Listener, false)
+		case TLS:
+			go s.serveStream(l.Listener, true)
+		case WS:
+			go s.serveWS(l.Listener)
+		case WSS:
+			go s.serveWS(tls.NewListener(l.Listener, s.tlsConfig))
+		}
+		s.logf("electrum: serving %s on %s", l.Transport, l.Listener.Addr())
+	}
+	return nil
+}
+
+// Addrs returns the listening addresses by transport, once started.
+func (s *Server) Addrs() map[Transport][]net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[Transport][]net.Addr)
+	for _, l := range s.listeners {
+		out[l.Transport] = append(out[l.Transport], l.Listener.Addr())
+	}
+	return out
+}
+
+// Shutdown stops accepting connections, closes every session and waits for
+// the server's goroutines until ctx is done.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	for _, l := range s.listeners {
+		l.Listener.Close()
+	}
+	hss := s.httpServers
+	sessions := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	for _, hs := range hss {
+		hs.Close()
+	}
+	for _, ss := range sessions {
+		ss.close()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// SessionCount returns the number of open sessions.
+func (s *Server) SessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+// NotifyTip tells the server about a new chain tip (after a block is
+// connected or disconnected, reorgs included). It never blocks.
+func (s *Server) NotifyTip(header wire.BlockHeader, height int32) {
+	s.notifier.push(event{tip: &tipEvent{header: header, height: height}})
+}
+
+// NotifyScriptHashes tells the server that the confirmed history of these
+// script hashes changed (indexers.(*ElectrumIndex).Touched of a connected
+// or disconnected block). It never blocks.
+func (s *Server) NotifyScriptHashes(shs []indexers.ScriptHash) {
+	if len(shs) == 0 {
+		return
+	}
+	s.notifier.push(event{touched: shs})
+}
+
+// NotifyMempool tells the server that the mempool part of these script
+// hashes changed (transactions added or removed). It never blocks.
+func (s *Server) NotifyMempool(shs []indexers.ScriptHash) {
+	if len(shs) == 0 {
+		return
+	}
+	s.notifier.push(event{touched: shs})
+}
+
+// logf logs through Config.Logf when set.
+func (s *Server) logf(format string, args ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, args...)
+	}
+}
+
+// exempt reports whether ip is exempt from per-IP limits.
+func (s *Server) exempt(ip net.IP) bool {
+	for _, n := range s.cfg.ExemptNets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// admit registers a new session or explains why it may not run.
+func (s *Server) admit(ss *session) *RPCError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return rpcErrorf(codeServerBusy, "server shutting down")
+	}
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return rpcErrorf(codeServerBusy, "server busy - too many sessions")
+	}
+	st := s.perIP[ss.ipKey]
+	if st == nil {
+		st = &ipState{}
+		s.perIP[ss.ipKey] = st
+	}
+	if s.cfg.MaxSessionsPerIP > 0 && !ss.exempt && st.sessions >= s.cfg.MaxSessionsPerIP {
+		if st.sessions == 0 && st.subs == 0 {
+			delete(s.perIP, ss.ipKey)
+		}
+		return rpcErrorf(codeExcessiveUsage, "excessive resource usage: too many sessions from %s", ss.ipKey)
+	}
+	st.sessions++
+	s.nextID++
+	ss.id = s.nextID
+	s.sessions[ss] = struct{}{}
+	return nil
+}
+
+// release forgets a closed session and its subscriptions.
+func (s *Server) release(ss *session, subs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.sessions[ss]; !ok {
+		return
+	}
+	delete(s.sessions, ss)
+	s.totalSubs -= subs
+	if st := s.perIP[ss.ipKey]; st != nil {
+		st.sessions--
+		st.subs -= subs
+		if st.sessions <= 0 && st.subs <= 0 {
+			delete(s.perIP, ss.ipKey)
+		}
+	}
+}
+
+// reserveSub accounts one new subscription of ss against the per-IP and
+// global limits.
+func (s *Server) reserveSub(ss *session) *RPCError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.totalSubs >= s.cfg.MaxSubs {
+		return rpcErrorf(codeLimitExceeded, "subscription limit reached")
+	}
+	st := s.perIP[ss.ipKey]
+	if st != nil && !ss.exempt && st.subs >= s.cfg.MaxSubsPerIP {
+		return rpcErrorf(codeLimitExceeded, "subscription limit reached for %s", ss.ipKey)
+	}
+	if st != nil {
+		st.subs++
+	}
+	s.totalSubs++
+	return nil
+}
+
+// releaseSubs returns n subscriptions of ss.
+func (s *Server) releaseSubs(ss *session, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.totalSubs -= n
+	if st := s.perIP[ss.ipKey]; st != nil {
+		st.subs -= n
+	}
+}

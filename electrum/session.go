@@ -1,0 +1,507 @@
+package electrum
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
+
+// session is one client connection.
+type session struct {
+	srv    *Server
+	conn   msgConn
+	id     uint64
+	ipKey  string
+	exempt bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	once   sync.Once
+
+	// version is the negotiated protocol version, valid once negotiated
+	// is set (by the read loop, before any other request runs).
+	version    protoVersion
+	negotiated atomic.Bool
+	clientName string
+
+	// sem bounds the requests running at once.
+	sem chan struct{}
+
+	sendMu     sync.Mutex
+	queue      [][]byte
+	queued     int
+	closeAfter bool
+	wake       chan struct{}
+
+	costMu    sync.Mutex
+	cost      float64
+	costStamp time.Time
+
+	// subMu guards the subscription state; the notifier and the request
+	// handlers both hold it while they compare and send statuses.
+	subMu      sync.Mutex
+	subs       map[indexers.ScriptHash]*subState
+	nsubs      atomic.Int32
+	headersSub bool
+
+	// overLimit is set when the session reached the hard cost limit: its
+	// answer is the last message it gets.
+	overLimit  atomic.Bool
+	lastHeader headerMark
+}
+
+// subState is what a session last sent for one script hash.
+type subState struct {
+	status *string
+	// seq is the event sequence number the status was computed after.
+	seq uint64
+	// mempool reports whether the status included mempool transactions.
+	mempool bool
+	// pending is set while the subscribe answer is being computed.
+	pending bool
+}
+
+// headerMark identifies the last header sent to a session.
+type headerMark struct {
+	height int32
+	hash   chainhash.Hash
+	seq    uint64
+	set    bool
+}
+
+// ipKeyOf groups addresses for per-IP limits: the IP without port.
+func ipKeyOf(addr net.Addr) (string, net.IP) {
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		host = addr.String()
+	}
+	return host, net.ParseIP(host)
+}
+
+// runSession serves one connection until it closes.
+func (s *Server) runSession(c msgConn, remote net.Addr) {
+	key, ip := ipKeyOf(remote)
+	ss := &session{
+		srv:       s,
+		conn:      c,
+		ipKey:     key,
+		exempt:    ip != nil && s.exempt(ip),
+		sem:       make(chan struct{}, s.cfg.Concurrency),
+		wake:      make(chan struct{}, 1),
+		subs:      make(map[indexers.ScriptHash]*subState),
+		costStamp: time.Now(),
+	}
+	ss.ctx, ss.cancel = context.WithCancel(s.ctx)
+	if rerr := s.admit(ss); rerr != nil {
+		c.SetWriteDeadline(time.Now().Add(time.Second))
+		c.WriteMessage(encodeResponse(true, nil, nil, rerr))
+		c.Close()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		ss.writeLoop()
+		close(done)
+	}()
+	ss.readLoop()
+	<-done
+}
+
+// close ends the session once: the connection is closed and the session's
+// subscriptions are dropped.
+func (ss *session) close() {
+	ss.once.Do(func() {
+		ss.cancel()
+		ss.conn.Close()
+		ss.subMu.Lock()
+		n := len(ss.subs)
+		subs := ss.subs
+		ss.subs = make(map[indexers.ScriptHash]*subState)
+		ss.headersSub = false
+		ss.subMu.Unlock()
+		ss.srv.notifier.dropSession(ss, subs)
+		ss.srv.release(ss, n)
+		select {
+		case ss.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// closed reports whether the session has ended.
+func (ss *session) closed() bool { return ss.ctx.Err() != nil }
+
+// send queues one message. It never blocks: a client whose backlog exceeds
+// MaxSendBacklog is too slow and is disconnected.
+func (ss *session) send(msg []byte) bool {
+	ss.sendMu.Lock()
+	if ss.closed() || ss.closeAfter {
+		ss.sendMu.Unlock()
+		return false
+	}
+	if ss.queued+len(msg) > ss.srv.cfg.MaxSendBacklog && ss.queued > 0 {
+		ss.sendMu.Unlock()
+		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, ss.queued)
+		ss.close()
+		return false
+	}
+	ss.queue = append(ss.queue, msg)
+	ss.queued += len(msg)
+	ss.sendMu.Unlock()
+	select {
+	case ss.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// sendAndClose queues a last message and closes the session once it is
+// written.
+func (ss *session) sendAndClose(msg []byte) {
+	if ss.send(msg) {
+		ss.sendMu.Lock()
+		ss.closeAfter = true
+		ss.sendMu.Unlock()
+	} else {
+		ss.close()
+	}
+}
+
+// writeLoop writes queued messages, each within WriteTimeout.
+func (ss *session) writeLoop() {
+	for {
+		ss.sendMu.Lock()
+		q := ss.queue
+		ss.queue = nil
+		closeAfter := ss.closeAfter
+		ss.sendMu.Unlock()
+		for _, m := range q {
+			if ss.closed() {
+				return
+			}
+			ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.cfg.WriteTimeout))
+			if err := ss.conn.WriteMessage(m); err != nil {
+				ss.close()
+				return
+			}
+			ss.sendMu.Lock()
+			ss.queued -= len(m)
+			ss.sendMu.Unlock()
+			ss.charge(float64(len(m)) / float64(ss.srv.cfg.BandwidthUnit))
+		}
+		if len(q) == 0 && closeAfter {
+			ss.close()
+			return
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-ss.wake:
+		case <-ss.ctx.Done():
+			return
+		}
+	}
+}
+
+// readLoop reads and dispatches messages until the connection ends.
+func (ss *session) readLoop() {
+	defer func() {
+		ss.sendMu.Lock()
+		after := ss.closeAfter
+		ss.sendMu.Unlock()
+		if !after && !ss.overLimit.Load() {
+			ss.close()
+		}
+	}()
+	for {
+		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
+		frame, err := ss.conn.ReadMessage()
+		if errors.Is(err, errFrameTooLarge) {
+			ss.charge(errorCost)
+			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
+			continue
+		}
+		if err != nil {
+			return
+		}
+		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
+		if !ss.dispatch(decodeMessage(frame)) {
+			return
+		}
+		if ss.closed() || ss.overLimit.Load() {
+			return
+		}
+	}
+}
+
+// deliver sends an answer; after the answer that reported the hard cost
+// limit the session is closed once everything is written.
+func (ss *session) deliver(resp []byte) {
+	if ss.overLimit.Load() {
+		ss.sendAndClose(resp)
+		return
+	}
+	ss.send(resp)
+}
+
+// errorCost is the cost added for every error answer, as ElectrumX.
+const errorCost = 100
+
+// dispatch handles one frame; false stops reading.
+func (ss *session) dispatch(m *message) bool {
+	if m.err != nil {
+		ss.charge(errorCost * 10)
+		ss.send(encodeResponse(true, nil, nil, m.err))
+		return ss.checkHardLimit()
+	}
+	if !ss.negotiated.Load() {
+		first := m.requests[0]
+		if first.err != nil || first.isResponse || first.method != "server.version" {
+			if first.isNotification() || first.isResponse {
+				ss.close()
+				return false
+			}
+			ss.sendAndClose(encodeResponse(first.v2, first.id, nil, badRequest("use server.version to identify client")))
+			return false
+		}
+		if !m.batch {
+			return ss.handleVersion(first)
+		}
+		// A batch that opens with server.version: negotiate first, then
+		// run the rest as a batch whose first answer is the version's.
+		if !ss.handleVersionInBatch(m) {
+			return false
+		}
+		return true
+	}
+	if m.batch {
+		if len(m.requests) > ss.srv.cfg.MaxBatch {
+			ss.charge(errorCost)
+			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+			return ss.checkHardLimit()
+		}
+		if !ss.acquire() {
+			return false
+		}
+		go func() {
+			defer ss.releaseSlot()
+			ss.runBatch(m.requests, nil)
+		}()
+		return true
+	}
+	r := m.requests[0]
+	if r.isResponse {
+		return true
+	}
+	if !ss.acquire() {
+		return false
+	}
+	go func() {
+		defer ss.releaseSlot()
+		if resp, ok := ss.execute(r); ok {
+			ss.deliver(resp)
+		}
+	}()
+	return true
+}
+
+// acquire waits for a free request slot; false when the session ended.
+func (ss *session) acquire() bool {
+	select {
+	case ss.sem <- struct{}{}:
+		return true
+	case <-ss.ctx.Done():
+		return false
+	}
+}
+
+// releaseSlot frees a request slot.
+func (ss *session) releaseSlot() { <-ss.sem }
+
+// handleVersion runs server.version as the first message.
+func (ss *session) handleVersion(r *request) bool {
+	resp, ok := ss.execute(r)
+	if !ss.negotiated.Load() {
+		// No common version: answer and disconnect.
+		ss.sendAndClose(resp)
+		return false
+	}
+	if ok {
+		ss.send(resp)
+	}
+	return true
+}
+
+// handleVersionInBatch negotiates with the first member of a batch and runs
+// the rest.
+func (ss *session) handleVersionInBatch(m *message) bool {
+	first, err := ss.executeRaw(m.requests[0])
+	if !ss.negotiated.Load() {
+		ss.sendAndClose(encodeBatch([][]byte{first}))
+		_ = err
+		return false
+	}
+	if len(m.requests) > ss.srv.cfg.MaxBatch {
+		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+		return true
+	}
+	if !ss.acquire() {
+		return false
+	}
+	go func() {
+		defer ss.releaseSlot()
+		ss.runBatch(m.requests[1:], first)
+	}()
+	return true
+}
+
+// executeRaw is execute for a batch member: nil when no answer is due.
+func (ss *session) executeRaw(r *request) ([]byte, bool) {
+	return ss.execute(r)
+}
+
+// runBatch executes batch members in order and sends one array with their
+// answers, keeping the total within MaxSend.
+func (ss *session) runBatch(rs []*request, first []byte) {
+	var out [][]byte
+	total := 0
+	if first != nil {
+		out = append(out, first)
+		total += len(first)
+	}
+	for _, r := range rs {
+		if ss.closed() {
+			return
+		}
+		resp, ok := ss.execute(r)
+		if !ok {
+			continue
+		}
+		if total+len(resp) > ss.srv.cfg.MaxSend {
+			resp = encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend))
+		}
+		total += len(resp)
+		out = append(out, resp)
+	}
+	if len(out) > 0 {
+		ss.deliver(encodeBatch(out))
+	}
+}
+
+// encodeBatch joins responses into a JSON array.
+func encodeBatch(items [][]byte) []byte {
+	n := 2
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
+}
+
+// execute runs one request and returns its encoded answer; ok is false for
+// notifications and client responses, which get none.
+func (ss *session) execute(r *request) ([]byte, bool) {
+	if r.isResponse {
+		return nil, false
+	}
+	result, rerr := ss.call(r)
+	if r.isNotification() {
+		return nil, false
+	}
+	if rerr != nil {
+		ss.charge(errorCost)
+		return encodeResponse(r.v2, r.id, nil, rerr), true
+	}
+	if len(result) > ss.srv.cfg.MaxSend {
+		ss.charge(errorCost)
+		return encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)), true
+	}
+	return encodeResponse(r.v2, r.id, result, nil), true
+}
+
+// call runs the method of r within the request timeout and cost limits.
+func (ss *session) call(r *request) (json.RawMessage, *RPCError) {
+	if r.err != nil {
+		return nil, r.err
+	}
+	ctx, cancel := context.WithTimeout(ss.ctx, ss.srv.cfg.RequestTimeout)
+	defer cancel()
+	if rerr := ss.throttle(ctx); rerr != nil {
+		return nil, rerr
+	}
+	m := ss.srv.methods[r.method]
+	v := ss.version
+	if r.method == "server.version" {
+		v = protocolMax
+	}
+	if m == nil || v.less(m.since) || (m.until != protoVersion{} && !v.less(m.until)) {
+		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method)
+	}
+	args, rerr := m.params(v).positional(r.params)
+	if rerr != nil {
+		return nil, rerr
+	}
+	ss.charge(m.cost)
+	type answer struct {
+		v    any
+		rerr *RPCError
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ss.srv.logf("electrum: panic in %s: %v", r.method, p)
+				ch <- answer{rerr: rpcErrorf(codeInternalError, "internal server error")}
+			}
+		}()
+		res, err := m.handler(ctx, ss, args)
+		ch <- answer{res, toRPCError(ss.srv, r.method, err)}
+	}()
+	select {
+	case a := <-ch:
+		if a.rerr != nil {
+			return nil, a.rerr
+		}
+		if raw, ok := a.v.(json.RawMessage); ok {
+			return raw, nil
+		}
+		b, err := json.Marshal(a.v)
+		if err != nil {
+			return nil, rpcErrorf(codeInternalError, "internal server error")
+		}
+		return b, nil
+	case <-ctx.Done():
+		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out")
+	}
+}
+
+// toRPCError turns a handler error into its protocol form.
+func toRPCError(s *Server, method string, err error) *RPCError {
+	if err == nil {
+		return nil
+	}
+	var rerr *RPCError
+	if errors.As(err, &rerr) {
+		return rerr
+	}
+	if errors.Is(err, indexers.ErrHistoryTooLarge) {
+		return badRequest("history too large")
+	}
+	s.logf("electrum: %s: %v", method, err)
+	return rpcErrorf(codeInternalError, "internal server error")
+}
