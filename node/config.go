@@ -107,15 +107,13 @@ type Config struct {
 	RPCListeners         []string `long:"rpclisten" description:"Add an interface/port to listen for RPC connections (default port: 8334, testnet: 18334, regtest: 18334)"`
 	RPCUser              string   `short:"u" long:"rpcuser" description:"Username for RPC connections"`
 	RPCPass              string   `short:"P" long:"rpcpass" default-mask:"-" description:"Password for RPC connections"`
-	RPCLimitUser         string   `long:"rpclimituser" description:"Username for limited RPC connections"`
-	RPCLimitPass         string   `long:"rpclimitpass" default-mask:"-" description:"Password for limited RPC connections"`
 	RPCCert              string   `long:"rpccert" description:"File containing the certificate file"`
 	RPCKey               string   `long:"rpckey" description:"File containing the certificate key"`
 	RPCMaxClients        int      `long:"rpcmaxclients" description:"Max number of RPC clients for standard connections"`
 	RPCMaxWebsockets     int      `long:"rpcmaxwebsockets" description:"Max number of RPC websocket connections"`
 	RPCMaxConcurrentReqs int      `long:"rpcmaxconcurrentreqs" description:"Max number of concurrent RPC requests that may be processed concurrently"`
 	DisableTLS           bool     `long:"notls" description:"Disable TLS for the RPC server -- NOTE: This is only allowed if the RPC server is bound to localhost"`
-	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass or rpclimituser/rpclimitpass is specified"`
+	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass is specified"`
 
 	MiningAddrs       []string `long:"miningaddr" description:"Add the specified payment address to the list of addresses to use for generated blocks"`
 	BlockMinSize      uint32   `long:"blockminsize" description:"Minimum block size in bytes to be used when creating a block"`
@@ -150,6 +148,11 @@ type Config struct {
 	// Interrupt, when closed, aborts New while it is catching indexes up
 	// (the binary closes it on SIGINT/SIGTERM). Not a flag.
 	Interrupt <-chan struct{} `no-flag:"true"`
+
+	// AllowSelfConns turns off btcd's detection of connections to self,
+	// which otherwise rejects peers between nodes of one process (tests
+	// and in-process harnesses). Not a flag.
+	AllowSelfConns bool `no-flag:"true"`
 
 	// Derived by Normalize.
 	params        *chaincfg.Params
@@ -333,11 +336,8 @@ func (cfg *Config) Normalize() error {
 	cfg.AddPeers = normalizeAddresses(cfg.AddPeers, cfg.params.DefaultPort)
 
 	// As btcd: without credentials there is no RPC server.
-	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
+	if cfg.RPCUser == "" && cfg.RPCPass == "" {
 		cfg.DisableRPC = true
-	}
-	if cfg.RPCUser != "" && cfg.RPCUser == cfg.RPCLimitUser {
-		return errors.New("--rpcuser and --rpclimituser must not specify the same username")
 	}
 	if len(cfg.RPCListeners) == 0 {
 		cfg.RPCListeners = []string{net.JoinHostPort("localhost", cfg.rpcPort)}

@@ -8,12 +8,15 @@ import (
 	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/database"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // indexSet holds the optional indexes and the index manager the chain runs
 // them through.
 type indexSet struct {
-	txIndex *btcdindexers.TxIndex
+	txIndex  *btcdindexers.TxIndex
+	electrum *indexers.ElectrumIndex
 
 	// manager is nil when no index is enabled; otherwise it wraps the real
 	// manager to time every block it indexes.
@@ -30,15 +33,22 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 		s.txIndex = btcdindexers.NewTxIndex(db)
 		others = append(others, s.txIndex)
 	}
-	if len(others) == 0 {
+	if cfg.ElectrumIndex {
+		indxLog.Info("Electrum index is enabled")
+		s.electrum = indexers.NewElectrumIndex(db, cfg.params)
+		// The Electrum index logs its own per-block timing line.
+		s.manager = indexers.NewManager(db, s.electrum, others...)
 		return s
 	}
-	s.manager = &timedIndexManager{inner: btcdindexers.NewManager(db, others)}
+	if len(others) > 0 {
+		s.manager = &timedIndexManager{inner: indexers.NewManager(db, nil, others...)}
+	}
 	return s
 }
 
-// timedIndexManager wraps an index manager and logs, for every block
-// connected after start-up, how long indexing it took.
+// timedIndexManager wraps an index manager without the Electrum index (which
+// times itself) and logs, for every block connected, how long indexing it
+// took.
 type timedIndexManager struct {
 	inner blockchain.IndexManager
 

@@ -21,6 +21,9 @@ import (
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btclog"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 // logOutput is the one writer behind every subsystem logger: stdout (unless
@@ -73,7 +76,8 @@ var (
 		"SCRP": backend.Logger("SCRP"),
 		"SYNC": backend.Logger("SYNC"),
 		"TXMP": backend.Logger("TXMP"),
-		"ELEC": backend.Logger("ELEC"),
+		"ELEC": backend.Logger("ELEC"), // Electrum index
+		"ESRV": backend.Logger("ESRV"), // Electrum protocol server
 		"RPCS": backend.Logger("RPCS"),
 	}
 )
@@ -98,7 +102,10 @@ func init() {
 
 // useProjectLoggers hands the project's own packages their subsystem
 // loggers.
-func useProjectLoggers() {}
+func useProjectLoggers() {
+	indexers.UseLogger(subsystemLoggers["ELEC"])
+	rpcext.UseLogger(subsystemLoggers["RPCS"])
+}
 
 // Logger returns the logger of a subsystem (for example "NODE"), or nil.
 func Logger(subsystem string) btclog.Logger { return subsystemLoggers[subsystem] }

@@ -6,6 +6,8 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/mempool"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // chainEvent is a block connected to or disconnected from the main chain,
@@ -13,6 +15,10 @@ import (
 type chainEvent struct {
 	connected bool
 	block     *btcutil.Block
+	// touched are the script hashes whose confirmed history the block
+	// changed (nil without the Electrum index). Taken in the callback,
+	// since the index only remembers the last few blocks.
+	touched []indexers.ScriptHash
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback
@@ -83,14 +89,21 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	if !ok {
 		return
 	}
+	var connected bool
 	switch note.Type {
 	case blockchain.NTBlockConnected:
+		connected = true
 		n.srv.blockConnected(block)
-		n.events.push(chainEvent{connected: true, block: block})
 	case blockchain.NTBlockDisconnected:
 		n.srv.blockDisconnected(block)
-		n.events.push(chainEvent{connected: false, block: block})
+	default:
+		return
 	}
+	ev := chainEvent{connected: connected, block: block}
+	if idx := n.index.electrum; idx != nil {
+		ev.touched = idx.Touched(*block.Hash())
+	}
+	n.events.push(ev)
 }
 
 // dispatchEvents runs until the queue is closed: after every block it

@@ -155,7 +155,9 @@ func (n *Node) setupPeerServer() error {
 	}
 	var newAddress func() (net.Addr, error)
 	targetOutbound := 0
-	if !cfg.SimNet && len(cfg.ConnectPeers) == 0 {
+	// Automatic outbound connections need discovered addresses, which
+	// simnet and regtest never have (btcd disables them on simnet too).
+	if !cfg.SimNet && n.params.Net != wire.TestNet && len(cfg.ConnectPeers) == 0 {
 		newAddress = n.newOutboundAddress
 		targetOutbound = min(defaultTargetOutbound, cfg.MaxPeers)
 	}
@@ -337,6 +339,7 @@ func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
 		TrickleInterval:     n.cfg.TrickleInterval,
 		DisableStallHandler: n.cfg.DisableStallHandler,
 		UsingV2Conn:         n.cfg.V2Transport,
+		AllowSelfConns:      n.cfg.AllowSelfConns,
 	}
 }
 
@@ -432,7 +435,7 @@ func (n *Node) peerHandshakeDone(sp *serverPeer) {
 	}
 	n.peers.add(sp)
 	sp.added.Store(true)
-	srvrLog.Infof("New peer %s (%s)", sp, direction(sp.Inbound()))
+	srvrLog.Infof("New peer %s", sp)
 	n.syncManager.NewPeer(sp.Peer)
 
 	if !sp.Inbound() && !n.cfg.SimNet {
@@ -442,12 +445,4 @@ func (n *Node) peerHandshakeDone(sp *serverPeer) {
 		n.addrManager.Good(sp.NA())
 		n.addrManager.Connected(sp.NA())
 	}
-}
-
-// direction names a peer's direction for logs.
-func direction(inbound bool) string {
-	if inbound {
-		return "inbound"
-	}
-	return "outbound"
 }

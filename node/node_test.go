@@ -1,0 +1,352 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+)
+
+// testWait bounds every wait of a test (a hang guard).
+var testWait = 60 * time.Second
+
+func init() { _ = SetLogLevels(os.Getenv("NODE_TEST_LOG")) }
+
+// testKey is the key the test nodes mine to, so tests can spend coinbases.
+var testKey, testPub = btcec.PrivKeyFromBytes(bytes.Repeat([]byte{0x11}, 32))
+
+// testMiningAddr is the P2PKH regtest address of testKey.
+func testMiningAddr(t testing.TB) address.Address {
+	t.Helper()
+	addr, err := address.NewAddressPubKeyHash(address.Hash160(testPub.SerializeCompressed()), &chaincfg.RegressionNetParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// testConfig is a regtest configuration in dir with every listener on a
+// free loopback port.
+func testConfig(t testing.TB, dir string, electrum bool) *Config {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.RegressionTest = true
+	cfg.DataDir = filepath.Join(dir, "data")
+	cfg.LogDir = filepath.Join(dir, "logs")
+	cfg.ConfigFile = filepath.Join(dir, "none.conf")
+	cfg.Listeners = []string{"127.0.0.1:0"}
+	cfg.RPCListeners = []string{"127.0.0.1:0"}
+	cfg.RPCUser, cfg.RPCPass = "user", "pass"
+	cfg.DisableTLS = true
+	cfg.MiningAddrs = []string{testMiningAddr(t).EncodeAddress()}
+	cfg.UtxoCacheMaxSizeMiB = 1
+	cfg.DisableDNSSeed = true
+	cfg.AllowSelfConns = true
+	cfg.TrickleInterval = 50 * time.Millisecond
+	cfg.ElectrumIndex = electrum
+	if electrum {
+		cfg.ElectrumListeners = []string{"127.0.0.1:0"}
+	}
+	return cfg
+}
+
+// startNode creates and starts a node, stopping it when the test ends.
+func startNode(t testing.TB, cfg *Config) *Node {
+	t.Helper()
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if err := n.Start(); err != nil {
+		_ = n.Stop()
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = n.Stop() })
+	return n
+}
+
+// waitFor polls cond until it holds, failing the test after a generous
+// deadline (a hang guard, not a timing assertion).
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(testWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// spendCoinbase builds a transaction paying the coinbase output of the
+// block at height to testKey's address again, minus fee.
+func spendCoinbase(t testing.TB, n *Node, height int32, fee int64) *btcutil.Tx {
+	t.Helper()
+	block, err := n.Chain().BlockByHeight(height)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := block.Transactions()[0].MsgTx()
+	pkScript, err := txscript.PayToAddrScript(testMiningAddr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := wire.NewMsgTx(2)
+	tx.AddTxIn(wire.NewTxIn(wire.NewOutPoint(block.Transactions()[0].Hash(), 0), nil, nil))
+	tx.AddTxOut(wire.NewTxOut(cb.TxOut[0].Value-fee, pkScript))
+	sig, err := txscript.SignatureScript(tx, 0, cb.TxOut[0].PkScript, txscript.SigHashAll, testKey, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.TxIn[0].SignatureScript = sig
+	return btcutil.NewTx(tx)
+}
+
+// TestRestartKeepsChainAndIndex mines blocks and a transaction, stops the
+// node and opens the same datadir again: chain, Electrum index and the
+// transaction are still there, and the index is not rebuilt.
+func TestRestartKeepsChainAndIndex(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	tx := spendCoinbase(t, n, 1, 10_000)
+	accepted, err := n.ProcessTx(tx)
+	if err != nil {
+		t.Fatalf("ProcessTx: %v", err)
+	}
+	if len(accepted) != 1 || !accepted[0].Tx.Hash().IsEqual(tx.Hash()) {
+		t.Fatalf("ProcessTx accepted %d transactions", len(accepted))
+	}
+	if !n.TxPool().HaveTransaction(tx.Hash()) {
+		t.Fatal("transaction is not in the mempool")
+	}
+	hashes, err := n.Generate(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minedBlock, err := n.Chain().BlockByHash(hashes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(minedBlock.Transactions()) != 2 || !minedBlock.Transactions()[1].Hash().IsEqual(tx.Hash()) {
+		t.Fatalf("block 102 does not hold the mempool transaction")
+	}
+	waitFor(t, "mempool to drop the mined transaction", func() bool {
+		return n.TxPool().Count() == 0 && n.mempoolTrack.size() == 0
+	})
+	best := n.Chain().BestSnapshot()
+	if best.Height != 102 {
+		t.Fatalf("height %d after mining, want 102", best.Height)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+
+	// Reopen with the log in a file of its own, to see what start-up did.
+	logFile := filepath.Join(dir, "restart.log")
+	if err := SetLogFile(logFile); err != nil {
+		t.Fatal(err)
+	}
+	defer SetLogFile("")
+	n2 := startNode(t, testConfig(t, dir, true))
+	if got := n2.Chain().BestSnapshot(); got.Height != best.Height || got.Hash != best.Hash {
+		t.Fatalf("after restart tip is %v@%d, want %v@%d", got.Hash, got.Height, best.Hash, best.Height)
+	}
+	tip, err := n2.index.electrum.Tip()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tip.Height != best.Height || tip.Hash != best.Hash {
+		t.Fatalf("index tip %v@%d, want %v@%d", tip.Hash, tip.Height, best.Hash, best.Height)
+	}
+	mtx, blockHash, err := n2.ConfirmedTx(tx.Hash())
+	if err != nil {
+		t.Fatalf("ConfirmedTx after restart: %v", err)
+	}
+	if mtx.TxHash() != *tx.Hash() || *blockHash != *hashes[0] {
+		t.Fatalf("ConfirmedTx returned %v in %v", mtx.TxHash(), blockHash)
+	}
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	hist, _, err := n2.index.electrum.History(indexers.ScriptHashFromScript(pkScript), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 102 coinbases plus the spend, which pays the same script.
+	if len(hist) != 103 {
+		t.Fatalf("history of the mining script has %d entries, want 103", len(hist))
+	}
+	if _, err := n2.Generate(1, nil); err != nil {
+		t.Fatalf("Generate after restart: %v", err)
+	}
+	SetLogFile("")
+	logged, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"catching up", "rebuilding", "Creating block database"} {
+		if strings.Contains(string(logged), bad) {
+			t.Errorf("restart log contains %q:\n%s", bad, logged)
+		}
+	}
+	if !strings.Contains(string(logged), "Indexed block 103 ") {
+		t.Errorf("restart log has no index timing line for block 103:\n%s", logged)
+	}
+}
+
+// TestRPCServesBtcdClient drives the node with btcd's rpcclient over HTTP
+// POST: generate, getblockcount, getbestblock, getrawtransaction of a
+// confirmed transaction served by the Electrum index (no --txindex), stop.
+func TestRPCServesBtcdClient(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), true))
+	addrs := n.RPCAddrs()
+	if len(addrs) != 1 {
+		t.Fatalf("RPC listens on %v", addrs)
+	}
+	client, err := rpcclient.New(&rpcclient.ConnConfig{
+		Host: addrs[0].String(), User: "user", Pass: "pass",
+		HTTPPostMode: true, DisableTLS: true,
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Shutdown()
+
+	hashes, err := client.Generate(3)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	if len(hashes) != 3 {
+		t.Fatalf("generate returned %d hashes", len(hashes))
+	}
+	count, err := client.GetBlockCount()
+	if err != nil || count != 3 {
+		t.Fatalf("getblockcount = %d, %v; want 3", count, err)
+	}
+	bestHash, height, err := client.GetBestBlock()
+	if err != nil || height != 3 || *bestHash != *hashes[2] {
+		t.Fatalf("getbestblock = %v@%d, %v", bestHash, height, err)
+	}
+	block, err := n.Chain().BlockByHash(hashes[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := block.Transactions()[0]
+	raw, err := client.GetRawTransaction(cb.Hash())
+	if err != nil {
+		t.Fatalf("getrawtransaction: %v", err)
+	}
+	if *raw.Hash() != *cb.Hash() {
+		t.Fatalf("getrawtransaction returned %v", raw.Hash())
+	}
+	if _, err := client.GetRawTransaction(&chainhash.Hash{1}); err == nil {
+		t.Fatal("getrawtransaction of an unknown txid succeeded")
+	}
+
+	if _, err := client.RawRequest("stop", nil); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	select {
+	case <-n.StopRequested():
+	case <-time.After(30 * time.Second):
+		t.Fatal("stop RPC did not request a shutdown")
+	}
+}
+
+// TestPeersSyncAndRelay connects a second node to the first over P2P: it
+// syncs the chain the first one mined, both indexes follow, and a
+// transaction submitted to the second reaches the first's mempool.
+func TestPeersSyncAndRelay(t *testing.T) {
+	a := startNode(t, testConfig(t, t.TempDir(), true))
+	if _, err := a.Generate(105, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfgB := testConfig(t, t.TempDir(), true)
+	cfgB.ConnectPeers = []string{a.P2PAddrs()[0].String()}
+	cfgB.Listeners = nil
+	b := startNode(t, cfgB)
+	if len(b.P2PAddrs()) != 0 {
+		t.Fatalf("--connect without --listen still listens on %v", b.P2PAddrs())
+	}
+
+	want := a.Chain().BestSnapshot()
+	waitFor(t, "the second node to sync", func() bool {
+		return b.Chain().BestSnapshot().Hash == want.Hash
+	})
+	waitFor(t, "the second node's index to follow", func() bool {
+		tip, err := b.index.electrum.Tip()
+		return err == nil && tip.Hash == want.Hash
+	})
+	if a.ConnectedCount() != 1 || b.ConnectedCount() != 1 {
+		t.Fatalf("connected peers: a %d, b %d", a.ConnectedCount(), b.ConnectedCount())
+	}
+
+	// New blocks relay from a to b.
+	more, err := a.Generate(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "new blocks to relay", func() bool {
+		return b.Chain().BestSnapshot().Hash == *more[1]
+	})
+
+	// A transaction submitted to b is relayed to a.
+	tx := spendCoinbase(t, b, 2, 5_000)
+	if _, err := b.ProcessTx(tx); err != nil {
+		t.Fatalf("ProcessTx: %v", err)
+	}
+	waitFor(t, "the transaction to relay", func() bool {
+		return a.TxPool().HaveTransaction(tx.Hash())
+	})
+	waitFor(t, "the mempool view of a to see it", func() bool {
+		return a.mempoolTrack.size() == 1
+	})
+}
+
+// TestStopWithoutStart opens a node and closes it without starting it; the
+// database can be opened again.
+func TestStopWithoutStart(t *testing.T) {
+	dir := t.TempDir()
+	n, err := New(testConfig(t, dir, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Generate(1, nil); !errors.Is(err, errNotStarted) {
+		t.Fatalf("Generate on a stopped node: %v", err)
+	}
+	n2, err := New(testConfig(t, dir, false))
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if err := n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
