@@ -1,0 +1,204 @@
+package electrum
+
+import (
+	"bytes"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// IndexBackend is a Backend assembled from the project's real parts: btcd's
+// chain for headers, the Electrum index for confirmed data, the index's
+// mempool overlay and btcd's transaction pool for unconfirmed data, and a
+// TxRelay for broadcasts and fee policy (PoolRelay is a ready one). The node
+// fills the fields; all must be set.
+type IndexBackend struct {
+	Params  *chaincfg.Params
+	Chain   *blockchain.BlockChain
+	Index   *indexers.ElectrumIndex
+	Mempool *indexers.Mempool
+	Pool    *mempool.TxPool
+	Relay   TxRelay
+}
+
+var _ Backend = (*IndexBackend)(nil)
+
+// ChainParams implements ChainSource.
+func (b *IndexBackend) ChainParams() *chaincfg.Params { return b.Params }
+
+// ChainTip implements ChainSource from the chain's best state.
+func (b *IndexBackend) ChainTip() (indexers.Tip, error) {
+	best := b.Chain.BestSnapshot()
+	return indexers.Tip{Hash: best.Hash, Height: best.Height}, nil
+}
+
+// BlockHeader implements ChainSource.
+func (b *IndexBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
+	hash, err := b.Chain.BlockHashByHeight(height)
+	if err != nil {
+		return wire.BlockHeader{}, indexers.ErrNotFound
+	}
+	return b.Chain.HeaderByHash(hash)
+}
+
+// BlockHash implements ChainSource.
+func (b *IndexBackend) BlockHash(height int32) (chainhash.Hash, error) {
+	hash, err := b.Chain.BlockHashByHeight(height)
+	if err != nil {
+		return chainhash.Hash{}, indexers.ErrNotFound
+	}
+	return *hash, nil
+}
+
+// History implements IndexReader.
+func (b *IndexBackend) History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	return b.Index.History(sh, limit)
+}
+
+// Unspent implements IndexReader.
+func (b *IndexBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error) {
+	return b.Index.Unspent(sh, limit)
+}
+
+// Balance implements IndexReader.
+func (b *IndexBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error) {
+	return b.Index.Balance(sh)
+}
+
+// Status implements IndexReader.
+func (b *IndexBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, indexers.Tip, error) {
+	h, tip, err := b.Index.Status(sh, limit)
+	if err != nil {
+		return nil, tip, err
+	}
+	return h, tip, nil
+}
+
+// TxLocation implements IndexReader.
+func (b *IndexBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, error) {
+	return b.Index.TxLocation(txid)
+}
+
+// BlockTxIDs implements IndexReader.
+func (b *IndexBackend) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
+	return b.Index.BlockTxIDs(height)
+}
+
+// RawTx implements IndexReader.
+func (b *IndexBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error) {
+	return b.Index.RawTx(txid)
+}
+
+// MempoolEntries implements MempoolView.
+func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
+	es := b.Mempool.Entries(sh)
+	out := make([]MempoolEntry, len(es))
+	for i, e := range es {
+		out[i] = MempoolEntry{TxHash: e.TxHash, Height: e.Height, Fee: e.Fee}
+	}
+	return out
+}
+
+// MempoolBalance implements MempoolView.
+func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 { return b.Mempool.Balance(sh) }
+
+// MempoolUnspent implements MempoolView.
+func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent {
+	return b.Mempool.Unspent(sh)
+}
+
+// MempoolIsSpent implements MempoolView.
+func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool { return b.Mempool.IsSpent(op) }
+
+// MempoolTx implements MempoolView from btcd's pool.
+func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
+	tx, err := b.Pool.FetchTransaction(&txid)
+	if err != nil {
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if err := tx.MsgTx().Serialize(&buf); err != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// FeeHistogram implements MempoolView.
+func (b *IndexBackend) FeeHistogram() [][2]float64 { return b.Mempool.FeeHistogram() }
+
+// Broadcast implements TxRelay.
+func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error { return b.Relay.Broadcast(tx) }
+
+// EstimateFee implements TxRelay.
+func (b *IndexBackend) EstimateFee(blocks int, mode string) (float64, error) {
+	return b.Relay.EstimateFee(blocks, mode)
+}
+
+// RelayFee implements TxRelay.
+func (b *IndexBackend) RelayFee() float64 { return b.Relay.RelayFee() }
+
+// MempoolInfo implements TxRelay.
+func (b *IndexBackend) MempoolInfo() MempoolInfo { return b.Relay.MempoolInfo() }
+
+// PoolRelay is a TxRelay on btcd's transaction pool and fee estimator.
+// OnAccept, when set, is called with every transaction the pool accepted
+// (the broadcast one and orphans it unlocked): the node relays them to peers,
+// adds them to the mempool overlay and calls Server.NotifyMempool.
+type PoolRelay struct {
+	Pool *mempool.TxPool
+	// Fees may be nil (no estimates: estimatefee answers -1).
+	Fees *mempool.FeeEstimator
+	// MinRelayTxFee is the pool's minimum relay fee in satoshis per kvB
+	// (mempool.DefaultMinRelayTxFee when zero).
+	MinRelayTxFee btcutil.Amount
+	OnAccept      func([]*mempool.TxDesc)
+}
+
+// Broadcast submits tx to the pool (no orphans, no rate limit).
+func (r *PoolRelay) Broadcast(tx *wire.MsgTx) error {
+	descs, err := r.Pool.ProcessTransaction(btcutil.NewTx(tx), false, false, 0)
+	if err != nil {
+		return err
+	}
+	if r.OnAccept != nil && len(descs) > 0 {
+		r.OnAccept(descs)
+	}
+	return nil
+}
+
+// EstimateFee asks btcd's fee estimator; mode is not distinguished (btcd has
+// one estimator). No estimate yields -1.
+func (r *PoolRelay) EstimateFee(blocks int, _ string) (float64, error) {
+	if r.Fees == nil || blocks <= 0 {
+		return -1, nil
+	}
+	fee, err := r.Fees.EstimateFee(uint32(blocks))
+	if err != nil || fee <= 0 {
+		return -1, nil
+	}
+	return float64(fee), nil
+}
+
+// minRelay is the minimum relay fee in satoshis per kvB.
+func (r *PoolRelay) minRelay() btcutil.Amount {
+	if r.MinRelayTxFee > 0 {
+		return r.MinRelayTxFee
+	}
+	return mempool.DefaultMinRelayTxFee
+}
+
+// RelayFee returns the minimum relay fee in BTC/kvB.
+func (r *PoolRelay) RelayFee() float64 { return r.minRelay().ToBTC() }
+
+// MempoolInfo reports btcd's policy: its pool has no size-driven minimum
+// fee, and replacements must add at least the minimum relay fee, so all
+// three rates are the minimum relay fee.
+func (r *PoolRelay) MempoolInfo() MempoolInfo {
+	f := r.minRelay().ToBTC()
+	return MempoolInfo{MempoolMinFee: f, MinRelayTxFee: f, IncrementalRelayFee: f}
+}
