@@ -59,12 +59,17 @@ func (n *notifier) wait() {
 	}
 }
 
-// enqueue adds an event without blocking.
+// enqueue adds an event without blocking. Events nobody is registered
+// for are dropped at once, so a catch-up with no websocket clients holds
+// no blocks in memory.
 func (n *notifier) enqueue(ev blockEvent) {
 	select {
 	case <-n.s.quit:
 		return
 	default:
+	}
+	if !n.s.hasBlockClients() {
+		return
 	}
 	n.mu.Lock()
 	n.pending = append(n.pending, ev)
@@ -107,6 +112,22 @@ func (s *Server) NotifyBlockConnected(block *btcutil.Block) {
 // main chain. It never blocks.
 func (s *Server) NotifyBlockDisconnected(block *btcutil.Block) {
 	s.ntfn.enqueue(blockEvent{block: block, connected: false})
+}
+
+// hasBlockClients reports whether any websocket client asked for block
+// notifications.
+func (s *Server) hasBlockClients() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.ws {
+		c.mu.Lock()
+		blocks := c.blocks
+		c.mu.Unlock()
+		if blocks {
+			return true
+		}
+	}
+	return false
 }
 
 // blockClients returns the websocket clients that asked for block

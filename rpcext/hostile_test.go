@@ -1,0 +1,164 @@
+package rpcext
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/btcsuite/btcd/btcjson"
+)
+
+// newOfflineServer returns a server over node that is not listening, for
+// driving processBody directly.
+func newOfflineServer(t testing.TB, node *testNode) *Server {
+	s, err := New(&Config{DisableTLS: true, Params: node.params, Chain: node.chain,
+		Mempool: node.pool, Backend: node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkReply asserts a reply is well-formed JSON-RPC and not the trace of
+// a recovered panic.
+func checkReply(t *testing.T, in, out []byte) {
+	t.Helper()
+	if out == nil {
+		return
+	}
+	if !json.Valid(out) {
+		t.Fatalf("input %q: invalid JSON reply %q", in, out)
+	}
+	if bytes.Contains(out, []byte("internal error handling")) {
+		t.Fatalf("input %q: handler panicked: %s", in, out)
+	}
+	var replies []reply
+	if out[0] == '[' {
+		if err := json.Unmarshal(out, &replies); err != nil {
+			t.Fatalf("input %q: %v", in, err)
+		}
+	} else {
+		var r reply
+		if err := json.Unmarshal(out, &r); err != nil {
+			t.Fatalf("input %q: %v", in, err)
+		}
+		replies = append(replies, r)
+	}
+	for _, r := range replies {
+		if r.Error == nil && r.Result == nil {
+			t.Fatalf("input %q: reply with neither result nor error: %s", in, out)
+		}
+	}
+}
+
+// hostileInputs are request bodies a client could send.
+var hostileInputs = []string{
+	``, ` `, `null`, `true`, `1`, `"x"`, `{}`, `[]`, `[[]]`, `[null]`, `[1,2,3]`,
+	`{"method":null,"id":1}`, `{"method":1,"id":1}`, `{"method":"getblock","params":[null],"id":1}`,
+	`{"method":"getblock","params":["","x"],"id":1}`, `{"method":"getblock","params":[{}],"id":1}`,
+	`{"method":"getblockhash","params":[1e300],"id":1}`, `{"method":"getblockhash","params":[-9223372036854775808],"id":1}`,
+	`{"method":"getblockheader","params":["` + strings.Repeat("f", 64) + `"],"id":1}`,
+	`{"method":"getrawtransaction","params":["` + strings.Repeat("0", 64) + `",-1],"id":1}`,
+	`{"method":"sendrawtransaction","params":[""],"id":1}`,
+	`{"method":"sendrawtransaction","params":["` + strings.Repeat("ff", 100) + `",{"a":1}],"id":1}`,
+	`{"method":"submitblock","params":["","{}"],"id":1}`, `{"method":"submitblock","params":["` + strings.Repeat("00", 80) + `"],"id":1}`,
+	`{"method":"generate","params":[4294967295],"id":1}`, `{"method":"generatetoaddress","params":[1,""],"id":1}`,
+	`{"method":"generatetoaddress","params":[-5,"x"],"id":1}`, `{"method":"estimatefee","params":[-1],"id":1}`,
+	`{"method":"addnode","params":["","add"],"id":1}`, `{"method":"addnode","params":["[::1","onetry"],"id":1}`,
+	`{"method":"help","params":[""],"id":1}`, `{"method":"help","params":[null],"id":1}`,
+	`{"method":"loadtxfilter","params":[true,[],[]],"id":1}`, `{"method":"authenticate","params":["a","b"],"id":1}`,
+	`{"method":"getblockcount","params":[],"id":[1]}`, `{"method":"getblockcount","params":"x","id":1}`,
+	`{"method":"getblockcount","params":[],"id":1,"jsonrpc":3}`, `{"method":"getblockcount","id":1e400}`,
+	`[{"method":"getblockcount","id":1},{"method":"nosuch","id":2},"junk",{"jsonrpc":"2.0","method":"uptime"}]`,
+	`{"method":"getblockcount","id":1}{"method":"getblockcount","id":2}`,
+	"\xff\xfe{\"method\":\"getblockcount\"}",
+	`[` + strings.Repeat(`{"method":"getblockcount","id":1},`, MaxBatchRequests) + `{"method":"getblockcount","id":1}]`,
+	strings.Repeat(`[`, 100000) + strings.Repeat(`]`, 100000),
+}
+
+func TestHostileRequestsGetProtocolErrors(t *testing.T) {
+	node := newTestNode(t)
+	s := newOfflineServer(t, node)
+	for _, in := range hostileInputs {
+		checkReply(t, []byte(in), s.processBody([]byte(in), nil))
+	}
+	// The oversize batch is refused as a whole.
+	big := hostileInputs[len(hostileInputs)-2]
+	var r reply
+	if err := json.Unmarshal(s.processBody([]byte(big), nil), &r); err != nil || r.Error == nil ||
+		r.Error.Code != btcjson.ErrRPCInvalidRequest.Code {
+		t.Fatalf("oversize batch: %+v %v", r, err)
+	}
+	if got := node.chain.BestSnapshot().Height; got != 0 {
+		t.Fatalf("hostile requests mined %d blocks", got)
+	}
+}
+
+func FuzzProcessBody(f *testing.F) {
+	for _, in := range hostileInputs[:len(hostileInputs)-1] {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		n := newTestNode(t)
+		s := newOfflineServer(t, n)
+		checkReply(t, in, s.processBody(in, nil))
+	})
+}
+
+// TestConcurrentClients runs HTTP readers, a websocket subscriber and
+// block production at once (meaningful under -race) and checks the
+// subscriber sees every block in order.
+func TestConcurrentClients(t *testing.T) {
+	node := newTestNode(t)
+	ts := startServer(t, node, nil)
+	notes, handlers := newNotifications()
+	ws := ts.wsClient(t, handlers)
+	if err := ws.NotifyBlocks(); err != nil {
+		t.Fatal(err)
+	}
+
+	const blocks = 20
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := ts.httpClient(t, testUser, testPass)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				h, height, err := c.GetBestBlock()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := c.GetBlockVerboseTx(h); err != nil && height > 0 {
+					// The tip may be replaced between the two calls only
+					// by invalidation, which this test does not do.
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	miner := ts.httpClient(t, testUser, testPass)
+	for i := 0; i < blocks; i++ {
+		if _, err := miner.Generate(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(done)
+	wg.Wait()
+	for h := int32(1); h <= blocks; h++ {
+		f := receive(t, notes.connected, "filteredblockconnected")
+		if f.height != h {
+			t.Fatalf("notification for height %d, want %d", f.height, h)
+		}
+	}
+}
