@@ -2,111 +2,23 @@ package node
 
 import (
 	"errors"
-	"sync"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
-	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// mempoolSink receives the node's view of mempool changes (the Electrum
-// mempool overlay).
-type mempoolSink interface {
-	// addTx records a transaction that entered the pool.
-	addTx(desc *mempool.TxDesc)
-	// removeTx records a transaction that left the pool (mined, replaced,
-	// double-spent, expired).
-	removeTx(hash chainhash.Hash)
-}
-
-// mempoolTracker keeps a mirror of btcd's pool for the mempool overlay.
-// btcd's mempool has no removal hook, so additions are taken from the
-// acceptance paths (AnnounceNewTransactions, ProcessTx) and the whole set is
-// reconciled against TxPool.TxDescs after every block.
-type mempoolTracker struct {
-	pool *mempool.TxPool
-
-	mu    sync.Mutex
-	known map[chainhash.Hash]struct{}
-	sinks []mempoolSink
-}
-
-// newMempoolTracker returns a tracker of n's pool.
-func newMempoolTracker(n *Node) *mempoolTracker {
-	return &mempoolTracker{pool: n.txMemPool, known: make(map[chainhash.Hash]struct{})}
-}
-
-// addSink registers a consumer of mempool changes.
-func (t *mempoolTracker) addSink(s mempoolSink) {
-	t.mu.Lock()
-	t.sinks = append(t.sinks, s)
-	t.mu.Unlock()
-}
-
-// added records transactions just accepted into the pool.
-func (t *mempoolTracker) added(descs []*mempool.TxDesc) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, d := range descs {
-		h := *d.Tx.Hash()
-		if _, ok := t.known[h]; ok {
-			continue
-		}
-		t.known[h] = struct{}{}
-		for _, s := range t.sinks {
-			s.addTx(d)
-		}
-	}
-}
-
-// reconcile brings the mirror in line with the pool: transactions that left
-// it are removed, ones it missed are added.
-func (t *mempoolTracker) reconcile() {
-	descs := t.pool.TxDescs()
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	current := make(map[chainhash.Hash]*mempool.TxDesc, len(descs))
-	for _, d := range descs {
-		current[*d.Tx.Hash()] = d
-	}
-	for h := range t.known {
-		if _, ok := current[h]; !ok {
-			delete(t.known, h)
-			for _, s := range t.sinks {
-				s.removeTx(h)
-			}
-		}
-	}
-	for h, d := range current {
-		if _, ok := t.known[h]; ok {
-			continue
-		}
-		t.known[h] = struct{}{}
-		for _, s := range t.sinks {
-			s.addTx(d)
-		}
-	}
-}
-
-// size returns the number of tracked transactions.
-func (t *mempoolTracker) size() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.known)
-}
-
 // ProcessTx validates a transaction into the mempool with btcd's policy,
 // relays it and the orphans it unlocked to peers, and feeds them to the
-// mempool view and RPC websocket clients. The submitted transaction's
-// descriptor comes first. Rejections are mempool.RuleError values.
+// Electrum mempool view. The submitted transaction's descriptor comes
+// first. Rejections are mempool.RuleError values.
 func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 	accepted, err := n.txMemPool.ProcessTransaction(tx, false, false, 0)
 	if err != nil {
 		return nil, err
 	}
 	if len(accepted) == 0 || !accepted[0].Tx.Hash().IsEqual(tx.Hash()) {
-		// ProcessTransaction with allowOrphan=false either accepts the
+		// With allowOrphan false, ProcessTransaction either accepts the
 		// transaction itself first or fails.
 		return nil, errors.New("transaction was not accepted into the mempool")
 	}
@@ -114,7 +26,25 @@ func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 	return accepted, nil
 }
 
-// wireTxInv is the inventory vector announcing a mempool transaction.
-func wireTxInv(desc *mempool.TxDesc) *wire.InvVect {
-	return wire.NewInvVect(wire.InvTypeTx, desc.Tx.Hash())
+// AnnounceNewTransactions relays transactions newly accepted into the
+// mempool (from peers, from ProcessTx, or orphans a block made valid) and
+// queues them for the Electrum mempool view. Part of netsync.PeerNotifier;
+// it can run inside the chain's notification callback, so it never blocks.
+func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
+	for _, desc := range txns {
+		n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, desc.Tx.Hash()), desc)
+	}
+	n.events.push(nodeEvent{mempoolChanged: true})
+}
+
+// syncMempoolView brings the Electrum mempool view in line with btcd's pool
+// and tells the Electrum server which scripts changed. btcd's pool has no
+// removal hook, so this runs after every block and after acceptances
+// (which can also replace transactions); the view's Sync does the diff.
+func (n *Node) syncMempoolView() {
+	if n.mempoolView == nil {
+		return
+	}
+	touched := n.mempoolView.Sync(n.txMemPool.TxDescs())
+	n.srv.electrumMempool(touched)
 }

@@ -22,6 +22,8 @@ import (
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // Node is a btcd-compatible full node with the Electrum index: btcd's block
@@ -46,7 +48,7 @@ type Node struct {
 	syncManager  *netsync.SyncManager
 	tmplGen      *mining.BlkTmplGenerator
 	cpuMiner     *cpuminer.CPUMiner
-	mempoolTrack *mempoolTracker
+	mempoolView  *indexers.Mempool // nil without the Electrum index
 
 	addrManager  *addrmgr.AddrManager
 	connManager  *connmgr.ConnManager
@@ -84,6 +86,7 @@ func New(cfg *Config) (*Node, error) {
 		timeSource: blockchain.NewMedianTime(),
 		sigCache:   txscript.NewSigCache(cfg.SigCacheMaxSize),
 		hashCache:  txscript.NewHashCache(cfg.SigCacheMaxSize),
+		events:     newEventQueue(),
 		quit:       make(chan struct{}),
 		stopReq:    make(chan struct{}),
 		startTime:  time.Now(),
@@ -150,7 +153,9 @@ func (n *Node) assemble() error {
 		HashCache:          n.hashCache,
 		FeeEstimator:       n.feeEstimator,
 	})
-	n.mempoolTrack = newMempoolTracker(n)
+	if idx := n.index.electrum; idx != nil {
+		n.mempoolView = indexers.NewMempool(idx.PrevOut)
+	}
 
 	n.peers = newPeerSet()
 	n.syncManager, err = netsync.New(&netsync.Config{
@@ -168,7 +173,6 @@ func (n *Node) assemble() error {
 
 	// Subscribed after netsync.New, so that by the time these callbacks run
 	// the mempool has already dropped a connected block's transactions.
-	n.events = newEventQueue()
 	n.chain.Subscribe(n.handleChainNotification)
 
 	policy := mining.Policy{

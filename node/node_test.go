@@ -155,7 +155,8 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 		t.Fatalf("block 102 does not hold the mempool transaction")
 	}
 	waitFor(t, "mempool to drop the mined transaction", func() bool {
-		return n.TxPool().Count() == 0 && n.mempoolTrack.size() == 0
+		c, _ := n.mempoolView.Len()
+		return n.TxPool().Count() == 0 && c == 0
 	})
 	best := n.Chain().BestSnapshot()
 	if best.Height != 102 {
@@ -324,7 +325,8 @@ func TestPeersSyncAndRelay(t *testing.T) {
 		return a.TxPool().HaveTransaction(tx.Hash())
 	})
 	waitFor(t, "the mempool view of a to see it", func() bool {
-		return a.mempoolTrack.size() == 1
+		c, _ := a.mempoolView.Len()
+		return c == 1
 	})
 }
 

@@ -5,27 +5,33 @@ import (
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
-	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
-// chainEvent is a block connected to or disconnected from the main chain,
-// queued for the Electrum server and the mempool tracker.
-type chainEvent struct {
-	connected bool
+// nodeEvent is something the dispatcher passes on to the Electrum server and
+// the mempool view: a block connected or disconnected, or a change of the
+// mempool.
+type nodeEvent struct {
+	// block is the connected or disconnected block, nil for a mempool
+	// change.
 	block     *btcutil.Block
+	connected bool
 	// touched are the script hashes whose confirmed history the block
-	// changed (nil without the Electrum index). Taken in the callback,
-	// since the index only remembers the last few blocks.
+	// changed (nil without the Electrum index). Taken in the chain
+	// callback, since the index only remembers the last few blocks.
 	touched []indexers.ScriptHash
+
+	// mempoolChanged marks transactions accepted into the mempool.
+	mempoolChanged bool
 }
 
-// eventQueue is an unbounded FIFO: the chain's notification callback
-// pushes without ever blocking, one dispatcher goroutine pops.
+// eventQueue is an unbounded FIFO: the chain's notification callback and
+// the mempool acceptance paths push without ever blocking; one dispatcher
+// goroutine pops.
 type eventQueue struct {
 	mu     sync.Mutex
-	items  []chainEvent
+	items  []nodeEvent
 	signal chan struct{}
 	closed bool
 }
@@ -36,7 +42,7 @@ func newEventQueue() *eventQueue {
 }
 
 // push appends an event; it never blocks.
-func (q *eventQueue) push(ev chainEvent) {
+func (q *eventQueue) push(ev nodeEvent) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -50,9 +56,9 @@ func (q *eventQueue) push(ev chainEvent) {
 	}
 }
 
-// pop waits for the next events and returns them all; ok is false once the
+// pop waits for events and returns all queued ones; ok is false once the
 // queue was closed and drained.
-func (q *eventQueue) pop() (evs []chainEvent, ok bool) {
+func (q *eventQueue) pop() (evs []nodeEvent, ok bool) {
 	for {
 		q.mu.Lock()
 		if len(q.items) > 0 {
@@ -99,16 +105,17 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	default:
 		return
 	}
-	ev := chainEvent{connected: connected, block: block}
+	ev := nodeEvent{block: block, connected: connected}
 	if idx := n.index.electrum; idx != nil {
 		ev.touched = idx.Touched(*block.Hash())
 	}
 	n.events.push(ev)
 }
 
-// dispatchEvents runs until the queue is closed: after every block it
-// reconciles the mempool view with btcd's pool and tells the Electrum
-// server about the new tip.
+// dispatchEvents runs until the queue is closed. For each batch of events
+// it tells the Electrum server which scripts' confirmed histories changed
+// and what the new tip is, then reconciles the mempool view with btcd's
+// pool once.
 func (n *Node) dispatchEvents() {
 	defer n.wg.Done()
 	for {
@@ -116,21 +123,16 @@ func (n *Node) dispatchEvents() {
 		if !ok {
 			return
 		}
+		blocks := false
 		for _, ev := range evs {
-			n.srv.electrumBlock(ev)
+			if ev.block != nil {
+				blocks = true
+				n.srv.electrumScripts(ev.touched)
+			}
 		}
-		n.mempoolTrack.reconcile()
+		if blocks {
+			n.srv.electrumTip()
+		}
+		n.syncMempoolView()
 	}
-}
-
-// AnnounceNewTransactions relays transactions newly accepted into the
-// mempool (from peers, or orphans a block made valid) and feeds them to the
-// mempool view and the RPC websocket clients. Part of netsync.PeerNotifier;
-// it can run inside the chain's notification callback, so it never blocks.
-func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
-	for _, desc := range txns {
-		n.RelayInventory(wireTxInv(desc), desc)
-	}
-	n.mempoolTrack.added(txns)
-	n.srv.newTransactions(txns)
 }
