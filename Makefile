@@ -10,8 +10,14 @@ PKGS      := ./...
 # Packages with goroutines of their own; tested with the race detector.
 RACE_PKGS := ./indexers/... ./electrum/... ./rpcext/... ./node/...
 BIN       := bin/btcd-electrum
+# `make run`: a regtest node with the Electrum server on 127.0.0.1:50001 and
+# JSON-RPC (no TLS) on 127.0.0.1:18334, data under ./data (git-ignored).
+# Blocks are mined to the regtest address of the well-known test key in the
+# README. Extra flags: make run RUN_ARGS="--debuglevel=debug".
+RUN_MINING_ADDR := bcrt1ql3e9pgs3mmwuwrh95fecme0s0qtn2880hlwwpw
+RUN_ARGS  ?=
 
-.PHONY: all build test test-unit deps lint bench fmt clean
+.PHONY: all build test test-unit deps lint bench fmt clean run
 
 all: build
 
@@ -33,6 +39,12 @@ bench:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+run: build
+	$(BIN) --regtest --datadir=data/node --logdir=data/logs \
+		--listen=127.0.0.1 --rpclisten=127.0.0.1 --rpcuser=electrum --rpcpass=electrum --notls \
+		--electrumindex --electrumlisten=127.0.0.1:50001 \
+		--miningaddr=$(RUN_MINING_ADDR) $(RUN_ARGS)
 
 clean:
 	rm -rf bin
