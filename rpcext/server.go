@@ -120,11 +120,14 @@ func (s *Server) Start() error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
+	if s.closing || len(s.servers) > 0 {
 		for _, l := range lns {
 			l.Close()
 		}
-		return errors.New("rpcext: server is shut down")
+		if s.closing {
+			return errors.New("rpcext: server is shut down")
+		}
+		return errors.New("rpcext: server already started")
 	}
 	s.ntfn.start()
 	for _, ln := range lns {

@@ -342,6 +342,9 @@ func TestShutdownClosesWebsocketsAndListeners(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := srv.Addrs()[0].String()
+	if err := srv.Start(); err == nil {
+		t.Fatal("second Start succeeded")
+	}
 	conn, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/ws", nil)
 	if err != nil {
 		t.Fatal(err)

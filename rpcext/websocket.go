@@ -130,7 +130,7 @@ func (c *wsClient) readLoop() {
 		if kind != websocket.TextMessage && kind != websocket.BinaryMessage {
 			continue
 		}
-		if !c.authenticated && !c.authenticate(msg) {
+		if !c.authenticated && !c.admitUnauthenticated(msg) {
 			return
 		}
 		reply := c.s.processBody(msg, c)
@@ -140,10 +140,11 @@ func (c *wsClient) readLoop() {
 	}
 }
 
-// authenticate handles the first message of a client that did not send
-// basic-auth credentials: it must be a valid authenticate command.
-// It reports whether the connection may continue.
-func (c *wsClient) authenticate(msg []byte) bool {
+// admitUnauthenticated screens a message from a client that has not
+// authenticated yet: only an authenticate command may pass (the handler
+// then checks the credentials). It reports whether the connection may
+// continue.
+func (c *wsClient) admitUnauthenticated(msg []byte) bool {
 	var req rawRequest
 	if json.Unmarshal(msg, &req) != nil || req.Method != "authenticate" {
 		reply := marshalReply(btcjson.RpcVersion1, nil, nil,
