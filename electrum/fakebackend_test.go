@@ -28,6 +28,10 @@ type fakeBackend struct {
 	rejectAll string
 	// slow delays every index read (request-timeout tests).
 	slow time.Duration
+	// extraHistory gives script hashes that many additional confirmed
+	// entries (at height 1) on top of their real history, to exercise
+	// history limits without building thousands of transactions.
+	extraHistory map[indexers.ScriptHash]int
 }
 
 // newFakeBackend returns a chain holding only the regtest genesis block.
@@ -37,6 +41,8 @@ func newFakeBackend() *fakeBackend {
 		params: &p,
 		blocks: []*wire.MsgBlock{p.GenesisBlock},
 		fees:   make(map[chainhash.Hash]int64),
+
+		extraHistory: make(map[indexers.ScriptHash]int),
 	}
 }
 
@@ -217,6 +223,11 @@ func (f *fakeBackend) History(sh indexers.ScriptHash, limit int) ([]indexers.His
 				out = append(out, indexers.HistoryEntry{TxHash: tx.TxHash(), Height: int32(h)})
 			}
 		}
+	}
+	for i := 0; i < f.extraHistory[sh]; i++ {
+		var id chainhash.Hash
+		id[0], id[1], id[2] = byte(i), byte(i>>8), 0xee
+		out = append(out, indexers.HistoryEntry{TxHash: id, Height: 1})
 	}
 	if limit > 0 && len(out) > limit {
 		return nil, f.tipLocked(), indexers.ErrHistoryTooLarge

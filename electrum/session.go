@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"net"
@@ -149,6 +150,7 @@ func (ss *session) send(msg []byte) bool {
 	if ss.queued+len(msg) > ss.srv.cfg.MaxSendBacklog && ss.queued > 0 {
 		ss.sendMu.Unlock()
 		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, ss.queued)
+		abortive(ss.conn)
 		ss.close()
 		return false
 	}
@@ -160,6 +162,24 @@ func (ss *session) send(msg []byte) bool {
 	default:
 	}
 	return true
+}
+
+// abortive makes the next Close of a TCP connection reset it, so the
+// kernel drops what a client that does not read left queued.
+func abortive(c msgConn) {
+	var nc net.Conn
+	switch x := c.(type) {
+	case *lineConn:
+		nc = x.Conn
+	case wsConn:
+		nc = x.Conn.NetConn()
+	}
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
 }
 
 // sendAndClose queues a last message and closes the session once it is
@@ -188,6 +208,7 @@ func (ss *session) writeLoop() {
 			}
 			ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.cfg.WriteTimeout))
 			if err := ss.conn.WriteMessage(m); err != nil {
+				abortive(ss.conn)
 				ss.close()
 				return
 			}

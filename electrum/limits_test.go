@@ -1,0 +1,133 @@
+package electrum
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSessionLimits(t *testing.T) {
+	t.Run("per IP", func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { c.MaxSessionsPerIP = 2 })
+		a, b := fx.client(t, "1.4"), fx.client(t, "1.4")
+		c := dial(t, fx.addr)
+		ch := c.expectNullID()
+		r := c.await(ch)
+		if r.Error == nil || r.Error.Code != codeExcessiveUsage || !c.closedByServer() {
+			t.Fatalf("third session from one IP: %+v", r)
+		}
+		a.must(nil, "server.ping")
+		b.must(nil, "server.ping")
+	})
+	t.Run("total", func(t *testing.T) {
+		fx := newFixture(t, func(c *Config) { c.MaxSessions = 1 })
+		a := fx.client(t, "1.4")
+		c := dial(t, fx.addr)
+		r := c.await(c.expectNullID())
+		if r.Error == nil || r.Error.Code != codeServerBusy || !c.closedByServer() {
+			t.Fatalf("session over the total: %+v", r)
+		}
+		a.must(nil, "server.ping")
+	})
+}
+
+func TestResponseAndHistoryLimits(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.MaxSend = minMaxSend
+		c.Banner = strings.Repeat("b", minMaxSend+1)
+	})
+	limit := fx.s.cfg.historyLimit()
+	fx.f.extraHistory[fx.shB] = limit - 3 // tx1 + tx2 + tx3 = exactly the limit
+	fx.f.extraHistory[fx.shA] = limit + 1
+	c := fx.client(t, "1.4")
+	if _, rerr := c.call("server.banner"); rerr == nil || rerr.Code != codeInvalidRequest || !strings.Contains(rerr.Message, "response too large") {
+		t.Fatalf("oversized banner: %v", rerr)
+	}
+	var hist []historyItem
+	c.must(&hist, "blockchain.scripthash.get_history", fx.shB.String())
+	if len(hist) != limit {
+		t.Fatalf("history at the limit has %d entries, want %d", len(hist), limit)
+	}
+	for _, m := range []string{"blockchain.scripthash.get_history", "blockchain.scripthash.subscribe"} {
+		if _, rerr := c.call(m, fx.shA.String()); rerr == nil || rerr.Code != codeBadRequest || rerr.Message != "history too large" {
+			t.Fatalf("%s over the limit: %v", m, rerr)
+		}
+	}
+	// One more mempool entry pushes B over the limit as well.
+	fx.f.extraHistory[fx.shB] = limit - 2
+	if _, rerr := c.call("blockchain.scripthash.get_history", fx.shB.String()); rerr == nil || rerr.Message != "history too large" {
+		t.Fatalf("history over the limit with mempool: %v", rerr)
+	}
+	// The session is still served.
+	c.must(nil, "server.ping")
+}
+
+func TestRequestTimeout(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond })
+	c := fx.client(t, "1.4")
+	fx.f.mu.Lock()
+	fx.f.slow = 500 * time.Millisecond
+	fx.f.mu.Unlock()
+	if _, rerr := c.call("blockchain.scripthash.get_history", fx.shA.String()); rerr == nil || rerr.Code != codeServerBusy {
+		t.Fatalf("slow request: %v", rerr)
+	}
+	c.must(nil, "server.ping")
+}
+
+func TestSubscriptionLimits(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxSubsPerSession = 2; c.MaxSubsPerIP = 3 })
+	a := fx.client(t, "1.4")
+	a.must(nil, "blockchain.scripthash.subscribe", fx.shA.String())
+	a.must(nil, "blockchain.scripthash.subscribe", fx.shB.String())
+	a.must(nil, "blockchain.scripthash.subscribe", fx.shB.String()) // resubscribing costs nothing
+	if _, rerr := a.call("blockchain.scripthash.subscribe", fx.shC.String()); rerr == nil || rerr.Code != codeLimitExceeded {
+		t.Fatalf("third subscription in a session: %v", rerr)
+	}
+	b := fx.client(t, "1.4")
+	b.must(nil, "blockchain.scripthash.subscribe", fx.shC.String())
+	if _, rerr := b.call("blockchain.scripthash.subscribe", fx.shA.String()); rerr == nil || rerr.Code != codeLimitExceeded {
+		t.Fatalf("fourth subscription from one IP: %v", rerr)
+	}
+	// Closing a session returns its subscriptions to the IP.
+	a.conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.s.SessionCount() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b.must(nil, "blockchain.scripthash.subscribe", fx.shA.String())
+}
+
+func TestCostThrottling(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.CostSoftLimit = 50
+		c.CostHardLimit = 250
+		c.RequestSleep = 20 * time.Millisecond
+	})
+	good := fx.client(t, "1.4")
+	c := fx.client(t, "1.4")
+	// Every error costs 100: the third unknown method crosses the hard
+	// limit, and the request after it is answered -101 before the close.
+	var last *RPCError
+	for i := 0; i < 10; i++ {
+		_, rerr := c.call("no.such.method")
+		last = rerr
+		if rerr != nil && rerr.Code == codeExcessiveUsage {
+			break
+		}
+	}
+	if last == nil || last.Code != codeExcessiveUsage {
+		t.Fatalf("never throttled: %v", last)
+	}
+	if !c.closedByServer() {
+		t.Fatal("session at the hard limit left open")
+	}
+	good.must(nil, "server.ping")
+}
+
+func TestIdleTimeout(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
+	c := fx.client(t, "1.4")
+	if !c.closedByServer() {
+		t.Fatal("idle session left open")
+	}
+}
