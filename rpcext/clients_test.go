@@ -15,7 +15,7 @@ import (
 )
 
 // httpClient returns btcd's rpcclient in HTTP POST mode for ts.
-func (ts *testServer) httpClient(t *testing.T, user, pass string) *rpcclient.Client {
+func (ts *testServer) httpClient(t testing.TB, user, pass string) *rpcclient.Client {
 	t.Helper()
 	c, err := rpcclient.New(&rpcclient.ConnConfig{
 		Host:         ts.addr,

@@ -31,7 +31,7 @@ import (
 // txid -> block map kept from chain notifications stands in for the
 // Electrum index. Peers are recorded, not dialled.
 type testNode struct {
-	t       *testing.T
+	t       testing.TB
 	params  *chaincfg.Params
 	db      database.DB
 	chain   *blockchain.BlockChain
@@ -51,7 +51,7 @@ type testNode struct {
 }
 
 // newTestNode opens a fresh regtest chain in a temporary directory.
-func newTestNode(t *testing.T) *testNode {
+func newTestNode(t testing.TB) *testNode {
 	t.Helper()
 	params := &chaincfg.RegressionNetParams
 	db, err := database.Create("ffldb", filepath.Join(t.TempDir(), "blocks"), params.Net)
@@ -334,7 +334,7 @@ const (
 
 // startServer serves node over TLS (or plain HTTP) on a free port, with a
 // generated certificate.
-func startServer(t *testing.T, node *testNode, mutate func(*Config)) *testServer {
+func startServer(t testing.TB, node *testNode, mutate func(*Config)) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := &Config{
