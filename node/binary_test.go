@@ -19,7 +19,6 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-
 var (
 	binaryOnce sync.Once
 	binaryPath string
