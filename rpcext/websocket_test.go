@@ -216,3 +216,61 @@ func TestWebsocketFilterErrors(t *testing.T) {
 		t.Fatalf("wrong types: %v", err)
 	}
 }
+
+// TestSlowWebsocketReaderIsDisconnected pins the bound on what may wait for
+// a client that does not read: past it the client is dropped, not the
+// server's memory.
+func TestSlowWebsocketReaderIsDisconnected(t *testing.T) {
+	c := &wsClient{s: &Server{}, signal: make(chan struct{}, 1), quit: make(chan struct{})}
+	msg := []byte(`{"method":"blockconnected","params":[],"id":null}`)
+	for i := 0; i < wsMaxQueuedMessages; i++ {
+		if !c.queue(msg) {
+			t.Fatalf("queue refused message %d", i)
+		}
+	}
+	if c.queue(msg) {
+		t.Fatal("queue accepted a message past the limit")
+	}
+	select {
+	case <-c.quit:
+	default:
+		t.Fatal("client not closed past the limit")
+	}
+	if c.queue(msg) {
+		t.Fatal("closed client accepted a message")
+	}
+}
+
+// TestNotificationHeightFromChain covers blocks handed over without a
+// height: the server finds it from the chain.
+func TestNotificationHeightFromChain(t *testing.T) {
+	node := newTestNode(t)
+	ts := startServer(t, node, nil)
+	notes, handlers := newNotifications()
+	c := ts.wsClient(t, handlers)
+	if err := c.NotifyBlocks(); err != nil {
+		t.Fatal(err)
+	}
+	// Detach the test node so only the blocks below are notified.
+	node.mu.Lock()
+	node.server = nil
+	node.mu.Unlock()
+	hashes, err := node.Generate(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, h := range hashes {
+		blk, _ := node.chain.BlockByHash(h)
+		ts.srv.NotifyBlockConnected(btcutil.NewBlock(blk.MsgBlock()))
+		expectConnected(t, notes, h, int32(i)+1)
+	}
+	tip, _ := node.chain.BlockByHash(hashes[1])
+	if err := node.chain.InvalidateBlock(hashes[1]); err != nil {
+		t.Fatal(err)
+	}
+	ts.srv.NotifyBlockDisconnected(btcutil.NewBlock(tip.MsgBlock()))
+	d := receive(t, notes.disconnected, "filteredblockdisconnected")
+	if d.height != 2 || d.header.BlockHash() != *hashes[1] {
+		t.Fatalf("disconnected %d %v", d.height, d.header.BlockHash())
+	}
+}
