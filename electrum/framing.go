@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -64,9 +65,16 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 			if err == bufio.ErrBufferFull {
 				continue
 			}
-			if err == io.EOF && len(c.buf) > 0 && !tooLarge {
+			if err == io.EOF && (len(c.buf) > 0 || tooLarge) {
 				// A final message without its newline is still a message.
-				return c.buf, nil
+				if tooLarge || len(c.buf) > c.maxRecv {
+					return nil, errFrameTooLarge
+				}
+				line := bytes.TrimSuffix(c.buf, []byte{'\r'})
+				if len(line) == 0 {
+					return nil, io.EOF
+				}
+				return append([]byte(nil), line...), nil
 			}
 			return nil, err
 		}

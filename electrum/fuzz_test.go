@@ -1,0 +1,92 @@
+package electrum
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzDecodeMessage feeds arbitrary frames to the request decoder: it must
+// never panic, and whatever it accepts as a request must have a method and
+// an id that is null, a string or a number.
+func FuzzDecodeMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["x","1.4"]}`,
+		`[{"id":1,"method":"server.ping"},{"method":"server.ping"}]`,
+		`{"id":"a","method":"blockchain.block.header","params":{"height":1}}`,
+		`{"id":1,"result":null}`, `[]`, `{`, `null`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		m := decodeMessage(frame)
+		if m.err != nil {
+			return
+		}
+		for _, r := range m.requests {
+			if r.err != nil || r.isResponse {
+				continue
+			}
+			if r.id != nil && !json.Valid(r.id) {
+				t.Fatalf("invalid id %q", r.id)
+			}
+			for _, spec := range []paramSpec{spec(0), spec(1, "a", "b"), {names: []string{"x"}, extraOK: true}} {
+				spec.positional(r.params)
+			}
+			out := encodeResponse(r.v2, r.id, json.RawMessage("null"), nil)
+			if !json.Valid(out) {
+				t.Fatalf("invalid response %q", out)
+			}
+		}
+	})
+}
+
+// FuzzLineFraming checks newline framing: the messages read back are the
+// non-empty lines of the input that fit the limit, and the reader never
+// panics or loops on any input.
+func FuzzLineFraming(f *testing.F) {
+	f.Add([]byte("a\nbb\n\nccc"), 2)
+	f.Add([]byte("{\"id\":1}\r\n"), 100)
+	f.Add(bytes.Repeat([]byte("x"), 70000), 65536)
+	f.Fuzz(func(t *testing.T, data []byte, limit int) {
+		if limit <= 0 || limit > 1<<20 {
+			limit = 16
+		}
+		// A tiny read buffer makes every long line cross buffer boundaries.
+		c := &lineConn{r: bufio.NewReaderSize(bytes.NewReader(data), 16), maxRecv: limit}
+		var got [][]byte
+		tooLarge := 0
+		for {
+			m, err := c.ReadMessage()
+			if err == errFrameTooLarge {
+				tooLarge++
+				continue
+			}
+			if err != nil {
+				break
+			}
+			got = append(got, m)
+		}
+		var want [][]byte
+		wantLarge := 0
+		lines := bytes.Split(data, []byte("\n"))
+		for _, l := range lines {
+			if len(l) > limit {
+				wantLarge++
+				continue
+			}
+			if l = bytes.TrimSuffix(l, []byte("\r")); len(l) > 0 {
+				want = append(want, l)
+			}
+		}
+		if len(got) != len(want) || tooLarge != wantLarge {
+			t.Fatalf("read %d messages (%d too large), want %d (%d)", len(got), tooLarge, len(want), wantLarge)
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("message %d = %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+}
