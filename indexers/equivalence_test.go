@@ -228,15 +228,17 @@ func eqTipOnDisk(t *testing.T, dir string, params *chaincfg.Params) indexers.Tip
 	return tip
 }
 
-// TestEquivalenceLiveCatchUpInterruptedStale builds one chain history five
-// ways and requires byte-identical index data from all of them:
+// TestEquivalenceLiveCatchUpInterruptedStale builds one chain history in
+// several ways and requires byte-identical index data from all of them:
 //   - live: the index connected every block as the chain grew;
 //   - catch-up: the chain built without the index, then opened with it;
 //   - interrupted: the same catch-up stopped part-way by the interrupt
 //     channel, then resumed by a second start;
 //   - stale: the index enabled for the first phase, disabled while the
 //     chain reorganized blocks full of transactions, then enabled again, so
-//     it must walk its tip back off the abandoned branch before catching up.
+//     it must walk its tip back off the abandoned branch before catching up;
+//   - interrupted, then the chain reorganized below the index tip while the
+//     index was off, then resumed: equal to a fresh index of that chain.
 func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	const seed = 21
 
@@ -265,39 +267,61 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	if err := cu.Close(); err != nil {
 		t.Fatal(err)
 	}
-	idir := t.TempDir()
+	idir, jdir := t.TempDir(), t.TempDir()
 	eqCopyDir(t, cdir, idir)
+	eqCopyDir(t, cdir, jdir)
 	if err := cu.Reopen(eqIndexFactory); err != nil {
 		t.Fatal(err)
 	}
 	eqCompare(t, "catch-up", want, eqIndexData(t, cu.DB))
 
 	// Interrupted after about half of the blocks were read, then resumed.
-	counting := &eqCountingDB{limit: int64(wantHeight), interrupt: make(chan struct{})}
-	_, err = testchain.OpenWith(idir, testchain.Options{
-		Interrupt: counting.interrupt,
-		WrapDB: func(db database.DB) database.DB {
-			counting.DB = db
-			return counting
-		},
-		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
-			return &eqArmingManager{IndexManager: eqIndexFactory(db, params), db: counting}
-		},
-	})
-	if err == nil {
-		t.Fatal("interrupted catch-up reported success")
-	}
-	mid := eqTipOnDisk(t, idir, cu.Params)
-	t.Logf("interrupted at height %d of %d (%v)", mid.Height, wantHeight, err)
-	if mid.Height < 1 || mid.Height >= wantHeight {
-		t.Fatalf("interrupt left the index at height %d of %d: not part-way", mid.Height, wantHeight)
-	}
+	mid := eqInterruptedOpen(t, idir, wantHeight)
+	t.Logf("interrupted at height %d of %d", mid.Height, wantHeight)
 	resumed, err := testchain.Open(idir, eqIndexFactory)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resumed.Close() })
 	eqCompare(t, "interrupted and resumed catch-up", want, eqIndexData(t, resumed.DB))
+
+	// Interrupted, then the chain reorganizes below the index tip while
+	// the index is off, then the index is enabled again: it must walk back
+	// off the abandoned branch and catch up to what a fresh index holds.
+	mid = eqInterruptedOpen(t, jdir, wantHeight)
+	rh, err := testchain.Open(jdir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := testchain.DefaultSpec()
+	spec.Txs = 10
+	depth := int(wantHeight-mid.Height) + 4
+	if _, err := rh.Reorg(rand.New(rand.NewSource(seed)), depth, spec); err != nil {
+		t.Fatal(err)
+	}
+	if rh.Chain.MainChainHasBlock(&mid.Hash) {
+		t.Fatal("the reorganization left the interrupted index tip on the main chain")
+	}
+	rtip, _ := rh.Tip()
+	if err := rh.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fresh := t.TempDir()
+	eqCopyDir(t, jdir, fresh)
+	eqDropIndex(t, fresh, live.Params)
+	if err := rh.Reopen(eqIndexFactory); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rh.Close() })
+	fh, err := testchain.Open(fresh, eqIndexFactory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fh.Close() })
+	if ftip, _ := fh.Tip(); ftip != rtip {
+		t.Fatalf("the copy of the chain is at %v, the chain at %v", ftip, rtip)
+	}
+	eqCompare(t, "interrupted, reorganized below its tip, resumed", eqIndexData(t, fh.DB), eqIndexData(t, rh.DB))
 
 	// Stale: disabled across a reorganization.
 	st := testchain.New(t, eqIndexFactory)
@@ -321,4 +345,58 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	eqCompare(t, "index re-enabled after a reorganization", want, eqIndexData(t, st.DB))
+}
+
+// eqInterruptedOpen opens the unindexed chain in dir with the index and an
+// interrupt that fires after about half of the chain's blocks were read; the
+// open must fail and leave the index part-way, whose tip it returns.
+func eqInterruptedOpen(t *testing.T, dir string, height int32) indexers.Tip {
+	t.Helper()
+	counting := &eqCountingDB{limit: int64(height), interrupt: make(chan struct{})}
+	_, err := testchain.OpenWith(dir, testchain.Options{
+		Interrupt: counting.interrupt,
+		WrapDB: func(db database.DB) database.DB {
+			counting.DB = db
+			return counting
+		},
+		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			return &eqArmingManager{IndexManager: eqIndexFactory(db, params), db: counting}
+		},
+	})
+	if err == nil {
+		t.Fatal("interrupted catch-up reported success")
+	}
+	mid := eqTipOnDisk(t, dir, testchain.RegtestParams())
+	if mid.Height < 1 || mid.Height >= height {
+		t.Fatalf("interrupt left the index at height %d of %d: not part-way (%v)", mid.Height, height, err)
+	}
+	return mid
+}
+
+// eqDropIndex deletes every row and the tip of the index in a closed
+// harness directory, as if the index had never been enabled there.
+func eqDropIndex(t *testing.T, dir string, params *chaincfg.Params) {
+	t.Helper()
+	db, err := database.Open("ffldb", filepath.Join(dir, "blocks_ffldb"), params.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.Update(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		var keys [][]byte
+		c := meta.Cursor()
+		for ok := c.Seek(indexers.RowPrefix); ok && bytes.HasPrefix(c.Key(), indexers.RowPrefix); ok = c.Next() {
+			keys = append(keys, append([]byte(nil), c.Key()...))
+		}
+		for _, k := range keys {
+			if err := meta.Delete(k); err != nil {
+				return err
+			}
+		}
+		return meta.Bucket(eqTipsBucket).Delete(eqTipKey)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
