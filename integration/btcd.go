@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/integration/rpctest"
+	"github.com/btcsuite/btcd/rpcclient"
+)
+
+// BtcdModule is the module of the real btcd the harness builds.
+const BtcdModule = "github.com/btcsuite/btcd"
+
+var (
+	btcdBinOnce sync.Once
+	btcdBinPath string
+	btcdBinErr  error
+)
+
+// BtcdBinary builds btcd (the version in the current module's build list,
+// v0.26.2 for this project) once per process and returns the executable's
+// path. It builds inside btcd's own module directory from the module cache,
+// with btcd's go.sum, so it needs no network and no go.sum entries for
+// btcd's main package in the calling module.
+func BtcdBinary() (string, error) {
+	btcdBinOnce.Do(func() {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", BtcdModule).Output()
+		if err != nil {
+			btcdBinErr = fmt.Errorf("locating %s: %v", BtcdModule, err)
+			return
+		}
+		modDir := strings.TrimSpace(string(out))
+		if modDir == "" {
+			btcdBinErr = fmt.Errorf("%s is not in the module cache (go mod download %s)", BtcdModule, BtcdModule)
+			return
+		}
+		dir, err := os.MkdirTemp("", "btcd-integration")
+		if err != nil {
+			btcdBinErr = err
+			return
+		}
+		btcdBinPath = filepath.Join(dir, "btcd")
+		cmd := exec.Command("go", "build", "-o", btcdBinPath, ".")
+		cmd.Dir = modDir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			btcdBinErr = fmt.Errorf("go build %s: %v\n%s", BtcdModule, err, out)
+		}
+	})
+	return btcdBinPath, btcdBinErr
+}
+
+var listenerOnce sync.Once
+
+// useFreePorts makes rpctest pick ports the kernel hands out instead of
+// counting up from a fixed port, which collides with other test processes
+// that use rpctest at the same time.
+func useFreePorts() {
+	listenerOnce.Do(func() {
+		rpctest.ListenAddressGenerator = func() (string, string) {
+			p2p, err1 := FreeAddr()
+			rpc, err2 := FreeAddr()
+			if err1 != nil || err2 != nil {
+				panic(fmt.Sprintf("no free loopback port: %v %v", err1, err2))
+			}
+			return p2p, rpc
+		}
+	})
+}
+
+// BtcdConfig says how StartBtcd runs a real btcd.
+type BtcdConfig struct {
+	// MatureOutputs, when positive, mines 100 + MatureOutputs blocks to
+	// the harness's wallet during set-up, so it has that many spendable
+	// coinbase outputs.
+	MatureOutputs uint32
+
+	// Exe runs this executable instead of btcd, for example NodeBinary()
+	// to drive btcd-electrum through btcd's own harness.
+	Exe string
+
+	// Args are extra flags for the process.
+	Args []string
+}
+
+// StartBtcd starts a real btcd on regtest through btcd's integration
+// harness (rpctest): TLS RPC, a websocket client, an in-memory wallet that
+// mines to itself, loopback ports. Transactions are relayed to peers
+// within 50 ms (--trickleinterval). The harness is torn down (SIGINT) when
+// the test ends. Set-up is bounded by StartTimeout.
+func StartBtcd(t testing.TB, cfg BtcdConfig) *rpctest.Harness {
+	t.Helper()
+	useFreePorts()
+	exe := cfg.Exe
+	if exe == "" {
+		var err error
+		if exe, err = BtcdBinary(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := append([]string{"--trickleinterval=50ms"}, cfg.Args...)
+	h, err := rpctest.New(&chaincfg.RegressionNetParams, nil, args, exe)
+	if err != nil {
+		t.Fatalf("rpctest.New: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- h.SetUp(cfg.MatureOutputs > 0, cfg.MatureOutputs) }()
+	select {
+	case err = <-done:
+	case <-time.After(StartTimeout):
+		err = fmt.Errorf("set-up took longer than %v", StartTimeout)
+	}
+	t.Cleanup(func() {
+		if err := h.TearDown(); err != nil {
+			t.Errorf("rpctest TearDown: %v", err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("rpctest SetUp of %s: %v", exe, err)
+	}
+	return h
+}
+
+// BtcdProcess is a real btcd run directly with a datadir of the caller's
+// choosing (StartBtcd's harness hides and deletes its datadir).
+type BtcdProcess struct {
+	// DataDir is btcd's --datadir; the regtest block database is in
+	// <DataDir>/regtest/blocks_ffldb.
+	DataDir string
+	// LogDir is btcd's --logdir.
+	LogDir string
+	// P2PAddr and RPCAddr are the listeners; RPC is a client (HTTP POST,
+	// no TLS).
+	P2PAddr, RPCAddr string
+	RPC              *rpcclient.Client
+
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitErr  error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartBtcdProcess runs btcd on regtest with --datadir=dataDir, loopback
+// ports, RPC without TLS and blocks mined to miningAddr, plus args. It is
+// stopped (SIGINT) when the test ends if the test did not stop it.
+//
+// Stock btcd deletes its regtest database whenever it starts, so start it
+// only once on a datadir whose chain should be kept.
+func StartBtcdProcess(t testing.TB, dataDir, miningAddr string, args ...string) *BtcdProcess {
+	t.Helper()
+	exe, err := BtcdBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &BtcdProcess{DataDir: dataDir, LogDir: filepath.Join(filepath.Dir(dataDir), "btcd-logs")}
+	if p.P2PAddr, err = FreeAddr(); err != nil {
+		t.Fatal(err)
+	}
+	if p.RPCAddr, err = FreeAddr(); err != nil {
+		t.Fatal(err)
+	}
+	all := append([]string{"--regtest", "--datadir=" + dataDir, "--logdir=" + p.LogDir,
+		"--listen=" + p.P2PAddr, "--rpclisten=" + p.RPCAddr, "--rpcuser=" + RPCUser,
+		"--rpcpass=" + RPCPass, "--notls", "--miningaddr=" + miningAddr, "--nodnsseed",
+		"--trickleinterval=50ms"}, args...)
+	p.cmd = exec.Command(exe, all...)
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p.exited = make(chan struct{})
+	go func() {
+		p.exitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() { _ = p.Stop() })
+
+	c, err := rpcclient.New(&rpcclient.ConnConfig{Host: p.RPCAddr, User: RPCUser, Pass: RPCPass,
+		HTTPPostMode: true, DisableTLS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.RPC = c
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	WaitFor(t, ctx, "btcd's RPC server", func() bool {
+		if isClosed(p.exited) {
+			t.Fatalf("btcd exited during start-up: %v", p.exitErr)
+		}
+		_, err := c.GetBlockCount()
+		return err == nil
+	})
+	return p
+}
+
+// Stop sends SIGINT and waits for btcd to exit (killing it after
+// StopTimeout); it returns btcd's exit error. Safe to call more than once.
+func (p *BtcdProcess) Stop() error {
+	p.stopOnce.Do(func() {
+		p.RPC.Shutdown()
+		if !isClosed(p.exited) {
+			_ = p.cmd.Process.Signal(syscall.SIGINT)
+		}
+		select {
+		case <-p.exited:
+			p.stopErr = p.exitErr
+		case <-time.After(StopTimeout):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+			p.stopErr = fmt.Errorf("btcd did not exit within %v of SIGINT", StopTimeout)
+		}
+	})
+	return p.stopErr
+}

@@ -1,0 +1,36 @@
+// Package integration runs btcd-electrum end to end on regtest, next to real
+// btcd v0.26.2 nodes, and is the harness other Go projects import to do the
+// same in their own tests.
+//
+// # Harness
+//
+//   - StartNode starts a btcd-electrum node on regtest in a temporary
+//     datadir with loopback ports, --electrumindex, RPC (plain or TLS) and a
+//     mining address, either in-process (node.New, fast, inside the race
+//     detector) or as the built binary (NodeBinary, what operators run).
+//     The Node gives the Electrum address, an rpcclient.Client and the P2P
+//     address; Restart reopens the same datadir.
+//   - StartBtcd starts a real btcd through btcd's own integration harness
+//     (rpctest) with its in-memory wallet; BtcdConfig.Exe = NodeBinary()
+//     drives btcd-electrum through the same harness. StartBtcdProcess runs
+//     btcd with a datadir of the caller's choosing. BtcdBinary builds btcd
+//     once per process from the module cache (offline).
+//   - ElectrumClient is a small newline-delimited JSON-RPC client: calls
+//     matched by id from any goroutine, queued notifications, a context on
+//     every wait; typed helpers for the methods tests use, and Status,
+//     ScriptHash and MerkleRoot computed independently of the server.
+//   - ChainHistory is the reference history of a script, computed from a
+//     node's blocks over RPC.
+//   - MiningAddress is a regtest address with a well-known key, so tests
+//     can spend what they mine (SpendMined).
+//
+// Every wait is bounded (StartTimeout, StopTimeout, the caller's context).
+//
+// # Tests
+//
+// The package's tests check, against real btcd processes: P2P sync and
+// transaction relay seen through Electrum (headers, statuses, histories,
+// merkle proofs); reorgs between two btcd nodes and by invalidateblock and
+// reconsiderblock; a restart that keeps the index; and opening a datadir
+// that btcd created.
+package integration

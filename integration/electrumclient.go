@@ -1,0 +1,546 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// maxElectrumLine is the longest message the client reads; longer lines
+// end the connection.
+const maxElectrumLine = 16 << 20
+
+// ElectrumClient is a small Electrum protocol client over plain TCP
+// (newline-delimited JSON-RPC 2.0). Calls may be made from several
+// goroutines; responses are matched by id, and notifications are queued
+// until Notification takes them. It is meant for tests: every wait takes a
+// context, so a test bounds it with a deadline.
+type ElectrumClient struct {
+	conn net.Conn
+
+	writeMu sync.Mutex
+
+	mu      sync.Mutex
+	nextID  int
+	pending map[int]chan electrumResponse
+	notes   []Notification
+	// noteSignal is closed and replaced whenever a notification arrives or
+	// the connection ends.
+	noteSignal chan struct{}
+	// done is closed when the read loop ends; err says why.
+	done chan struct{}
+	err  error
+}
+
+// Notification is a message the server sent without a request: a method
+// (for example "blockchain.headers.subscribe") and its parameters.
+type Notification struct {
+	Method string
+	Params json.RawMessage
+}
+
+// RPCError is an error the server answered a request with.
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// Error formats the server's error.
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("electrum error %d: %s", e.Code, e.Message)
+}
+
+// electrumResponse is one decoded message: a response (ID set) or a
+// notification (Method set).
+type electrumResponse struct {
+	ID     *int            `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *RPCError       `json:"error"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// DialElectrum connects to an Electrum TCP listener at addr (host:port).
+// It does not negotiate a version; call Version first, as the protocol
+// requires.
+func DialElectrum(ctx context.Context, addr string) (*ElectrumClient, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &ElectrumClient{
+		conn:       conn,
+		pending:    map[int]chan electrumResponse{},
+		noteSignal: make(chan struct{}),
+		done:       make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// Close closes the connection and fails every outstanding call.
+func (c *ElectrumClient) Close() error {
+	err := c.conn.Close()
+	<-c.done
+	return err
+}
+
+// Done is closed when the connection has ended (Err says why).
+func (c *ElectrumClient) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection ended, or nil while it is open.
+func (c *ElectrumClient) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// readLoop decodes messages until the connection ends, handing responses
+// to their callers and queueing notifications.
+func (c *ElectrumClient) readLoop() {
+	r := bufio.NewReaderSize(c.conn, 64<<10)
+	var err error
+	for {
+		var line []byte
+		line, err = readLine(r)
+		if err != nil {
+			break
+		}
+		if len(strings.TrimSpace(string(line))) == 0 {
+			continue
+		}
+		var msg electrumResponse
+		if err = json.Unmarshal(line, &msg); err != nil {
+			err = fmt.Errorf("bad message from server %q: %w", truncate(line), err)
+			break
+		}
+		c.mu.Lock()
+		switch {
+		case msg.Method != "":
+			c.notes = append(c.notes, Notification{Method: msg.Method, Params: msg.Params})
+			close(c.noteSignal)
+			c.noteSignal = make(chan struct{})
+		case msg.ID != nil:
+			if ch, ok := c.pending[*msg.ID]; ok {
+				delete(c.pending, *msg.ID)
+				ch <- msg
+			}
+		}
+		c.mu.Unlock()
+	}
+	c.conn.Close()
+	c.mu.Lock()
+	c.err = err
+	for id, ch := range c.pending {
+		delete(c.pending, id)
+		close(ch)
+	}
+	close(c.noteSignal)
+	c.noteSignal = make(chan struct{})
+	c.mu.Unlock()
+	close(c.done)
+}
+
+// readLine reads one newline-terminated message of at most maxElectrumLine
+// bytes.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxElectrumLine {
+			return nil, errors.New("message from server too long")
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		return line, err
+	}
+}
+
+// truncate shortens a message for an error text.
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "..."
+	}
+	return string(b)
+}
+
+// Call sends a request with positional parameters and returns its raw
+// result, or the server's *RPCError, or the context's error.
+func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
+	if params == nil {
+		params = []any{}
+	}
+	ch := make(chan electrumResponse, 1)
+	c.mu.Lock()
+	if c.err != nil || isClosed(c.done) {
+		err := c.err
+		c.mu.Unlock()
+		return nil, fmt.Errorf("connection closed: %v", err)
+	}
+	c.nextID++
+	id := c.nextID
+	c.pending[id] = ch
+	c.mu.Unlock()
+
+	req, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+	if err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	c.writeMu.Lock()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.conn.SetWriteDeadline(dl)
+	}
+	_, err = c.conn.Write(append(req, '\n'))
+	c.writeMu.Unlock()
+	if err != nil {
+		c.forget(id)
+		return nil, err
+	}
+	select {
+	case resp, ok := <-ch:
+		if !ok {
+			return nil, fmt.Errorf("%s: connection closed: %v", method, c.Err())
+		}
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		c.forget(id)
+		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
+	}
+}
+
+// forget drops a call nobody waits for any more.
+func (c *ElectrumClient) forget(id int) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// CallInto makes a call and decodes its result into out.
+func (c *ElectrumClient) CallInto(ctx context.Context, out any, method string, params ...any) error {
+	raw, err := c.Call(ctx, method, params...)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s: decoding %s: %w", method, truncate(raw), err)
+	}
+	return nil
+}
+
+// Notification returns the oldest queued notification of method for which
+// match returns true (match nil accepts any), removing it and every older
+// notification of the same method from the queue. It waits until one
+// arrives, the connection ends or ctx is done.
+func (c *ElectrumClient) Notification(ctx context.Context, method string, match func(Notification) bool) (Notification, error) {
+	for {
+		c.mu.Lock()
+		kept := c.notes[:0]
+		var found *Notification
+		for i := range c.notes {
+			n := c.notes[i]
+			switch {
+			case found != nil || n.Method != method:
+				kept = append(kept, n)
+			case match == nil || match(n):
+				found = &n
+			}
+		}
+		c.notes = kept
+		signal := c.noteSignal
+		closed := isClosed(c.done)
+		c.mu.Unlock()
+		if found != nil {
+			return *found, nil
+		}
+		if closed {
+			return Notification{}, fmt.Errorf("waiting for %s: connection closed: %v", method, c.Err())
+		}
+		select {
+		case <-signal:
+		case <-ctx.Done():
+			return Notification{}, fmt.Errorf("waiting for %s: %w", method, ctx.Err())
+		}
+	}
+}
+
+// PendingNotifications returns how many notifications are queued.
+func (c *ElectrumClient) PendingNotifications() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.notes)
+}
+
+// Version negotiates the protocol version (server.version); it returns the
+// server's software name and the negotiated version.
+func (c *ElectrumClient) Version(ctx context.Context, clientName, protocol string) (server, version string, err error) {
+	var res []string
+	if err := c.CallInto(ctx, &res, "server.version", clientName, protocol); err != nil {
+		return "", "", err
+	}
+	if len(res) != 2 {
+		return "", "", fmt.Errorf("server.version returned %v", res)
+	}
+	return res[0], res[1], nil
+}
+
+// HeaderTip is a block header as headers.subscribe returns and notifies it.
+type HeaderTip struct {
+	Height int32  `json:"height"`
+	Hex    string `json:"hex"`
+}
+
+// Header decodes the header's hex.
+func (h HeaderTip) Header() (*wire.BlockHeader, error) {
+	return DecodeHeader(h.Hex)
+}
+
+// DecodeHeader decodes an 80-byte block header given in hex.
+func DecodeHeader(s string) (*wire.BlockHeader, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != wire.MaxBlockHeaderPayload {
+		return nil, fmt.Errorf("header of %d bytes", len(b))
+	}
+	var h wire.BlockHeader
+	if err := h.Deserialize(bytes.NewReader(b)); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// SubscribeHeaders subscribes to new tips and returns the current one.
+func (c *ElectrumClient) SubscribeHeaders(ctx context.Context) (HeaderTip, error) {
+	var tip HeaderTip
+	err := c.CallInto(ctx, &tip, "blockchain.headers.subscribe")
+	return tip, err
+}
+
+// NextHeader waits for a headers notification with a height of at least
+// minHeight and returns it (older ones are discarded).
+func (c *ElectrumClient) NextHeader(ctx context.Context, minHeight int32) (HeaderTip, error) {
+	var tip HeaderTip
+	_, err := c.Notification(ctx, "blockchain.headers.subscribe", func(n Notification) bool {
+		var params []HeaderTip
+		if json.Unmarshal(n.Params, &params) != nil || len(params) != 1 {
+			return false
+		}
+		tip = params[0]
+		return tip.Height >= minHeight
+	})
+	return tip, err
+}
+
+// BlockHeader returns the hex header at height (blockchain.block.header).
+func (c *ElectrumClient) BlockHeader(ctx context.Context, height int32) (string, error) {
+	var s string
+	err := c.CallInto(ctx, &s, "blockchain.block.header", height)
+	return s, err
+}
+
+// ScriptHash returns the Electrum script hash of an output script: the
+// SHA-256 of the script, byte-reversed, in hex.
+func ScriptHash(pkScript []byte) string {
+	h := sha256.Sum256(pkScript)
+	for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
+		h[i], h[j] = h[j], h[i]
+	}
+	return hex.EncodeToString(h[:])
+}
+
+// SubscribeScriptHash subscribes to a script hash and returns its status
+// (nil when it has no history).
+func (c *ElectrumClient) SubscribeScriptHash(ctx context.Context, scriptHash string) (*string, error) {
+	var status *string
+	err := c.CallInto(ctx, &status, "blockchain.scripthash.subscribe", scriptHash)
+	return status, err
+}
+
+// NextStatus waits for a status notification of scriptHash for which
+// match returns true (nil accepts any) and returns the status (nil for no
+// history).
+func (c *ElectrumClient) NextStatus(ctx context.Context, scriptHash string, match func(*string) bool) (*string, error) {
+	var status *string
+	_, err := c.Notification(ctx, "blockchain.scripthash.subscribe", func(n Notification) bool {
+		var params []*string
+		if json.Unmarshal(n.Params, &params) != nil || len(params) != 2 || params[0] == nil || *params[0] != scriptHash {
+			return false
+		}
+		status = params[1]
+		return match == nil || match(status)
+	})
+	return status, err
+}
+
+// HistoryItem is one transaction of a script hash's history (get_history,
+// get_mempool): height > 0 confirmed, 0 in the mempool with confirmed
+// inputs, -1 in the mempool with an unconfirmed input. Fee is given for
+// mempool entries only.
+type HistoryItem struct {
+	TxHash string `json:"tx_hash"`
+	Height int32  `json:"height"`
+	Fee    *int64 `json:"fee,omitempty"`
+}
+
+// GetHistory returns a script hash's confirmed and mempool history.
+func (c *ElectrumClient) GetHistory(ctx context.Context, scriptHash string) ([]HistoryItem, error) {
+	var h []HistoryItem
+	err := c.CallInto(ctx, &h, "blockchain.scripthash.get_history", scriptHash)
+	return h, err
+}
+
+// GetMempool returns a script hash's mempool history.
+func (c *ElectrumClient) GetMempool(ctx context.Context, scriptHash string) ([]HistoryItem, error) {
+	var h []HistoryItem
+	err := c.CallInto(ctx, &h, "blockchain.scripthash.get_mempool", scriptHash)
+	return h, err
+}
+
+// Unspent is one unspent output of listunspent.
+type Unspent struct {
+	TxHash string `json:"tx_hash"`
+	TxPos  uint32 `json:"tx_pos"`
+	Height int32  `json:"height"`
+	Value  int64  `json:"value"`
+}
+
+// ListUnspent returns a script hash's unspent outputs.
+func (c *ElectrumClient) ListUnspent(ctx context.Context, scriptHash string) ([]Unspent, error) {
+	var u []Unspent
+	err := c.CallInto(ctx, &u, "blockchain.scripthash.listunspent", scriptHash)
+	return u, err
+}
+
+// Balance is a script hash's confirmed and unconfirmed balance in satoshis.
+type Balance struct {
+	Confirmed   int64 `json:"confirmed"`
+	Unconfirmed int64 `json:"unconfirmed"`
+}
+
+// GetBalance returns a script hash's balance.
+func (c *ElectrumClient) GetBalance(ctx context.Context, scriptHash string) (Balance, error) {
+	var b Balance
+	err := c.CallInto(ctx, &b, "blockchain.scripthash.get_balance", scriptHash)
+	return b, err
+}
+
+// Merkle is a transaction's merkle branch (get_merkle).
+type Merkle struct {
+	BlockHeight int32    `json:"block_height"`
+	Merkle      []string `json:"merkle"`
+	Pos         int      `json:"pos"`
+}
+
+// GetMerkle returns the merkle branch of a confirmed transaction.
+func (c *ElectrumClient) GetMerkle(ctx context.Context, txid string, height int32) (Merkle, error) {
+	var m Merkle
+	err := c.CallInto(ctx, &m, "blockchain.transaction.get_merkle", txid, height)
+	return m, err
+}
+
+// GetTransaction returns a transaction's raw hex.
+func (c *ElectrumClient) GetTransaction(ctx context.Context, txid string) (string, error) {
+	var s string
+	err := c.CallInto(ctx, &s, "blockchain.transaction.get", txid)
+	return s, err
+}
+
+// Broadcast submits a raw transaction and returns its txid.
+func (c *ElectrumClient) Broadcast(ctx context.Context, rawHex string) (string, error) {
+	var s string
+	err := c.CallInto(ctx, &s, "blockchain.transaction.broadcast", rawHex)
+	return s, err
+}
+
+// MerkleRoot folds a merkle branch (hashes in display hex, as get_merkle
+// returns them) onto txid at position pos and returns the root it proves.
+func MerkleRoot(txid string, branch []string, pos int) (chainhash.Hash, error) {
+	cur, err := chainhash.NewHashFromStr(txid)
+	if err != nil {
+		return chainhash.Hash{}, err
+	}
+	h := *cur
+	for _, s := range branch {
+		sib, err := chainhash.NewHashFromStr(s)
+		if err != nil {
+			return chainhash.Hash{}, err
+		}
+		var buf [64]byte
+		if pos&1 == 0 {
+			copy(buf[:32], h[:])
+			copy(buf[32:], sib[:])
+		} else {
+			copy(buf[:32], sib[:])
+			copy(buf[32:], h[:])
+		}
+		h = chainhash.DoubleHashH(buf[:])
+		pos >>= 1
+	}
+	return h, nil
+}
+
+// Status computes a script hash's status from its history as the protocol
+// defines it: confirmed entries in the given (block) order, then mempool
+// entries ordered by height descending (0 before -1) and txid, each as
+// "txid:height:", hashed once with SHA-256 and given in hex; nil for an
+// empty history.
+func Status(history []HistoryItem) *string {
+	if len(history) == 0 {
+		return nil
+	}
+	var confirmed, mempool []HistoryItem
+	for _, h := range history {
+		if h.Height > 0 {
+			confirmed = append(confirmed, h)
+		} else {
+			mempool = append(mempool, h)
+		}
+	}
+	sort.SliceStable(mempool, func(i, j int) bool {
+		if mempool[i].Height != mempool[j].Height {
+			return mempool[i].Height > mempool[j].Height
+		}
+		return mempool[i].TxHash < mempool[j].TxHash
+	})
+	var b strings.Builder
+	for _, h := range append(confirmed, mempool...) {
+		b.WriteString(h.TxHash)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(int(h.Height)))
+		b.WriteByte(':')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	s := hex.EncodeToString(sum[:])
+	return &s
+}

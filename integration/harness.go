@@ -1,0 +1,420 @@
+package integration
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/rpcclient"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/node"
+)
+
+// NodePackage is the import path of the node's command, built by
+// NodeBinary.
+const NodePackage = "github.com/btcd-electrum/btcd-electrum/cmd/btcd-electrum"
+
+// RPCUser and RPCPass are the JSON-RPC credentials of every node the
+// harness starts.
+const (
+	RPCUser = "user"
+	RPCPass = "pass"
+)
+
+// StartTimeout bounds how long the harness waits for a node's servers to
+// come up (index catch-up on a large datadir counts against it).
+var StartTimeout = 2 * time.Minute
+
+// StopTimeout bounds how long the harness waits for a process to exit after
+// SIGINT before it kills it.
+var StopTimeout = time.Minute
+
+var (
+	nodeBinOnce sync.Once
+	nodeBinPath string
+	nodeBinErr  error
+)
+
+// NodeBinary builds cmd/btcd-electrum once per process into a temporary
+// directory and returns the executable's path. It runs `go build` in the
+// current directory, so it works from any module that requires this one.
+func NodeBinary() (string, error) {
+	nodeBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "btcd-electrum-integration")
+		if err != nil {
+			nodeBinErr = err
+			return
+		}
+		nodeBinPath = filepath.Join(dir, "btcd-electrum")
+		out, err := exec.Command("go", "build", "-o", nodeBinPath, NodePackage).CombinedOutput()
+		if err != nil {
+			nodeBinErr = fmt.Errorf("go build %s: %v\n%s", NodePackage, err, out)
+		}
+	})
+	return nodeBinPath, nodeBinErr
+}
+
+// FreeAddr returns a loopback host:port that was free a moment ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// NodeConfig says how StartNode runs a btcd-electrum node. The zero value
+// runs it in-process on regtest in a new temporary directory, with
+// --electrumindex, RPC without TLS and blocks mined to MiningAddress.
+type NodeConfig struct {
+	// Binary runs the built command (NodeBinary) as a child process,
+	// exactly as operators run it, instead of node.New in this process.
+	Binary bool
+
+	// Dir is where data and logs go (<Dir>/data, <Dir>/logs); empty means
+	// a new temporary directory. Start a node again with the Dir of a
+	// stopped one to reopen its chain and index.
+	Dir string
+
+	// DataDir overrides --datadir, for example to open a datadir btcd
+	// created. LogDir overrides --logdir.
+	DataDir string
+	LogDir  string
+
+	// RPCTLS serves RPC over TLS with a certificate generated into Dir;
+	// the returned client trusts it.
+	RPCTLS bool
+
+	// MiningAddr is the --miningaddr; empty means MiningAddress().
+	MiningAddr string
+
+	// NoElectrumIndex leaves --electrumindex off.
+	NoElectrumIndex bool
+
+	// Args are more flags, for example --connect=host:port or
+	// --debuglevel=debug; they come last and so take precedence.
+	Args []string
+}
+
+// Node is a running btcd-electrum node on regtest.
+type Node struct {
+	// ElectrumAddr is the plain-TCP Electrum listener (host:port); empty
+	// without the Electrum index.
+	ElectrumAddr string
+
+	// P2PAddr is the peer listener (host:port).
+	P2PAddr string
+
+	// RPCAddr is the JSON-RPC listener (host:port) and RPC a client of it
+	// (HTTP POST mode).
+	RPCAddr string
+	RPC     *rpcclient.Client
+
+	// Dir, DataDir and LogDir are the directories the node was started
+	// with; LogFile is its log.
+	Dir, DataDir, LogDir, LogFile string
+
+	// Args are the command-line flags the node was started with.
+	Args []string
+
+	cfg      NodeConfig
+	inproc   *node.Node
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	exitErr  error
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// StartNode starts a node as cfg says, waits until its RPC server answers,
+// and stops it when the test ends. It fails the test if the node does not
+// come up within StartTimeout.
+func StartNode(t testing.TB, cfg NodeConfig) *Node {
+	t.Helper()
+	n, err := startNode(t, cfg)
+	if err != nil {
+		t.Fatalf("starting btcd-electrum: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := n.Stop(); err != nil {
+			t.Errorf("stopping btcd-electrum: %v", err)
+		}
+	})
+	return n
+}
+
+// startNode does StartNode's work and returns errors instead of failing.
+func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
+	n := &Node{cfg: cfg, Dir: cfg.Dir}
+	if n.Dir == "" {
+		n.Dir = t.TempDir()
+	}
+	n.DataDir, n.LogDir = cfg.DataDir, cfg.LogDir
+	if n.DataDir == "" {
+		n.DataDir = filepath.Join(n.Dir, "data")
+	}
+	if n.LogDir == "" {
+		n.LogDir = filepath.Join(n.Dir, "logs")
+	}
+	n.LogFile = filepath.Join(n.LogDir, node.NetName(&chaincfg.RegressionNetParams), "btcd-electrum.log")
+	mining := cfg.MiningAddr
+	if mining == "" {
+		mining = MiningAddress().EncodeAddress()
+	}
+
+	// In-process nodes listen on port 0 and report the real ports; a child
+	// process gets ports picked here.
+	p2p, rpc, el := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	if cfg.Binary {
+		var err error
+		for _, a := range []*string{&p2p, &rpc, &el} {
+			if *a, err = FreeAddr(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	args := []string{"--regtest", "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
+		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
+		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms"}
+	certFile, keyFile := filepath.Join(n.Dir, "rpc.cert"), filepath.Join(n.Dir, "rpc.key")
+	if cfg.RPCTLS {
+		args = append(args, "--rpccert="+certFile, "--rpckey="+keyFile)
+	} else {
+		args = append(args, "--notls")
+	}
+	if !cfg.NoElectrumIndex {
+		args = append(args, "--electrumindex", "--electrumlisten="+el)
+	}
+	n.Args = append(args, cfg.Args...)
+
+	if cfg.Binary {
+		if err := n.startProcess(); err != nil {
+			return nil, err
+		}
+		n.P2PAddr, n.RPCAddr = p2p, rpc
+		if !cfg.NoElectrumIndex {
+			n.ElectrumAddr = el
+		}
+	} else {
+		if err := n.startInProcess(); err != nil {
+			return nil, err
+		}
+	}
+
+	conn := &rpcclient.ConnConfig{Host: n.RPCAddr, User: RPCUser, Pass: RPCPass,
+		HTTPPostMode: true, DisableTLS: !cfg.RPCTLS}
+	if err := n.waitRPC(conn, certFile); err != nil {
+		_ = n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// startInProcess creates and starts the node in this process from the
+// same flags the binary would get.
+func (n *Node) startInProcess() error {
+	cfg, _, err := node.LoadConfig(n.Args)
+	if err != nil {
+		return err
+	}
+	// Several nodes of one process may peer with each other.
+	cfg.AllowSelfConns = true
+	nd, err := node.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := nd.Start(); err != nil {
+		_ = nd.Stop()
+		return err
+	}
+	n.inproc = nd
+	if a := nd.P2PAddrs(); len(a) > 0 {
+		n.P2PAddr = a[0].String()
+	}
+	if a := nd.RPCAddrs(); len(a) > 0 {
+		n.RPCAddr = a[0].String()
+	}
+	if a := nd.ElectrumAddrs()[electrum.TCP]; len(a) > 0 {
+		n.ElectrumAddr = a[0].String()
+	}
+	return nil
+}
+
+// startProcess runs the binary with the node's flags, its output going to
+// <Dir>/stdout.log.
+func (n *Node) startProcess() error {
+	bin, err := NodeBinary()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(filepath.Join(n.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	n.cmd = exec.Command(bin, n.Args...)
+	n.cmd.Stdout, n.cmd.Stderr = out, out
+	if err := n.cmd.Start(); err != nil {
+		out.Close()
+		return err
+	}
+	n.exited = make(chan struct{})
+	go func() {
+		n.exitErr = n.cmd.Wait()
+		out.Close()
+		close(n.exited)
+	}()
+	return nil
+}
+
+// waitRPC connects the RPC client, retrying until the server answers,
+// the process exits or StartTimeout passes.
+func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
+	deadline := time.Now().Add(StartTimeout)
+	for {
+		if n.exited != nil && isClosed(n.exited) {
+			return fmt.Errorf("the node exited during start-up (%v); output in %s",
+				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+		}
+		err := n.tryRPC(conn, certFile)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("RPC server at %s did not answer within %v: %v", n.RPCAddr, StartTimeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// tryRPC makes one attempt at connecting the RPC client.
+func (n *Node) tryRPC(conn *rpcclient.ConnConfig, certFile string) error {
+	if n.cfg.RPCTLS {
+		pem, err := os.ReadFile(certFile)
+		if err != nil {
+			return err
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(pem) {
+			return errors.New("RPC certificate not written yet")
+		}
+		conn.Certificates = pem
+	}
+	c, err := rpcclient.New(conn, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := c.GetBlockCount(); err != nil {
+		c.Shutdown()
+		return err
+	}
+	n.RPC = c
+	return nil
+}
+
+// InProcess returns the node when it runs in this process, nil for a
+// child process.
+func (n *Node) InProcess() *node.Node { return n.inproc }
+
+// Stop shuts the node down: node.Stop in-process, or SIGINT to the child
+// process and a wait for it to exit (killing it after StopTimeout). A
+// child that exits with an error is reported. It is safe to call more than
+// once.
+func (n *Node) Stop() error {
+	n.stopOnce.Do(func() {
+		if n.RPC != nil {
+			n.RPC.Shutdown()
+		}
+		if n.inproc != nil {
+			n.stopErr = n.inproc.Stop()
+			return
+		}
+		if n.cmd == nil {
+			return
+		}
+		if !isClosed(n.exited) {
+			_ = n.cmd.Process.Signal(syscall.SIGINT)
+		}
+		select {
+		case <-n.exited:
+			n.stopErr = n.exitErr
+		case <-time.After(StopTimeout):
+			_ = n.cmd.Process.Kill()
+			<-n.exited
+			n.stopErr = fmt.Errorf("the node did not exit within %v of SIGINT", StopTimeout)
+		}
+	})
+	return n.stopErr
+}
+
+// Restart stops the node and starts it again on the same directories and
+// flags (new ports for a child process) and returns the new one.
+func (n *Node) Restart(t testing.TB) *Node {
+	t.Helper()
+	if err := n.Stop(); err != nil {
+		t.Fatalf("stopping btcd-electrum: %v", err)
+	}
+	cfg := n.cfg
+	cfg.Dir, cfg.DataDir, cfg.LogDir = n.Dir, n.DataDir, n.LogDir
+	return StartNode(t, cfg)
+}
+
+// Log returns the node's log file as written so far.
+func (n *Node) Log() (string, error) {
+	b, err := os.ReadFile(n.LogFile)
+	return string(b), err
+}
+
+// DialElectrum connects a client to the node's Electrum TCP listener,
+// negotiates protocol version 1.4, and closes the client when the test
+// ends.
+func (n *Node) DialElectrum(t testing.TB, ctx context.Context) *ElectrumClient {
+	t.Helper()
+	if n.ElectrumAddr == "" {
+		t.Fatal("the node has no Electrum listener")
+	}
+	c, err := DialElectrum(ctx, n.ElectrumAddr)
+	if err != nil {
+		t.Fatalf("dial Electrum: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, _, err := c.Version(ctx, "btcd-electrum-integration", "1.4"); err != nil {
+		t.Fatalf("server.version: %v", err)
+	}
+	return c
+}
+
+// WaitFor polls cond every 20 ms until it returns true, failing the test
+// with what when ctx is done first.
+func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// argValue returns the value of the last --name=value flag in args.
+func argValue(args []string, name string) string {
+	v := ""
+	for _, a := range args {
+		if strings.HasPrefix(a, "--"+name+"=") {
+			v = strings.TrimPrefix(a, "--"+name+"=")
+		}
+	}
+	return v
+}

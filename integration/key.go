@@ -1,0 +1,50 @@
+package integration
+
+import (
+	"bytes"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// miningKey is the well-known key of MiningAddress; it exists so tests can
+// spend what the nodes mine. Never use it outside regtest.
+var miningKey, miningPub = btcec.PrivKeyFromBytes(bytes.Repeat([]byte{0x5a}, 32))
+
+// MiningAddress is the regtest P2PKH address nodes started by the harness
+// mine to unless told otherwise.
+func MiningAddress() *address.AddressPubKeyHash {
+	addr, err := address.NewAddressPubKeyHash(address.Hash160(miningPub.SerializeCompressed()),
+		&chaincfg.RegressionNetParams)
+	if err != nil {
+		panic(err)
+	}
+	return addr
+}
+
+// MiningScript is MiningAddress's output script.
+func MiningScript() []byte {
+	s, err := txscript.PayToAddrScript(MiningAddress())
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// SpendMined builds a version-2 transaction that spends prev, an output of
+// prevValue satoshis paying MiningScript, to pkScript for prevValue-fee,
+// signed with MiningAddress's key.
+func SpendMined(prev wire.OutPoint, prevValue int64, pkScript []byte, fee int64) (*wire.MsgTx, error) {
+	tx := wire.NewMsgTx(2)
+	tx.AddTxIn(wire.NewTxIn(&prev, nil, nil))
+	tx.AddTxOut(wire.NewTxOut(prevValue-fee, pkScript))
+	sig, err := txscript.SignatureScript(tx, 0, MiningScript(), txscript.SigHashAll, miningKey, true)
+	if err != nil {
+		return nil, err
+	}
+	tx.TxIn[0].SignatureScript = sig
+	return tx, nil
+}
