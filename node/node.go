@@ -56,6 +56,12 @@ type Node struct {
 	services     wire.ServiceFlag
 	p2pListeners []net.Listener
 	peers        *peerSet
+	bans         *banList
+
+	// permanent are the permanent connection requests by address, so a
+	// permanent peer can be removed while it is not connected.
+	permanentMu sync.Mutex
+	permanent   map[string]*connmgr.ConnReq
 
 	events *eventQueue
 	srv    *servers
@@ -87,6 +93,8 @@ func New(cfg *Config) (*Node, error) {
 		sigCache:   txscript.NewSigCache(cfg.SigCacheMaxSize),
 		hashCache:  txscript.NewHashCache(cfg.SigCacheMaxSize),
 		events:     newEventQueue(),
+		permanent:  make(map[string]*connmgr.ConnReq),
+		bans:       newBanList(),
 		quit:       make(chan struct{}),
 		stopReq:    make(chan struct{}),
 		startTime:  time.Now(),

@@ -110,14 +110,24 @@ func (sp *serverPeer) OnHeaders(_ *peer.Peer, msg *wire.MsgHeaders) {
 // OnNotFound passes notfound answers to the sync manager; an unknown
 // inventory type disconnects the peer.
 func (sp *serverPeer) OnNotFound(_ *peer.Peer, msg *wire.MsgNotFound) {
+	var blocks, txs uint32
 	for _, iv := range msg.InvList {
 		switch iv.Type {
-		case wire.InvTypeBlock, wire.InvTypeWitnessBlock, wire.InvTypeTx, wire.InvTypeWitnessTx:
+		case wire.InvTypeBlock, wire.InvTypeWitnessBlock:
+			blocks++
+		case wire.InvTypeTx, wire.InvTypeWitnessTx:
+			txs++
 		default:
 			srvrLog.Debugf("Invalid inv type %d in notfound from %s", iv.Type, sp)
 			sp.Disconnect()
 			return
 		}
+	}
+	if blocks > 0 && sp.addBanScore(20*blocks, 0, "blocks not found") {
+		return
+	}
+	if txs > 0 && sp.addBanScore(0, 10*txs, "transactions not found") {
+		return
 	}
 	sp.node.syncManager.QueueNotFound(msg, sp.Peer)
 }
@@ -135,6 +145,11 @@ func (sp *serverPeer) OnFeeFilter(_ *peer.Peer, msg *wire.MsgFeeFilter) {
 // OnGetData sends the requested blocks and mempool transactions, waiting
 // every few items for them to be written, and a notfound for the rest.
 func (sp *serverPeer) OnGetData(_ *peer.Peer, msg *wire.MsgGetData) {
+	// A decaying score, as btcd: a burst above the maximum inventory
+	// size within a short time bans; steady requests (initial sync) do not.
+	if sp.addBanScore(0, uint32(len(msg.InvList))*99/wire.MaxInvPerMsg, "getdata") {
+		return
+	}
 	notFound := wire.NewMsgNotFound()
 	pending := make([]chan struct{}, 0, getDataBatch)
 	waitPending := func() bool {

@@ -48,10 +48,14 @@ type serverPeer struct {
 	// input goroutine.
 	continueHash *chainhash.Hash
 
+	banScore        connmgr.DynamicBanScore
 	relayTxDisabled atomic.Bool
 	feeFilter       atomic.Int64
 	sentAddrs       bool
 	added           atomic.Bool
+	// removed is set when the peer's connection request was removed from
+	// connmgr (RPC addnode remove), which must then not be told again.
+	removed atomic.Bool
 
 	verAckOnce     sync.Once
 	verAckCh       chan struct{}
@@ -267,20 +271,40 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 			return errors.New("peer already connected")
 		}
 	}
-	go n.connManager.Connect(&connmgr.ConnReq{Addr: tcpAddr, Permanent: permanent})
+	req := &connmgr.ConnReq{Addr: tcpAddr, Permanent: permanent}
+	if permanent {
+		n.permanentMu.Lock()
+		if _, ok := n.permanent[tcpAddr.String()]; ok {
+			n.permanentMu.Unlock()
+			return errors.New("peer already added")
+		}
+		n.permanent[tcpAddr.String()] = req
+		n.permanentMu.Unlock()
+	}
+	go n.connManager.Connect(req)
 	return nil
 }
 
 // DisconnectPeer disconnects the peers at addr (host:port) and stops
-// reconnecting to them.
+// reconnecting to them, also when a permanent peer is not connected.
 func (n *Node) DisconnectPeer(addr string) error {
-	found := false
+	var removedReq *connmgr.ConnReq
+	if tcpAddr, err := net.ResolveTCPAddr("tcp", addr); err == nil {
+		n.permanentMu.Lock()
+		removedReq = n.permanent[tcpAddr.String()]
+		delete(n.permanent, tcpAddr.String())
+		n.permanentMu.Unlock()
+		if removedReq != nil {
+			n.connManager.Remove(removedReq.ID())
+		}
+	}
+	found := removedReq != nil
 	for _, sp := range n.peers.snapshot() {
 		if sp.Addr() != addr {
 			continue
 		}
 		found = true
-		if sp.connReq != nil {
+		if sp.connReq != nil && sp.removed.CompareAndSwap(false, true) && sp.connReq != removedReq {
 			n.connManager.Remove(sp.connReq.ID())
 		}
 		sp.Disconnect()
@@ -345,6 +369,11 @@ func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
 
 // inboundPeerConnected is connmgr's callback for an accepted connection.
 func (n *Node) inboundPeerConnected(conn net.Conn) {
+	if n.bans.isBanned(hostOf(conn.RemoteAddr().String())) {
+		srvrLog.Debugf("Rejecting banned peer %s", conn.RemoteAddr())
+		_ = conn.Close()
+		return
+	}
 	sp := newServerPeer(n, false)
 	sp.Peer = peer.NewInboundPeer(n.newPeerConfig(sp))
 	sp.AssociateConnection(conn)
@@ -402,7 +431,7 @@ func (n *Node) peerLifecycle(sp *serverPeer) {
 		n.syncManager.DonePeer(sp.Peer)
 		srvrLog.Debugf("Removed peer %s", sp)
 	}
-	if sp.connReq != nil {
+	if sp.connReq != nil && !sp.removed.Load() {
 		select {
 		case <-n.quit:
 		default:
@@ -426,6 +455,11 @@ func (n *Node) peerHandshakeDone(sp *serverPeer) {
 	default:
 	}
 	if !sp.Connected() {
+		return
+	}
+	if n.bans.isBanned(hostOf(sp.Addr())) && !sp.persistent {
+		srvrLog.Infof("Peer %s is banned - disconnecting", sp)
+		sp.Disconnect()
 		return
 	}
 	if n.peers.count() >= n.cfg.MaxPeers && !sp.persistent {

@@ -1,0 +1,47 @@
+// Package node assembles btcd's library packages into a full node with the
+// Electrum index and serves it over the Electrum protocol and btcd's
+// JSON-RPC.
+//
+// What it wires together, in the order New builds it:
+//
+//   - btcd's ffldb block database at <datadir>/<netname>/blocks_ffldb,
+//     btcd's layout, so a datadir written by btcd v0.26.2 opens as is. Unlike
+//     btcd's main, a regtest database is never deleted on start.
+//   - blockchain.BlockChain with an index manager (indexers.NewManager)
+//     holding the Electrum index (--electrumindex) and btcd's TxIndex
+//     (--txindex). blockchain.New returns once every index has caught up.
+//     The Electrum index holds every confirmed transaction, so with
+//     --electrumindex alone blockchain.transaction.get and getrawtransaction
+//     serve any confirmed txid.
+//   - mempool.TxPool with btcd's policy and defaults, and btcd's fee
+//     estimator (saved in the database at shutdown, restored at start).
+//   - netsync.SyncManager, btcd's peer package, connmgr and addrmgr: P2P
+//     listeners, inbound and outbound peers, --connect/--addpeer permanent
+//     peers, DNS seeding, and the message handlers netsync needs to sync
+//     from and to btcd (version/verack, inv, getdata, getblocks, getheaders,
+//     headers, block, tx, notfound, addr, feefilter), with block and
+//     transaction relay.
+//   - mining.BlkTmplGenerator and cpuminer for generate on regtest and
+//     simnet.
+//   - the Electrum server (package electrum) and the JSON-RPC server
+//     (package rpcext), each reading the node through the backend
+//     interfaces its package owns (electrum_backend.go, rpc_backend.go).
+//
+// Chain notifications are subscribed after netsync.New, so by the time the
+// node's callback runs the mempool has dropped a connected block's
+// transactions. The callback only hands the block on: to the RPC server's
+// own queue, and to the node's event queue together with the script hashes
+// the block touched (ElectrumIndex.Touched). One dispatcher goroutine turns
+// queued events into Electrum tip and script hash notifications and
+// reconciles the mempool view (indexers.Mempool) with btcd's pool, which
+// has no removal hook: after every block and after every acceptance.
+//
+// Lifecycle: New, Start, Stop. Stop shuts down the Electrum and RPC
+// servers, listeners and peers, the sync manager (which flushes the UTXO
+// cache), the address manager, saves the fee estimator and closes the
+// database. The binary (cmd/btcd-electrum) calls Stop on SIGINT or SIGTERM.
+//
+// Configuration is Config: btcd's option names, meanings and defaults
+// (go-flags, also from a config file) plus the Electrum options; LoadConfig
+// parses a command line as btcd does.
+package node

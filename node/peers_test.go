@@ -1,0 +1,139 @@
+package node
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// rawPeer connects btcd's peer package to the node as an outside peer, and
+// reports when the verack arrived.
+func rawPeer(t *testing.T, addr string) (*peer.Peer, <-chan struct{}) {
+	t.Helper()
+	verack := make(chan struct{})
+	p, err := peer.NewOutboundPeer(&peer.Config{
+		ChainParams:      &chaincfg.RegressionNetParams,
+		Services:         wire.SFNodeNetwork | wire.SFNodeWitness,
+		UserAgentName:    "test",
+		UserAgentVersion: "1.0",
+		AllowSelfConns:   true,
+		Listeners: peer.MessageListeners{
+			OnVerAck: func(*peer.Peer, *wire.MsgVerAck) { close(verack) },
+		},
+	}, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.AssociateConnection(conn)
+	t.Cleanup(p.Disconnect)
+	return p, verack
+}
+
+// TestMisbehavingPeerIsBanned sends notfound for blocks nobody asked for:
+// the node raises the peer's ban score past the threshold, disconnects it,
+// and refuses its host afterwards; the node keeps serving.
+func TestMisbehavingPeerIsBanned(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	addr := n.P2PAddrs()[0].String()
+	p, verack := rawPeer(t, addr)
+	select {
+	case <-verack:
+	case <-time.After(testWait):
+		t.Fatal("no handshake")
+	}
+	waitFor(t, "the peer to be registered", func() bool { return n.ConnectedCount() == 1 })
+
+	notFound := wire.NewMsgNotFound()
+	for i := 0; i < 6; i++ {
+		_ = notFound.AddInvVect(wire.NewInvVect(wire.InvTypeBlock, &chainhash.Hash{byte(i + 1)}))
+	}
+	p.QueueMessage(notFound, nil)
+	select {
+	case <-p.Done():
+	case <-time.After(testWait):
+		t.Fatal("misbehaving peer was not disconnected")
+	}
+	waitFor(t, "the peer to be removed", func() bool { return n.ConnectedCount() == 0 })
+	if !n.bans.isBanned("127.0.0.1") {
+		t.Fatal("host not banned")
+	}
+
+	// A new connection from the banned host is closed at once.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(testWait))
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("banned host got data")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("banned host's connection stayed open")
+	}
+
+	// The node still mines and serves.
+	if _, err := n.Generate(1, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAddAndRemovePermanentPeer adds a permanent peer that does not exist
+// and removes it again, as addnode add/remove do.
+func TestAddAndRemovePermanentPeer(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	if err := n.ConnectPeer(addr, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ConnectPeer(addr, true); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Fatalf("adding the same peer twice: %v", err)
+	}
+	if err := n.DisconnectPeer(addr); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	if err := n.DisconnectPeer(addr); err == nil {
+		t.Fatal("removing it twice succeeded")
+	}
+}
+
+// TestStartFailureStopsCleanly occupies the RPC port: Start fails, Stop
+// still closes everything and the datadir opens again.
+func TestStartFailureStopsCleanly(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.RPCListeners = []string{busy.Addr().String()}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err == nil {
+		t.Fatal("Start succeeded on a busy RPC port")
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatalf("Stop after a failed Start: %v", err)
+	}
+	n2 := startNode(t, testConfig(t, dir, true))
+	if _, err := n2.Generate(1, nil); err != nil {
+		t.Fatal(err)
+	}
+}
