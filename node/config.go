@@ -218,7 +218,8 @@ func LoadConfig(args []string) (*Config, []string, error) {
 		return cfg, nil, nil
 	}
 
-	parser := flags.NewParser(cfg, flags.Default)
+	// Errors are returned, not printed: the caller prints them once.
+	parser := flags.NewParser(cfg, flags.HelpFlag|flags.PassDoubleDash)
 	explicitConfig := preCfg.ConfigFile != defaultConfigFile
 	testNet := preCfg.RegressionTest || preCfg.SimNet || preCfg.SigNet
 	if !testNet || explicitConfig {

@@ -67,7 +67,6 @@ var (
 		"SRVR": srvrLog,
 		"PEER": peerLog,
 		"INDX": indxLog,
-		"ADXR": backend.Logger("ADXR"),
 		"AMGR": backend.Logger("AMGR"),
 		"CMGR": backend.Logger("CMGR"),
 		"BCDB": backend.Logger("BCDB"),

@@ -36,6 +36,7 @@ func run(args []string) error {
 	if err != nil {
 		var fe *flags.Error
 		if errors.As(err, &fe) && fe.Type == flags.ErrHelp {
+			fmt.Println(err)
 			return nil
 		}
 		return err
