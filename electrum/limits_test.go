@@ -1,6 +1,10 @@
 package electrum
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,10 +14,8 @@ func TestSessionLimits(t *testing.T) {
 	t.Run("per IP", func(t *testing.T) {
 		fx := newFixture(t, func(c *Config) { c.MaxSessionsPerIP = 2 })
 		a, b := fx.client(t, "1.4"), fx.client(t, "1.4")
-		c := dial(t, fx.addr)
-		ch := c.expectNullID()
-		r := c.await(ch)
-		if r.Error == nil || r.Error.Code != codeExcessiveUsage || !c.closedByServer() {
+		r, closed := refusedConn(t, fx.addr)
+		if r.Error == nil || r.Error.Code != codeExcessiveUsage || !closed {
 			t.Fatalf("third session from one IP: %+v", r)
 		}
 		a.must(nil, "server.ping")
@@ -22,13 +24,35 @@ func TestSessionLimits(t *testing.T) {
 	t.Run("total", func(t *testing.T) {
 		fx := newFixture(t, func(c *Config) { c.MaxSessions = 1 })
 		a := fx.client(t, "1.4")
-		c := dial(t, fx.addr)
-		r := c.await(c.expectNullID())
-		if r.Error == nil || r.Error.Code != codeServerBusy || !c.closedByServer() {
+		r, closed := refusedConn(t, fx.addr)
+		if r.Error == nil || r.Error.Code != codeServerBusy || !closed {
 			t.Fatalf("session over the total: %+v", r)
 		}
 		a.must(nil, "server.ping")
 	})
+}
+
+// refusedConn connects, reads the one line a refused connection gets and
+// reports whether the server closed the connection after it.
+func refusedConn(t *testing.T, addr string) (rpcResponse, bool) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(c)
+	line, err := r.ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	var resp rpcResponse
+	if err := json.Unmarshal(line, &resp); err != nil {
+		t.Fatalf("answer %q: %v", line, err)
+	}
+	_, err = r.ReadByte()
+	return resp, err == io.EOF
 }
 
 func TestResponseAndHistoryLimits(t *testing.T) {

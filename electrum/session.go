@@ -141,7 +141,11 @@ func (ss *session) closed() bool { return ss.ctx.Err() != nil }
 
 // send queues one message. It never blocks: a client whose backlog exceeds
 // MaxSendBacklog is too slow and is disconnected.
-func (ss *session) send(msg []byte) bool {
+func (ss *session) send(msg []byte) bool { return ss.enqueue(msg, false) }
+
+// enqueue queues msg; last marks it as the final message, after which the
+// writer closes the session.
+func (ss *session) enqueue(msg []byte, last bool) bool {
 	ss.sendMu.Lock()
 	if ss.closed() || ss.closeAfter {
 		ss.sendMu.Unlock()
@@ -156,6 +160,7 @@ func (ss *session) send(msg []byte) bool {
 	}
 	ss.queue = append(ss.queue, msg)
 	ss.queued += len(msg)
+	ss.closeAfter = last
 	ss.sendMu.Unlock()
 	select {
 	case ss.wake <- struct{}{}:
@@ -185,11 +190,7 @@ func abortive(c msgConn) {
 // sendAndClose queues a last message and closes the session once it is
 // written.
 func (ss *session) sendAndClose(msg []byte) {
-	if ss.send(msg) {
-		ss.sendMu.Lock()
-		ss.closeAfter = true
-		ss.sendMu.Unlock()
-	} else {
+	if !ss.enqueue(msg, true) {
 		ss.close()
 	}
 }
