@@ -3,10 +3,14 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -170,5 +174,43 @@ func TestElectrumServesTheIndex(t *testing.T) {
 	_ = cb.MsgTx().Serialize(&buf)
 	if got := c.call("blockchain.transaction.get", cb.Hash().String()); got != hex.EncodeToString(buf.Bytes()) {
 		t.Fatalf("transaction.get returned %v", got)
+	}
+}
+
+// TestElectrumTLSWithGeneratedCert enables the TLS listener without
+// certificate files: the node creates a self-signed pair at the configured
+// paths and serves TLS with it.
+func TestElectrumTLSWithGeneratedCert(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.ElectrumListeners = nil
+	cfg.ElectrumTLSListeners = []string{"127.0.0.1:0"}
+	cfg.ElectrumCert = filepath.Join(dir, "e.cert")
+	cfg.ElectrumKey = filepath.Join(dir, "e.key")
+	n := startNode(t, cfg)
+	if len(n.ElectrumAddrs()[electrum.TCP]) != 0 {
+		t.Fatal("a TCP listener was opened although only TLS was asked for")
+	}
+	addrs := n.ElectrumAddrs()[electrum.TLS]
+	if len(addrs) != 1 {
+		t.Fatalf("TLS listeners %v", n.ElectrumAddrs())
+	}
+	pemCert, err := os.ReadFile(cfg.ElectrumCert)
+	if err != nil {
+		t.Fatalf("certificate not written: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCert) {
+		t.Fatal("written certificate is not PEM")
+	}
+	conn, err := tls.Dial("tcp", addrs[0].String(), &tls.Config{RootCAs: pool, ServerName: "localhost"})
+	if err != nil {
+		t.Fatalf("TLS dial with the written certificate: %v", err)
+	}
+	defer conn.Close()
+	c := &electrumClient{t: t, conn: conn, r: bufio.NewReader(conn)}
+	v, _ := c.call("server.version", "node-test", "1.4").([]any)
+	if len(v) != 2 || v[1] != "1.4" {
+		t.Fatalf("server.version over TLS = %v", v)
 	}
 }

@@ -352,3 +352,33 @@ func TestStopWithoutStart(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestConfirmedTxThroughTxIndex serves confirmed transactions from btcd's
+// transaction index when the Electrum index is off, and refuses without
+// either index.
+func TestConfirmedTxThroughTxIndex(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), false)
+	cfg.TxIndex = true
+	n := startNode(t, cfg)
+	hashes, err := n.Generate(3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := n.Chain().BlockByHash(hashes[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := block.Transactions()[0]
+	tx, blockHash, err := n.ConfirmedTx(cb.Hash())
+	if err != nil {
+		t.Fatalf("ConfirmedTx: %v", err)
+	}
+	if tx.TxHash() != *cb.Hash() || *blockHash != *hashes[1] {
+		t.Fatalf("ConfirmedTx returned %v in %v", tx.TxHash(), blockHash)
+	}
+
+	plain := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, _, err := plain.ConfirmedTx(cb.Hash()); err == nil || !strings.Contains(err.Error(), "--electrumindex") {
+		t.Fatalf("ConfirmedTx without an index: %v", err)
+	}
+}
