@@ -9,7 +9,10 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/peer"
+	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // rawPeer connects btcd's peer package to the node as an outside peer, and
@@ -135,5 +138,58 @@ func TestStartFailureStopsCleanly(t *testing.T) {
 	n2 := startNode(t, testConfig(t, dir, true))
 	if _, err := n2.Generate(1, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReorgFollowsLongerPeerChain lets two nodes mine separate chains, then
+// connects the shorter one to the longer: it reorganizes, its Electrum index
+// follows to the new tip, and an Electrum client subscribed to headers and
+// to the mining script is told about the new tip and the changed history.
+func TestReorgFollowsLongerPeerChain(t *testing.T) {
+	a := startNode(t, testConfig(t, t.TempDir(), true))
+	b := startNode(t, testConfig(t, t.TempDir(), true))
+	if _, err := a.Generate(12, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Generate(10, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := dialElectrum(t, b)
+	c.call("server.version", "node-test", "1.4")
+	c.call("blockchain.headers.subscribe")
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	sh := indexers.ScriptHashFromScript(pkScript).String()
+	before := c.call("blockchain.scripthash.subscribe", sh)
+
+	if err := b.ConnectPeer(a.P2PAddrs()[0].String(), true); err != nil {
+		t.Fatal(err)
+	}
+	want := a.Chain().BestSnapshot()
+	waitFor(t, "the reorganization", func() bool {
+		tip, err := b.index.electrum.Tip()
+		return err == nil && tip.Hash == want.Hash && b.Chain().BestSnapshot().Hash == want.Hash
+	})
+	for {
+		header := c.notification("blockchain.headers.subscribe")
+		if h, _ := header[0].(map[string]any)["height"].(float64); h == 12 {
+			break
+		}
+	}
+	note := c.notification("blockchain.scripthash.subscribe")
+	if note[0] != sh || note[1] == before {
+		t.Fatalf("status notification %v after the reorganization", note)
+	}
+	hist, _ := c.call("blockchain.scripthash.get_history", sh).([]any)
+	if len(hist) != 12 {
+		t.Fatalf("history after the reorganization has %d entries, want 12", len(hist))
+	}
+	for i, e := range hist {
+		block, err := a.Chain().BlockByHeight(int32(i + 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e.(map[string]any)["tx_hash"] != block.Transactions()[0].Hash().String() {
+			t.Fatalf("history entry %d is %v, not the coinbase of the winning chain", i, e)
+		}
 	}
 }
