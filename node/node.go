@@ -75,7 +75,6 @@ type Node struct {
 	stopReq   chan struct{}
 	stopReqMu sync.Once
 	wg        sync.WaitGroup
-	startTime time.Time
 }
 
 // New opens (or creates) the block database in the configured datadir,
@@ -97,7 +96,6 @@ func New(cfg *Config) (*Node, error) {
 		bans:       newBanList(),
 		quit:       make(chan struct{}),
 		stopReq:    make(chan struct{}),
-		startTime:  time.Now(),
 	}
 	if err := os.MkdirAll(cfg.netDataDir, 0o700); err != nil {
 		return nil, err

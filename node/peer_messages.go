@@ -340,9 +340,6 @@ func clampAddrTime(ts time.Time) time.Time {
 	return ts
 }
 
-// relayBlockHeader is the data netsync passes with a block inventory.
-type relayBlockHeader = wire.BlockHeader
-
 // RelayInventory announces a block or transaction to every peer that does
 // not know it yet: block headers to peers that asked for headers, invs to
 // the others; transactions honour each peer's relay flag and fee filter.
@@ -353,7 +350,9 @@ func (n *Node) RelayInventory(iv *wire.InvVect, data interface{}) {
 			continue
 		}
 		if iv.Type == wire.InvTypeBlock && sp.WantsHeaders() {
-			header, ok := data.(relayBlockHeader)
+			// netsync passes the block's header with a block
+			// inventory.
+			header, ok := data.(wire.BlockHeader)
 			if !ok {
 				continue
 			}
