@@ -10,7 +10,8 @@ import (
 
 // ProcessTx validates a transaction into the mempool with btcd's policy,
 // relays it and the orphans it unlocked to peers, and feeds them to the
-// Electrum mempool view. The submitted transaction's descriptor comes
+// Electrum mempool view. The transaction is announced again now and then
+// until a block confirms it. The submitted transaction's descriptor comes
 // first. Rejections are mempool.RuleError values.
 func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 	accepted, err := n.txMemPool.ProcessTransaction(tx, false, false, 0)
@@ -22,6 +23,7 @@ func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 		// transaction itself first or fails.
 		return nil, errors.New("transaction was not accepted into the mempool")
 	}
+	n.rebroadcast.add(*tx.Hash())
 	n.AnnounceNewTransactions(accepted)
 	return accepted, nil
 }

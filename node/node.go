@@ -57,6 +57,7 @@ type Node struct {
 	p2pListeners []net.Listener
 	peers        *peerSet
 	bans         *banList
+	rebroadcast  *rebroadcaster
 
 	// permanent are the permanent connection requests by address, so a
 	// permanent peer can be removed while it is not connected.
@@ -86,16 +87,17 @@ func New(cfg *Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		cfg:        cfg,
-		params:     cfg.params,
-		timeSource: blockchain.NewMedianTime(),
-		sigCache:   txscript.NewSigCache(cfg.SigCacheMaxSize),
-		hashCache:  txscript.NewHashCache(cfg.SigCacheMaxSize),
-		events:     newEventQueue(),
-		permanent:  make(map[string]*connmgr.ConnReq),
-		bans:       newBanList(),
-		quit:       make(chan struct{}),
-		stopReq:    make(chan struct{}),
+		cfg:         cfg,
+		params:      cfg.params,
+		timeSource:  blockchain.NewMedianTime(),
+		sigCache:    txscript.NewSigCache(cfg.SigCacheMaxSize),
+		hashCache:   txscript.NewHashCache(cfg.SigCacheMaxSize),
+		events:      newEventQueue(),
+		permanent:   make(map[string]*connmgr.ConnReq),
+		bans:        newBanList(),
+		rebroadcast: newRebroadcaster(),
+		quit:        make(chan struct{}),
+		stopReq:     make(chan struct{}),
 	}
 	if err := os.MkdirAll(cfg.netDataDir, 0o700); err != nil {
 		return nil, err
@@ -252,8 +254,9 @@ func (n *Node) Start() error {
 	var err error
 	n.startOnce.Do(func() {
 		n.started.Store(true)
-		n.wg.Add(1)
+		n.wg.Add(2)
 		go n.dispatchEvents()
+		go n.rebroadcastLoop()
 
 		n.addrManager.Start()
 		n.syncManager.Start()

@@ -143,6 +143,9 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 	if !n.TxPool().HaveTransaction(tx.Hash()) {
 		t.Fatal("transaction is not in the mempool")
 	}
+	if p := n.rebroadcast.pending(); len(p) != 1 || p[0] != *tx.Hash() {
+		t.Fatalf("rebroadcast list %v, want the submitted transaction", p)
+	}
 	hashes, err := n.Generate(1, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,6 +160,9 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 	waitFor(t, "mempool to drop the mined transaction", func() bool {
 		c, _ := n.mempoolView.Len()
 		return n.TxPool().Count() == 0 && c == 0
+	})
+	waitFor(t, "the confirmed transaction to leave the rebroadcast list", func() bool {
+		return len(n.rebroadcast.pending()) == 0
 	})
 	best := n.Chain().BestSnapshot()
 	if best.Height != 102 {

@@ -389,8 +389,3 @@ func (n *Node) UpdatePeerHeights(hash *chainhash.Hash, height int32, source *pee
 		}
 	}
 }
-
-// TransactionConfirmed is called by netsync when a transaction was mined.
-// Part of netsync.PeerNotifier; the node keeps no rebroadcast list, so there
-// is nothing to do.
-func (n *Node) TransactionConfirmed(*btcutil.Tx) {}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"math/rand"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// maxRebroadcastDelay bounds the random wait between two rebroadcasts of the
+// node's own transactions, as btcd (up to 5 minutes).
+const maxRebroadcastDelay = 5 * time.Minute
+
+// rebroadcaster re-announces the transactions submitted to this node (RPC
+// sendrawtransaction, Electrum broadcast) until a block confirms them or
+// they leave the mempool, so they reach peers that connect later, as btcd
+// does for its RPC transactions.
+type rebroadcaster struct {
+	mu  sync.Mutex
+	txs map[chainhash.Hash]struct{}
+}
+
+// newRebroadcaster returns an empty rebroadcaster.
+func newRebroadcaster() *rebroadcaster {
+	return &rebroadcaster{txs: make(map[chainhash.Hash]struct{})}
+}
+
+// add starts rebroadcasting a transaction.
+func (r *rebroadcaster) add(hash chainhash.Hash) {
+	r.mu.Lock()
+	r.txs[hash] = struct{}{}
+	r.mu.Unlock()
+}
+
+// remove stops rebroadcasting a transaction.
+func (r *rebroadcaster) remove(hash chainhash.Hash) {
+	r.mu.Lock()
+	delete(r.txs, hash)
+	r.mu.Unlock()
+}
+
+// pending returns the transactions being rebroadcast.
+func (r *rebroadcaster) pending() []chainhash.Hash {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]chainhash.Hash, 0, len(r.txs))
+	for h := range r.txs {
+		out = append(out, h)
+	}
+	return out
+}
+
+// TransactionConfirmed stops rebroadcasting a transaction a block
+// confirmed. Part of netsync.PeerNotifier.
+func (n *Node) TransactionConfirmed(tx *btcutil.Tx) {
+	n.rebroadcast.remove(*tx.Hash())
+}
+
+// rebroadcastLoop re-announces the node's own unconfirmed transactions at
+// random intervals until the node stops.
+func (n *Node) rebroadcastLoop() {
+	defer n.wg.Done()
+	timer := time.NewTimer(randomDelay())
+	defer timer.Stop()
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-timer.C:
+		}
+		pending := n.rebroadcast.pending()
+		if len(pending) > 0 {
+			inPool := make(map[chainhash.Hash]*mempool.TxDesc)
+			for _, d := range n.txMemPool.TxDescs() {
+				inPool[*d.Tx.Hash()] = d
+			}
+			for _, hash := range pending {
+				desc, ok := inPool[hash]
+				if !ok {
+					// Mined, replaced or evicted.
+					n.rebroadcast.remove(hash)
+					continue
+				}
+				n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, &hash), desc)
+			}
+		}
+		timer.Reset(randomDelay())
+	}
+}
+
+// randomDelay returns a delay up to maxRebroadcastDelay.
+func randomDelay() time.Duration {
+	return time.Duration(rand.Int63n(int64(maxRebroadcastDelay))) + time.Second
+}
