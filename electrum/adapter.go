@@ -99,9 +99,26 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	es := b.Mempool.Entries(sh)
 	out := make([]MempoolEntry, len(es))
 	for i, e := range es {
-		out[i] = MempoolEntry{TxHash: e.TxHash, Height: e.Height, Fee: e.Fee}
+		out[i] = MempoolEntry{TxHash: e.TxHash, Height: b.mempoolHeight(e.TxHash, e.Height), Fee: e.Fee}
 	}
 	return out
+}
+
+// mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
+// itself: -1 when some input spends a transaction that is in the pool. The
+// overlay's flag can lag behind after a reorg, when a parent re-enters the
+// pool after its child; the pool is the source of truth.
+func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
+	tx, err := b.Pool.FetchTransaction(&txid)
+	if err != nil {
+		return overlay
+	}
+	for _, in := range tx.MsgTx().TxIn {
+		if b.Pool.IsTransactionInPool(&in.PreviousOutPoint.Hash) {
+			return -1
+		}
+	}
+	return 0
 }
 
 // MempoolBalance implements MempoolView.

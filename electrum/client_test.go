@@ -224,7 +224,9 @@ func (c *testClient) note() rpcResponse {
 // its notification passes.
 func (c *testClient) noNote(s *Server) {
 	c.t.Helper()
-	s.notifier.waitPasses(s.notifier.passes.Load())
+	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		c.t.Fatal(err)
+	}
 	// A round trip orders everything the server sent before it.
 	c.call("server.ping")
 	select {
@@ -241,5 +243,31 @@ func (c *testClient) closedByServer() bool {
 		return true
 	case <-time.After(30 * time.Second):
 		return false
+	}
+}
+
+// drain returns every notification the server sent so far.
+func (c *testClient) drain(s *Server) []rpcResponse {
+	c.t.Helper()
+	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		c.t.Fatal(err)
+	}
+	c.call("server.ping")
+	var out []rpcResponse
+	for {
+		select {
+		case n := <-c.notes:
+			out = append(out, n)
+		default:
+			return out
+		}
+	}
+}
+
+// decodeInto unmarshals JSON or fails the test.
+func decodeInto(t testing.TB, raw json.RawMessage, out any) {
+	t.Helper()
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("decoding %s: %v", raw, err)
 	}
 }

@@ -28,6 +28,9 @@ import (
 type event struct {
 	tip     *tipEvent
 	touched []indexers.ScriptHash
+	// done, when set, is closed once every event queued before it has
+	// been handled (Server.flushNotifications).
+	done chan struct{}
 }
 
 // tipEvent is a new chain tip.
@@ -146,6 +149,13 @@ func (n *notifier) pass(q []event, seq uint64) {
 		}
 	}
 	n.rmu.RUnlock()
+	defer func() {
+		for _, e := range q {
+			if e.done != nil {
+				close(e.done)
+			}
+		}
+	}()
 	if len(work) == 0 {
 		return
 	}

@@ -203,6 +203,19 @@ func (s *Server) NotifyMempool(shs []indexers.ScriptHash) {
 	s.notifier.push(event{touched: shs})
 }
 
+// flushNotifications waits until every event queued before the call has
+// been turned into notifications (handed to the sessions' send queues).
+func (s *Server) flushNotifications(ctx context.Context) error {
+	done := make(chan struct{})
+	s.notifier.push(event{done: done})
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // logf logs through Config.Logf when set.
 func (s *Server) logf(format string, args ...any) {
 	if s.cfg.Logf != nil {

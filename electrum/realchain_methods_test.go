@@ -1,0 +1,319 @@
+package electrum
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"testing"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// TestRealChainMatchesModel checks the confirmed answers of every script
+// method, for every script of a random regtest chain, against the naive
+// reference model; and the block, header and transaction methods against
+// the chain itself.
+func TestRealChainMatchesModel(t *testing.T) {
+	n := newRealNode(t, 8, nil)
+	model, err := testchain.BuildModel(n.h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, n.addr)
+	c.negotiate([]string{"1.4", "1.6"})
+	checked := 0
+	for _, sh := range model.ScriptHashes() {
+		var hist []historyItem
+		c.must(&hist, "blockchain.scripthash.get_history", sh.String())
+		want := model.History[sh]
+		if len(hist) != len(want) {
+			t.Fatalf("%s: %d history entries, model %d", sh, len(hist), len(want))
+		}
+		for i := range hist {
+			if hist[i].TxHash != want[i].TxHash.String() || hist[i].Height != want[i].Height {
+				t.Fatalf("%s: history[%d] = %+v, model %+v", sh, i, hist[i], want[i])
+			}
+		}
+		var utxos []unspentItem
+		c.must(&utxos, "blockchain.scripthash.listunspent", sh.String())
+		wu := model.Unspent[sh]
+		if len(utxos) != len(wu) {
+			t.Fatalf("%s: %d unspent, model %d", sh, len(utxos), len(wu))
+		}
+		for i := range utxos {
+			if utxos[i].TxHash != wu[i].TxHash.String() || utxos[i].TxPos != wu[i].Vout || utxos[i].Height != wu[i].Height || utxos[i].Value != wu[i].Value {
+				t.Fatalf("%s: unspent[%d] = %+v, model %+v", sh, i, utxos[i], wu[i])
+			}
+		}
+		var bal map[string]int64
+		c.must(&bal, "blockchain.scripthash.get_balance", sh.String())
+		if bal["confirmed"] != model.Balance[sh] || bal["unconfirmed"] != 0 {
+			t.Fatalf("%s: balance %v, model %d", sh, bal, model.Balance[sh])
+		}
+		var status *string
+		c.must(&status, "blockchain.scripthash.subscribe", sh.String())
+		if status == nil || *status != model.StatusHex(sh) {
+			t.Fatalf("%s: status %v, model %s", sh, status, model.StatusHex(sh))
+		}
+		checked++
+	}
+	if checked < 10 {
+		t.Fatalf("only %d scripts in the model", checked)
+	}
+
+	// Every transaction of the last blocks: raw bytes, merkle proof, position.
+	tip := model.Height
+	for height := tip - 3; height <= tip; height++ {
+		block, err := n.h.Chain.BlockByHeight(height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos, tx := range block.Transactions() {
+			txid := tx.Hash().String()
+			var raw string
+			c.must(&raw, "blockchain.transaction.get", txid)
+			var buf bytes.Buffer
+			tx.MsgTx().Serialize(&buf)
+			if raw != hex.EncodeToString(buf.Bytes()) {
+				t.Fatalf("tx %s bytes differ", txid)
+			}
+			var m merkleResult
+			c.must(&m, "blockchain.transaction.get_merkle", txid, height)
+			var branch []chainhash.Hash
+			for _, b := range m.Merkle {
+				branch = append(branch, mustHash(t, b))
+			}
+			if m.Pos != pos || rootFromBranch(*tx.Hash(), branch, pos) != block.MsgBlock().Header.MerkleRoot {
+				t.Fatalf("tx %s: merkle proof does not reach the block's root", txid)
+			}
+			var id string
+			c.must(&id, "blockchain.transaction.id_from_pos", height, pos)
+			if id != txid {
+				t.Fatalf("id_from_pos(%d,%d) = %s, want %s", height, pos, id, txid)
+			}
+		}
+		var v map[string]any
+		c.must(&v, "blockchain.transaction.get", block.Transactions()[0].Hash().String(), true)
+		if v["blockhash"] != block.Hash().String() || v["confirmations"].(float64) != float64(tip-height+1) {
+			t.Fatalf("verbose coinbase %v", v)
+		}
+		if vin := v["vin"].([]any); vin[0].(map[string]any)["coinbase"] == nil {
+			t.Fatalf("verbose coinbase input %v", vin)
+		}
+	}
+
+	// Headers and cp_height proofs against the chain's block hashes.
+	var hashes []chainhash.Hash
+	for h := int32(0); h <= tip; h++ {
+		bh, err := n.h.Chain.BlockHashByHeight(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashes = append(hashes, *bh)
+	}
+	for _, tc := range []struct{ height, cp int32 }{{0, tip}, {5, 5}, {tip / 2, tip - 1}, {tip, tip}} {
+		var p proofResult
+		c.must(&p, "blockchain.block.header", tc.height, tc.cp)
+		raw, _ := hex.DecodeString(p.Header)
+		var branch []chainhash.Hash
+		for _, b := range p.Branch {
+			branch = append(branch, mustHash(t, b))
+		}
+		root := merkleRoot(hashes[:tc.cp+1])
+		if chainhash.DoubleHashH(raw) != hashes[tc.height] || p.Root != root.String() ||
+			rootFromBranch(hashes[tc.height], branch, int(tc.height)) != root {
+			t.Fatalf("header proof %d/%d does not verify", tc.height, tc.cp)
+		}
+	}
+	var hs map[string]any
+	c.must(&hs, "blockchain.block.headers", 0, 3000)
+	if hs["count"].(float64) != float64(tip+1) || len(hs["headers"].([]any)) != int(tip+1) {
+		t.Fatalf("headers count %v", hs["count"])
+	}
+	var sub headerResult
+	c.must(&sub, "blockchain.headers.subscribe")
+	if sub.Height != tip {
+		t.Fatalf("headers.subscribe height %d, want %d", sub.Height, tip)
+	}
+	var f map[string]any
+	c.must(&f, "server.features")
+	if f["genesis_hash"] != n.h.Params.GenesisHash.String() {
+		t.Fatalf("features genesis %v", f["genesis_hash"])
+	}
+}
+
+// TestRealChainMempoolNotifications drives btcd's real mempool and chain:
+// broadcasts through the server, a child with an unconfirmed parent,
+// blocks confirming them one at a time and a reorg that returns them to the
+// mempool, checking answers and notifications at each step.
+func TestRealChainMempoolNotifications(t *testing.T) {
+	n := newRealNode(t, 2, nil)
+	target := append([]byte{0x00, 0x14}, bytes.Repeat([]byte{0x42}, 20)...)
+	sh := indexers.ScriptHashFromScript(target)
+	change := &n.h.Pool.Spendable[1] // P2WSH anyone-can-spend
+	if change.Kind != testchain.KindP2WSH {
+		t.Fatalf("pool script kind %v", change.Kind)
+	}
+
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	var hsub headerResult
+	c.must(&hsub, "blockchain.headers.subscribe")
+	var status *string
+	c.must(&status, "blockchain.scripthash.subscribe", sh.String())
+	if status != nil {
+		t.Fatal("fresh script has a status")
+	}
+	c16 := dial(t, n.addr)
+	c16.negotiate("1.6")
+
+	coin := n.coin()
+	tx1 := spendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
+	var txid string
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx1))
+	if txid != tx1.TxHash().String() {
+		t.Fatalf("broadcast txid %s", txid)
+	}
+	expectStatus := func(want []string) {
+		t.Helper()
+		n.waitNotified()
+		_, st := statusOf(t, c.note())
+		var hist []historyItem
+		c.must(&hist, "blockchain.scripthash.get_history", sh.String())
+		got := []string{}
+		d := newStatusDigest()
+		for _, h := range hist {
+			got = append(got, fmt.Sprintf("%s:%d", h.TxHash[:8], h.Height))
+			d.Add(mustHash(t, h.TxHash), h.Height)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("history %v, want %v", got, want)
+		}
+		if st == nil || *st != *statusHex(d.Sum()) {
+			t.Fatalf("notified status does not match the history")
+		}
+		c.noNote(n.srv)
+	}
+	id1 := tx1.TxHash().String()[:8]
+	expectStatus([]string{id1 + ":0"})
+
+	var mem []historyItem
+	c.must(&mem, "blockchain.scripthash.get_mempool", sh.String())
+	if len(mem) != 1 || *mem[0].Fee != 20_000 {
+		t.Fatalf("get_mempool %+v", mem)
+	}
+	var bal map[string]int64
+	c.must(&bal, "blockchain.scripthash.get_balance", sh.String())
+	if bal["confirmed"] != 0 || bal["unconfirmed"] != 1_0000_0000 {
+		t.Fatalf("balance %v", bal)
+	}
+	var utxos []unspentItem
+	c.must(&utxos, "blockchain.scripthash.listunspent", sh.String())
+	if len(utxos) != 1 || utxos[0].Height != 0 || utxos[0].Value != 1_0000_0000 {
+		t.Fatalf("listunspent %+v", utxos)
+	}
+	var raw string
+	c.must(&raw, "blockchain.transaction.get", id1+tx1.TxHash().String()[8:])
+	if raw != txHex(tx1) {
+		t.Fatal("mempool tx bytes differ")
+	}
+	var hist [][2]float64
+	c.must(&hist, "mempool.get_fee_histogram")
+	if len(hist) == 0 || hist[0][0] <= 0 {
+		t.Fatalf("fee histogram %v", hist)
+	}
+
+	// A child of tx1's change pays the target again: height -1.
+	tx2 := spendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx2))
+	id2 := tx2.TxHash().String()[:8]
+	expectStatus([]string{id1 + ":0", id2 + ":-1"})
+
+	// Confirm tx1 only: tx1 at the new height, tx2 becomes height 0.
+	b1 := n.mine(nil, tx1)
+	n.waitNotified()
+	nh := c.note()
+	if nh.Method != "blockchain.headers.subscribe" {
+		t.Fatalf("expected a header notification, got %s", nh.Method)
+	}
+	h1 := b1.Height()
+	expectStatus([]string{fmt.Sprintf("%s:%d", id1, h1), id2 + ":0"})
+
+	// A package: parent and child accepted in order (1.6).
+	coin2 := n.coin()
+	p := spendTx([]testchain.Coin{coin2}, wire.NewTxOut(coin2.Value-10_000, change.PkScript))
+	ch := spendTx([]testchain.Coin{changeCoin(p, 0, change)}, wire.NewTxOut(2000_0000, target), wire.NewTxOut(p.TxOut[0].Value-2000_0000-10_000, change.PkScript))
+	var pr map[string]any
+	c16.must(&pr, "blockchain.transaction.broadcast_package", []string{txHex(p), txHex(ch)})
+	if pr["success"] != true {
+		t.Fatalf("package %v", pr)
+	}
+	idc := ch.TxHash().String()[:8]
+	wantMem := []string{id2 + ":0", idc + ":-1"}
+	expectStatus(append([]string{fmt.Sprintf("%s:%d", id1, h1)}, wantMem...))
+
+	// Mine everything.
+	b2 := n.mineMempool()
+	n.waitNotified()
+	c.note() // header
+	h2 := b2.Height()
+	confirmed := []string{fmt.Sprintf("%s:%d", id1, h1)}
+	for _, tx := range b2.Transactions() {
+		if tx.Hash().String()[:8] == id2 || tx.Hash().String()[:8] == idc {
+			confirmed = append(confirmed, fmt.Sprintf("%s:%d", tx.Hash().String()[:8], h2))
+		}
+	}
+	expectStatus(confirmed)
+	c.must(&bal, "blockchain.scripthash.get_balance", sh.String())
+	if bal["confirmed"] != 1_0000_0000+5000_0000+2000_0000 || bal["unconfirmed"] != 0 {
+		t.Fatalf("balance after blocks %v", bal)
+	}
+
+	// Reorg: a longer branch from b1's parent without these transactions.
+	parent, err := n.h.Chain.BlockByHash(&b1.MsgBlock().Header.PrevBlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.SetHeight(h1 - 1)
+	f1 := n.mine(parent)
+	f1.SetHeight(h1)
+	f2 := n.mine(f1)
+	f2.SetHeight(h1 + 1)
+	f3 := n.mine(f2)
+	// Everything the reorg caused: header notifications ending at the new
+	// tip, and status notifications ending at the final status.
+	var last headerResult
+	var lastStatus *string
+	for _, nt := range c.drain(n.srv) {
+		if nt.Method == "blockchain.headers.subscribe" {
+			var hs []headerResult
+			decodeInto(t, nt.Params, &hs)
+			last = hs[0]
+			continue
+		}
+		_, lastStatus = statusOf(t, nt)
+	}
+	if last.Height != h1+2 {
+		t.Fatalf("last header after reorg at %d, want %d", last.Height, h1+2)
+	}
+	if hdr, _ := headerHex(&f3.MsgBlock().Header); last.Hex != hdr {
+		t.Fatal("reorg header is not the new tip")
+	}
+	var after []historyItem
+	c.must(&after, "blockchain.scripthash.get_history", sh.String())
+	d := newStatusDigest()
+	heights := map[string]int32{}
+	for _, h := range after {
+		d.Add(mustHash(t, h.TxHash), h.Height)
+		heights[h.TxHash[:8]] = h.Height
+	}
+	if len(after) != 3 || heights[id1] != 0 || heights[id2] != -1 || heights[idc] != -1 {
+		t.Fatalf("history after reorg %+v", after)
+	}
+	if lastStatus == nil || *lastStatus != *statusHex(d.Sum()) {
+		t.Fatal("last notified status after the reorg does not match the history")
+	}
+}

@@ -1,0 +1,270 @@
+package electrum
+
+import (
+	"bytes"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/integration/rpctest"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// realNode is the server on the project's real parts: a btcd regtest chain
+// on ffldb (internal/testchain) with the Electrum index in its index
+// manager, btcd's mempool and fee estimator, the index's mempool overlay,
+// and the chain-notification wiring the node uses.
+type realNode struct {
+	t       testing.TB
+	h       *testchain.Harness
+	idx     *indexers.ElectrumIndex
+	pool    *mempool.TxPool
+	fees    *mempool.FeeEstimator
+	overlay *indexers.Mempool
+	backend *IndexBackend
+	srv     *Server
+	addr    string // TCP
+	wsAddr  string
+	minerTo address.Address
+
+	mu sync.Mutex
+	// coins are mature anyone-can-spend outputs reserved for tests.
+	coins []testchain.Coin
+}
+
+// newRealNode builds a chain with mature coinbases and a few random
+// blocks, and starts a server on TCP and WS.
+func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
+	t.Helper()
+	n := &realNode{t: t}
+	n.h = testchain.New(t, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		n.idx = indexers.NewElectrumIndex(db, params)
+		return indexers.NewManager(db, n.idx)
+	})
+	if err := n.h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.h.MineEmpty(20); err != nil {
+		t.Fatal(err)
+	}
+	rng := newRand(7)
+	for i := 0; i < randomBlocks; i++ {
+		if _, err := n.h.Mine(rng, testchain.DefaultSpec()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tipH := n.h.Tip()
+	for _, c := range n.h.Coins() {
+		if (!c.Coinbase || tipH+1-c.Height >= int32(n.h.Params.CoinbaseMaturity)) && c.Script.Kind.Spendable() && c.Value > 2_0000_0000 {
+			n.coins = append(n.coins, c)
+		}
+	}
+	if len(n.coins) < 6 {
+		t.Fatalf("only %d mature coins", len(n.coins))
+	}
+	var err error
+	n.minerTo, err = address.NewAddressWitnessPubKeyHash(bytes.Repeat([]byte{0x99}, 20), n.h.Params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.fees = mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 1)
+	chain := n.h.Chain
+	n.pool = mempool.New(&mempool.Config{
+		Policy: mempool.Policy{
+			MaxTxVersion:      2,
+			AcceptNonStd:      true,
+			FreeTxRelayLimit:  15,
+			MaxOrphanTxs:      100,
+			MaxOrphanTxSize:   100000,
+			MaxSigOpCostPerTx: blockchain.MaxBlockSigOpsCost / 4,
+			MinRelayTxFee:     mempool.DefaultMinRelayTxFee,
+		},
+		ChainParams:    n.h.Params,
+		FetchUtxoView:  chain.FetchUtxoView,
+		BestHeight:     func() int32 { return chain.BestSnapshot().Height },
+		MedianTimePast: func() time.Time { return chain.BestSnapshot().MedianTime },
+		CalcSequenceLock: func(tx *btcutil.Tx, view *blockchain.UtxoViewpoint) (*blockchain.SequenceLock, error) {
+			return chain.CalcSequenceLock(tx, view, true)
+		},
+		IsDeploymentActive: chain.IsDeploymentActive,
+		SigCache:           txscript.NewSigCache(1000),
+		HashCache:          txscript.NewHashCache(1000),
+		FeeEstimator:       n.fees,
+	})
+	n.overlay = indexers.NewMempool(n.idx.PrevOut)
+	n.backend = &IndexBackend{
+		Params:  n.h.Params,
+		Chain:   chain,
+		Index:   n.idx,
+		Mempool: n.overlay,
+		Pool:    n.pool,
+		Relay: &PoolRelay{Pool: n.pool, Fees: n.fees, OnAccept: func(descs []*mempool.TxDesc) {
+			n.srv.NotifyMempool(n.overlay.Add(descs...))
+		}},
+	}
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{Listeners: []Listener{{Transport: TCP, Listener: tcp}, {Transport: WS, Listener: ws}}}
+	if mod != nil {
+		mod(&cfg)
+	}
+	n.srv = New(cfg, n.backend)
+	n.addr, n.wsAddr = tcp.Addr().String(), ws.Addr().String()
+	chain.Subscribe(n.onChain)
+	if err := n.srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		n.srv.Shutdown(contextWithTimeout(10 * time.Second))
+	})
+	return n
+}
+
+// onChain keeps btcd's mempool, the fee estimator and the overlay in step
+// with the chain, as the node does, and pushes the server's events; the
+// push methods only queue.
+func (n *realNode) onChain(note *blockchain.Notification) {
+	block, ok := note.Data.(*btcutil.Block)
+	if !ok || n.srv == nil {
+		return
+	}
+	switch note.Type {
+	case blockchain.NTBlockConnected:
+		for _, tx := range block.Transactions()[1:] {
+			n.pool.RemoveTransaction(tx, false)
+			n.pool.RemoveDoubleSpends(tx)
+			n.pool.RemoveOrphan(tx)
+			n.pool.ProcessOrphans(tx)
+		}
+		n.fees.RegisterBlock(block)
+		n.srv.NotifyTip(block.MsgBlock().Header, block.Height())
+	case blockchain.NTBlockDisconnected:
+		for _, tx := range block.Transactions()[1:] {
+			n.pool.MaybeAcceptTransaction(tx, false, true)
+		}
+		n.fees.Rollback(block.Hash())
+		prev, err := n.h.Chain.HeaderByHash(&block.MsgBlock().Header.PrevBlock)
+		if err == nil {
+			n.srv.NotifyTip(prev, block.Height()-1)
+		}
+	default:
+		return
+	}
+	n.srv.NotifyScriptHashes(n.idx.Touched(*block.Hash()))
+	n.srv.NotifyMempool(n.overlay.Sync(n.pool.TxDescs()))
+}
+
+// coin takes one reserved mature coin.
+func (n *realNode) coin() testchain.Coin {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := n.coins[0]
+	n.coins = n.coins[1:]
+	return c
+}
+
+// spendTx builds a transaction spending anyone-can-spend coins (the
+// reserved coins or outputs paying change scripts) into outs.
+func spendTx(ins []testchain.Coin, outs ...*wire.TxOut) *wire.MsgTx {
+	tx := wire.NewMsgTx(2)
+	for _, c := range ins {
+		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: c.OutPoint, SignatureScript: c.Script.SigScript, Witness: c.Script.Witness, Sequence: wire.MaxTxInSequenceNum})
+	}
+	for _, o := range outs {
+		tx.AddTxOut(o)
+	}
+	return tx
+}
+
+// changeCoin describes output vout of tx paying script as spendable.
+func changeCoin(tx *wire.MsgTx, vout uint32, script *testchain.Script) testchain.Coin {
+	return testchain.Coin{OutPoint: wire.OutPoint{Hash: tx.TxHash(), Index: vout}, Value: tx.TxOut[vout].Value, Script: script}
+}
+
+// mine mines one block on prev (nil: the tip) holding txs.
+func (n *realNode) mine(prev *btcutil.Block, txs ...*wire.MsgTx) *btcutil.Block {
+	n.t.Helper()
+	if prev == nil {
+		best := n.h.Chain.BestSnapshot()
+		b, err := n.h.Chain.BlockByHash(&best.Hash)
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		b.SetHeight(best.Height)
+		prev = b
+	}
+	var utxs []*btcutil.Tx
+	for _, tx := range txs {
+		utxs = append(utxs, btcutil.NewTx(tx))
+	}
+	ts := prev.MsgBlock().Header.Timestamp.Add(time.Second)
+	block, err := rpctest.CreateBlock(prev, utxs, 4, ts, n.minerTo, nil, n.h.Params)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	if _, _, err := n.h.Chain.ProcessBlock(block, blockchain.BFNone); err != nil {
+		n.t.Fatal(err)
+	}
+	return block
+}
+
+// mineMempool mines every mempool transaction into one block at the tip.
+func (n *realNode) mineMempool() *btcutil.Block {
+	var txs []*wire.MsgTx
+	for _, d := range n.pool.MiningDescs() {
+		txs = append(txs, d.Tx.MsgTx())
+	}
+	return n.mine(nil, orderTxs(txs)...)
+}
+
+// orderTxs puts parents before children.
+func orderTxs(txs []*wire.MsgTx) []*wire.MsgTx {
+	in := map[[32]byte]bool{}
+	for _, tx := range txs {
+		in[tx.TxHash()] = true
+	}
+	var out []*wire.MsgTx
+	done := map[[32]byte]bool{}
+	for len(out) < len(txs) {
+		for _, tx := range txs {
+			if done[tx.TxHash()] {
+				continue
+			}
+			ready := true
+			for _, ti := range tx.TxIn {
+				if in[ti.PreviousOutPoint.Hash] && !done[ti.PreviousOutPoint.Hash] {
+					ready = false
+				}
+			}
+			if ready {
+				done[tx.TxHash()] = true
+				out = append(out, tx)
+			}
+		}
+	}
+	return out
+}
+
+// waitNotified waits until the server's notifier has handled everything
+// queued so far.
+func (n *realNode) waitNotified() {
+	if err := n.srv.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		n.t.Fatal(err)
+	}
+}
