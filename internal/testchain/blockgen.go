@@ -141,6 +141,21 @@ func (h *Harness) Submit(block *btcutil.Block, rec *blockRecord) error {
 
 // build generates a block on parent without processing it.
 func (h *Harness) build(parent chainhash.Hash, rng *rand.Rand, spec BlockSpec) (*btcutil.Block, *blockRecord, error) {
+	return h.buildWith(parent, rng, spec, func(height int32, rec *blockRecord) ([]*wire.MsgTx, int64) {
+		if rng == nil || spec.Txs <= 0 {
+			return nil, 0
+		}
+		return h.randomTxs(rng, spec, height, rec)
+	})
+}
+
+// txSource makes the non-coinbase transactions of a block at height from the
+// wallet (at the block's parent), recording the wallet changes in rec; it
+// returns them and their total fee.
+type txSource func(height int32, rec *blockRecord) ([]*wire.MsgTx, int64)
+
+// buildWith generates a block on parent holding the transactions txs makes.
+func (h *Harness) buildWith(parent chainhash.Hash, rng *rand.Rand, spec BlockSpec, txs txSource) (*btcutil.Block, *blockRecord, error) {
 	prec, ok := h.records[parent]
 	if !ok {
 		return nil, nil, fmt.Errorf("testchain: parent %v was not built by this harness", parent)
@@ -155,13 +170,9 @@ func (h *Harness) build(parent chainhash.Hash, rng *rand.Rand, spec BlockSpec) (
 	height := prec.height + 1
 	rec := &blockRecord{parent: parent, height: height}
 
-	var txs []*wire.MsgTx
-	var fees int64
-	if rng != nil && spec.Txs > 0 {
-		txs, fees = h.randomTxs(rng, spec, height, rec)
-	}
+	body, fees := txs(height, rec)
 	coinbase := h.coinbase(rng, spec, height, fees)
-	block, err := h.assemble(&parentHeader, coinbase, txs)
+	block, err := h.assemble(&parentHeader, coinbase, body)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -239,3 +239,53 @@ func TestReopenKeepsChainAndWallet(t *testing.T) {
 	}
 	walkChain(t, h2)
 }
+
+func TestReorgReplayMovesTransactions(t *testing.T) {
+	h := New(t, nil)
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(8))
+	for i := 0; i < 8; i++ {
+		if _, err := h.Mine(rng, DefaultSpec()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, err := BuildModel(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const depth = 3
+	var old []TxPos
+	var oldTxids []wire.OutPoint
+	for height := before.Height - depth + 1; height <= before.Height; height++ {
+		for pos, txid := range before.Blocks[height][1:] {
+			old = append(old, TxPos{Height: height, Pos: uint32(pos + 1)})
+			oldTxids = append(oldTxids, wire.OutPoint{Hash: txid})
+		}
+	}
+	if _, err := h.ReorgReplay(rng, depth, DefaultSpec()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := BuildModel(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, moved := 0, 0
+	for i, op := range oldTxids {
+		if p, ok := after.Txs[op.Hash]; ok {
+			kept++
+			if p != old[i] {
+				moved++
+			}
+		}
+	}
+	t.Logf("%d of %d transactions re-mined, %d at another place", kept, len(oldTxids), moved)
+	if kept < len(oldTxids)/2 || moved == 0 {
+		t.Fatal("the replaying branch did not re-mine the replaced transactions")
+	}
+	if err := h.CheckWallet(); err != nil {
+		t.Fatal(err)
+	}
+	walkChain(t, h)
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // Reorg builds a competing branch off the main chain block depth blocks below
@@ -14,6 +15,20 @@ import (
 // makes it longer. It returns the branch's blocks and checks that the chain
 // ends on the branch's last block with the wallet following it.
 func (h *Harness) Reorg(rng *rand.Rand, depth int, spec BlockSpec) ([]*btcutil.Block, error) {
+	return h.reorg(rng, depth, spec, false)
+}
+
+// ReorgReplay is Reorg where the first block of the branch re-includes, in
+// their order, the transactions of the blocks the branch replaces (those
+// still valid at its height), as miners re-mine the transactions of a
+// reorganized-away block: the same txids move to other heights and
+// positions.
+func (h *Harness) ReorgReplay(rng *rand.Rand, depth int, spec BlockSpec) ([]*btcutil.Block, error) {
+	return h.reorg(rng, depth, spec, true)
+}
+
+// reorg implements Reorg and ReorgReplay.
+func (h *Harness) reorg(rng *rand.Rand, depth int, spec BlockSpec, replay bool) ([]*btcutil.Block, error) {
 	oldTip, height := h.Tip()
 	if depth < 1 || int32(depth) > height {
 		return nil, fmt.Errorf("testchain: cannot reorganize %d blocks of a chain of height %d", depth, height)
@@ -24,8 +39,26 @@ func (h *Harness) Reorg(rng *rand.Rand, depth int, spec BlockSpec) ([]*btcutil.B
 	}
 	parent := *forkHash
 	var branch []*btcutil.Block
+	var replayed []*wire.MsgTx
+	if replay {
+		for ht := height - int32(depth) + 1; ht <= height; ht++ {
+			b, err := h.Chain.BlockByHeight(ht)
+			if err != nil {
+				return nil, err
+			}
+			for _, tx := range b.MsgBlock().Transactions[1:] {
+				replayed = append(replayed, tx)
+			}
+		}
+	}
 	for i := 0; i <= depth; i++ {
-		b, err := h.MineOn(parent, rng, spec)
+		var b *btcutil.Block
+		var err error
+		if i == 0 && replay {
+			b, err = h.mineReplay(parent, rng, spec, replayed)
+		} else {
+			b, err = h.MineOn(parent, rng, spec)
+		}
 		if err != nil {
 			return branch, err
 		}
@@ -59,4 +92,77 @@ func (h *Harness) ReconsiderBlock(hash chainhash.Hash) error {
 		return err
 	}
 	return h.syncWallet()
+}
+
+// mineReplay mines on parent a block holding those of txs that are valid
+// there: every input is a wallet coin (mature at the new height) or an output
+// of an earlier kept transaction.
+func (h *Harness) mineReplay(parent chainhash.Hash, rng *rand.Rand, spec BlockSpec, txs []*wire.MsgTx) (*btcutil.Block, error) {
+	block, rec, err := h.buildWith(parent, rng, spec, func(height int32, rec *blockRecord) ([]*wire.MsgTx, int64) {
+		maturity := int32(h.Params.CoinbaseMaturity)
+		fresh := make(map[wire.OutPoint]Coin)
+		var order []wire.OutPoint
+		used := make(map[wire.OutPoint]bool)
+		var kept []*wire.MsgTx
+		var fees int64
+		for _, tx := range txs {
+			ok := true
+			var in int64
+			for _, txIn := range tx.TxIn {
+				op := txIn.PreviousOutPoint
+				if c, isFresh := fresh[op]; isFresh {
+					in += c.Value
+					continue
+				}
+				i, inWallet := h.wallet.pos[op]
+				if !inWallet || used[op] {
+					ok = false
+					break
+				}
+				c := h.wallet.coins[i]
+				if c.Coinbase && height-c.Height < maturity {
+					ok = false
+					break
+				}
+				in += c.Value
+			}
+			if !ok {
+				continue
+			}
+			for _, txIn := range tx.TxIn {
+				op := txIn.PreviousOutPoint
+				if _, isFresh := fresh[op]; isFresh {
+					delete(fresh, op)
+					continue
+				}
+				used[op] = true
+				rec.spent = append(rec.spent, h.wallet.coins[h.wallet.pos[op]])
+			}
+			txid := tx.TxHash()
+			var out int64
+			for i, o := range tx.TxOut {
+				out += o.Value
+				if s := h.byScript[string(o.PkScript)]; s != nil {
+					op := wire.OutPoint{Hash: txid, Index: uint32(i)}
+					fresh[op] = Coin{OutPoint: op, Value: o.Value, Height: height, Script: s}
+					order = append(order, op)
+				}
+			}
+			fees += in - out
+			kept = append(kept, tx)
+		}
+		for _, op := range order {
+			if c, ok := fresh[op]; ok {
+				rec.created = append(rec.created, c)
+			}
+		}
+		return kept, fees
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Submit(block, rec); err != nil {
+		return nil, err
+	}
+	return block, nil
 }
