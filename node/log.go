@@ -26,15 +26,25 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
+// Log file rotation, as btcd's: at 10 MiB the file is renamed to .1 (older
+// ones to .2, .3) and a new one started.
+const (
+	maxLogFileSize = 10 << 20
+	keptLogFiles   = 3
+)
+
 // logOutput is the one writer behind every subsystem logger: stdout (unless
 // turned off) plus the log file once SetLogFile has opened it.
 type logOutput struct {
 	mu     sync.Mutex
 	stdout io.Writer
 	file   *os.File
+	path   string
+	size   int64
 }
 
-// Write sends p to stdout and the log file.
+// Write sends p to stdout and the log file, rotating the file when it is
+// full.
 func (w *logOutput) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -42,9 +52,31 @@ func (w *logOutput) Write(p []byte) (int, error) {
 		_, _ = w.stdout.Write(p)
 	}
 	if w.file != nil {
-		_, _ = w.file.Write(p)
+		if w.size+int64(len(p)) > maxLogFileSize {
+			w.rotate()
+		}
+		if w.file != nil {
+			n, _ := w.file.Write(p)
+			w.size += int64(n)
+		}
 	}
 	return len(p), nil
+}
+
+// rotate shifts path.N to path.N+1, path to path.1, and opens a new path.
+// On failure logging to the file stops; stdout goes on.
+func (w *logOutput) rotate() {
+	_ = w.file.Close()
+	w.file = nil
+	for i := keptLogFiles - 1; i >= 1; i-- {
+		_ = os.Rename(fmt.Sprintf("%s.%d", w.path, i), fmt.Sprintf("%s.%d", w.path, i+1))
+	}
+	_ = os.Rename(w.path, w.path+".1")
+	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return
+	}
+	w.file, w.size = f, 0
 }
 
 var (
@@ -110,9 +142,11 @@ func useProjectLoggers() {
 func Logger(subsystem string) btclog.Logger { return subsystemLoggers[subsystem] }
 
 // SetLogFile appends all log output to path (creating its directory) in
-// addition to stdout. An empty path closes the current file.
+// addition to stdout, rotating it at 10 MiB and keeping three old files. An
+// empty path closes the current file.
 func SetLogFile(path string) error {
 	var f *os.File
+	var size int64
 	if path != "" {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return fmt.Errorf("create log directory: %w", err)
@@ -122,10 +156,13 @@ func SetLogFile(path string) error {
 		if err != nil {
 			return fmt.Errorf("open log file: %w", err)
 		}
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
 	}
 	output.mu.Lock()
 	old := output.file
-	output.file = f
+	output.file, output.path, output.size = f, path, size
 	output.mu.Unlock()
 	if old != nil {
 		return old.Close()

@@ -1,0 +1,50 @@
+package node
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestLogFileRotates writes more than a log file holds: the file is rotated
+// to .1, .2, .3, no more are kept, and nothing written is lost from the
+// files that remain.
+func TestLogFileRotates(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "logs", "node.log")
+	if err := SetLogFile(path); err != nil {
+		t.Fatal(err)
+	}
+	defer SetLogFile("")
+	SetLogStdout(false)
+	defer SetLogStdout(true)
+
+	line := append(bytes.Repeat([]byte("x"), 1023), '\n')
+	total := 5 * maxLogFileSize / len(line)
+	for i := 0; i < total; i++ {
+		if _, err := output.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := SetLogFile(""); err != nil {
+		t.Fatal(err)
+	}
+	var kept int64
+	for _, name := range []string{path, path + ".1", path + ".2", path + ".3"} {
+		st, err := os.Stat(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if st.Size() > maxLogFileSize {
+			t.Errorf("%s has %d bytes, more than %d", name, st.Size(), maxLogFileSize)
+		}
+		kept += st.Size()
+	}
+	if _, err := os.Stat(path + ".4"); !os.IsNotExist(err) {
+		t.Errorf("a fourth old log file exists: %v", err)
+	}
+	// Each rotated file is full up to the last whole line.
+	if want := int64(maxLogFileSize / len(line) * len(line)); kept < 3*want {
+		t.Errorf("rotated files hold %d bytes, want at least %d", kept, 3*want)
+	}
+}
