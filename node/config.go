@@ -34,6 +34,7 @@ const (
 	defaultMaxOrphanTxSize      = 100000
 	defaultSigCacheMaxSize      = 100000
 	defaultUtxoCacheMaxSizeMiB  = 250
+	pruneMinSize                = 1536 // MiB
 	defaultBlockMinSize         = 0
 	defaultBlockMaxSize         = 750000
 	defaultBlockMinWeight       = 0
@@ -115,7 +116,8 @@ type Config struct {
 	DisableTLS           bool     `long:"notls" description:"Disable TLS for the RPC server -- NOTE: This is only allowed if the RPC server is bound to localhost"`
 	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass is specified"`
 
-	MiningAddrs       []string `long:"miningaddr" description:"Add the specified payment address to the list of addresses to use for generated blocks"`
+	Generate          bool     `long:"generate" description:"Generate (mine) bitcoins using the CPU"`
+	MiningAddrs       []string `long:"miningaddr" description:"Add the specified payment address to the list of addresses to use for generated blocks -- At least one address is required if the generate option is set"`
 	BlockMinSize      uint32   `long:"blockminsize" description:"Minimum block size in bytes to be used when creating a block"`
 	BlockMaxSize      uint32   `long:"blockmaxsize" description:"Maximum block size in bytes to be used when creating a block"`
 	BlockMinWeight    uint32   `long:"blockminweight" description:"Minimum block weight to be used when creating a block"`
@@ -130,9 +132,10 @@ type Config struct {
 	RelayNonStd       bool    `long:"relaynonstd" description:"Relay non-standard transactions regardless of the default settings for the active network."`
 	RejectReplacement bool    `long:"rejectreplacement" description:"Reject transactions that attempt to replace existing transactions within the mempool through the Replace-By-Fee (RBF) signaling policy."`
 
-	SigCacheMaxSize     uint `long:"sigcachemaxsize" description:"The maximum number of entries in the signature verification cache"`
-	UtxoCacheMaxSizeMiB uint `long:"utxocachemaxsize" description:"The maximum size in MiB of the UTXO cache"`
-	TxIndex             bool `long:"txindex" description:"Maintain a full hash-based transaction index which makes all transactions available via the getrawtransaction RPC"`
+	SigCacheMaxSize     uint   `long:"sigcachemaxsize" description:"The maximum number of entries in the signature verification cache"`
+	UtxoCacheMaxSizeMiB uint   `long:"utxocachemaxsize" description:"The maximum size in MiB of the UTXO cache"`
+	TxIndex             bool   `long:"txindex" description:"Maintain a full hash-based transaction index which makes all transactions available via the getrawtransaction RPC"`
+	Prune               uint64 `long:"prune" description:"Prune already validated blocks from the database. Must specify a target size in MiB (minimum value of 1536, default value of 0 will disable pruning). Not possible with --txindex or --electrumindex"`
 
 	ElectrumIndex        bool     `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
 	ElectrumListeners    []string `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
@@ -307,6 +310,13 @@ func (cfg *Config) Normalize() error {
 		cfg.SigCacheMaxSize = defaultSigCacheMaxSize
 	}
 
+	if cfg.Prune != 0 && cfg.Prune < pruneMinSize {
+		return fmt.Errorf("the minimum value for --prune is %d MiB, not %d", pruneMinSize, cfg.Prune)
+	}
+	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
+		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")
+	}
+
 	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
 	if err != nil || amt < 0 {
 		return fmt.Errorf("invalid minrelaytxfee %v", cfg.MinRelayTxFee)
@@ -323,6 +333,10 @@ func (cfg *Config) Normalize() error {
 			return fmt.Errorf("mining address %q is on the wrong network", s)
 		}
 		cfg.miningAddrs = append(cfg.miningAddrs, addr)
+	}
+
+	if cfg.Generate && len(cfg.miningAddrs) == 0 {
+		return errors.New("--generate requires at least one --miningaddr")
 	}
 
 	// --connect means "only these peers": no listening unless asked for.

@@ -115,6 +115,9 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"notls off localhost", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--notls", "--rpclisten=0.0.0.0"}, "--notls"},
 		{"tiny maxsend", []string{"--regtest", "--electrummaxsend=1000"}, "electrummaxsend"},
 		{"no peers", []string{"--regtest", "--maxpeers=0"}, "maxpeers"},
+		{"prune too small", []string{"--regtest", "--prune=100"}, "--prune"},
+		{"prune with the Electrum index", []string{"--regtest", "--prune=2000", "--electrumindex"}, "--prune"},
+		{"generate without address", []string{"--regtest", "--generate"}, "--miningaddr"},
 		{"unknown flag", []string{"--regtest", "--nosuchflag"}, "unknown flag"},
 	}
 	for _, tc := range tests {

@@ -129,6 +129,7 @@ func (n *Node) assemble() error {
 		HashCache:        n.hashCache,
 		IndexManager:     n.index.manager,
 		UtxoCacheMaxSize: cfg.utxoCacheBytes(),
+		Prune:            cfg.Prune * 1024 * 1024,
 	})
 	if err != nil {
 		return fmt.Errorf("load chain: %w", err)
@@ -267,6 +268,9 @@ func (n *Node) Start() error {
 		err = n.srv.start()
 		if err != nil {
 			return
+		}
+		if n.cfg.Generate {
+			n.cpuMiner.Start()
 		}
 		best := n.chain.BestSnapshot()
 		log.Infof("Node started on %s at height %d", n.params.Name, best.Height)

@@ -136,6 +136,10 @@ func (n *Node) setupPeerServer() error {
 	if cfg.V2Transport {
 		n.services |= wire.SFNodeP2PV2
 	}
+	if cfg.Prune != 0 {
+		// A pruned node can serve recent blocks only.
+		n.services &^= wire.SFNodeNetwork
+	}
 	n.addrManager = addrmgr.New(cfg.netDataDir, net.LookupIP)
 
 	if !cfg.DisableListen {
