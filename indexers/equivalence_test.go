@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/btcsuite/btcd/blockchain"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
 
@@ -231,7 +232,8 @@ func eqTipOnDisk(t *testing.T, dir string, params *chaincfg.Params) indexers.Tip
 // TestEquivalenceLiveCatchUpInterruptedStale builds one chain history in
 // several ways and requires byte-identical index data from all of them:
 //   - live: the index connected every block as the chain grew;
-//   - catch-up: the chain built without the index, then opened with it;
+//   - catch-up: the chain built without the index, then opened with it,
+//     alone and next to btcd's transaction index;
 //   - interrupted: the same catch-up stopped part-way by the interrupt
 //     channel, then resumed by a second start;
 //   - stale: the index enabled for the first phase, disabled while the
@@ -267,13 +269,24 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	if err := cu.Close(); err != nil {
 		t.Fatal(err)
 	}
-	idir, jdir := t.TempDir(), t.TempDir()
+	idir, jdir, kdir := t.TempDir(), t.TempDir(), t.TempDir()
 	eqCopyDir(t, cdir, idir)
 	eqCopyDir(t, cdir, jdir)
+	eqCopyDir(t, cdir, kdir)
 	if err := cu.Reopen(eqIndexFactory); err != nil {
 		t.Fatal(err)
 	}
 	eqCompare(t, "catch-up", want, eqIndexData(t, cu.DB))
+
+	// Catch-up next to btcd's own transaction index.
+	withTx, err := testchain.Open(kdir, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		return indexers.NewManager(db, indexers.NewElectrumIndex(db, params), btcdindexers.NewTxIndex(db))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { withTx.Close() })
+	eqCompare(t, "catch-up next to btcd's transaction index", want, eqIndexData(t, withTx.DB))
 
 	// Interrupted after about half of the blocks were read, then resumed.
 	mid := eqInterruptedOpen(t, idir, wantHeight)

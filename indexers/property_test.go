@@ -91,8 +91,11 @@ func (c *propChecker) check(step string, touched *chainhash.Hash) {
 	for _, sh := range scripts {
 		c.checkScript(m, sh, fail)
 	}
-	// A script no chain ever paid.
+	// A script no chain ever paid, and the genesis coinbase's script, which
+	// is not indexed.
 	c.checkScript(m, indexers.ScriptHashFromScript([]byte("never paid")), fail)
+	genesisScript := c.h.Params.GenesisBlock.Transactions[0].TxOut[0].PkScript
+	c.checkScript(m, indexers.ScriptHashFromScript(genesisScript), fail)
 
 	for txid := range m.Txs {
 		c.seenTxs[txid] = true
@@ -224,9 +227,9 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// checkTxs compares the transaction reads with the chain: the txids, counts
-// and positions of every block from height from up, and every transaction
-// that left the main chain is not found.
+// checkTxs compares the transaction reads with the chain: the txids, counts,
+// positions and raw bytes of every block from height from up, and every
+// transaction that left the main chain is not found.
 func (c *propChecker) checkTxs(m *testchain.Model, from int32, fail func(string, ...interface{})) {
 	for height := from; height <= m.Height; height++ {
 		want := m.Blocks[height]
@@ -250,12 +253,25 @@ func (c *propChecker) checkTxs(m *testchain.Model, from int32, fail func(string,
 		if err != nil || int(n) != len(want) {
 			fail("TxCount(%d) = %d, %v; chain %d", height, n, err, len(want))
 		}
+		block, err := c.h.Chain.BlockByHeight(height)
+		if err != nil {
+			fail("chain: %v", err)
+		}
 		for pos, txid := range want {
+			var ser bytes.Buffer
+			if err := block.MsgBlock().Transactions[pos].Serialize(&ser); err != nil {
+				fail("serialize: %v", err)
+			}
+			raw, loc, err := c.idx.RawTx(txid)
+			if err != nil || !bytes.Equal(raw, ser.Bytes()) || loc.Height != height || loc.Pos != uint32(pos) {
+				fail("RawTx(%v) = %d bytes at %+v, %v; chain %d bytes at %d:%d", txid, len(raw), loc, err,
+					ser.Len(), height, pos)
+			}
 			at, err := c.idx.TxIDAt(height, uint32(pos))
 			if err != nil || at != txid {
 				fail("TxIDAt(%d, %d) = %v, %v; chain %v", height, pos, at, err, txid)
 			}
-			loc, err := c.idx.TxLocation(txid)
+			loc, err = c.idx.TxLocation(txid)
 			if err != nil || loc.Height != height || loc.Pos != uint32(pos) || loc.BlockHash != *hash {
 				fail("TxLocation(%v) = %+v, %v; chain %d:%d %v", txid, loc, err, height, pos, hash)
 			}
@@ -279,6 +295,9 @@ func (c *propChecker) checkTxs(m *testchain.Model, from int32, fail func(string,
 		}
 		if loc, err := c.idx.TxLocation(txid); !errors.Is(err, indexers.ErrNotFound) {
 			fail("TxLocation(%v) of a transaction off the main chain = %+v, %v", txid, loc, err)
+		}
+		if _, _, err := c.idx.RawTx(txid); !errors.Is(err, indexers.ErrNotFound) {
+			fail("RawTx(%v) of a transaction off the main chain: %v", txid, err)
 		}
 	}
 }
