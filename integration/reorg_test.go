@@ -1,0 +1,299 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/integration/rpctest"
+	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// branches is the set-up of the reorg tests: two real btcd nodes A and B
+// that share 101 blocks and then mine competing branches without seeing
+// each other (A: blocks 102 with a wallet transaction T, and 103; B: 102 to
+// 105), and our node, which followed A and then reorganized to B's heavier
+// branch once it peered with B. Two Electrum clients are subscribed to the
+// tip; client 1 to the script T pays, client 2 to A's coinbase script,
+// which T spends from.
+type branches struct {
+	a, b               *rpctest.Harness
+	ours               *Node
+	ec1, ec2           *ElectrumClient
+	txHash             *chainhash.Hash
+	txid               string
+	coinbase           []byte
+	shPaid, shCoinbase string
+	aTip, bTip         *chainhash.Hash
+	aHeader, bHeader   string
+	aCoinbaseHist      []HistoryItem
+}
+
+// setUpBranches builds the branches set-up and checks what the clients see
+// at each step: A's tip and T confirmed at 102, then B's tip, every header
+// equal to B's, T back in the mempool and both statuses equal to the ones
+// computed from get_history.
+func setUpBranches(t *testing.T, ctx context.Context) *branches {
+	s := &branches{}
+	s.a = StartBtcd(t, BtcdConfig{MatureOutputs: 1})
+	s.b = StartBtcd(t, BtcdConfig{})
+	a, b := s.a, s.b
+	// B gets A's blocks by submitblock, so the two never peer.
+	for h := int64(1); h <= 101; h++ {
+		blk, err := a.Client.GetBlock(mustHash(t, a.Client, h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Client.SubmitBlock(btcutil.NewBlock(blk), nil); err != nil {
+			t.Fatalf("submitblock %d to B: %v", h, err)
+		}
+	}
+	waitSameTip(t, ctx, a.Client, b.Client)
+
+	s.ours = StartNode(t, NodeConfig{Args: []string{"--connect=" + a.P2PAddress()}})
+	ours := s.ours
+	waitSameTip(t, ctx, a.Client, ours.RPC)
+
+	addr, err := a.NewAddress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	paid, err := txscript.PayToAddrScript(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.Client.GetBlock(mustHash(t, a.Client, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.coinbase = first.Transactions[0].TxOut[0].PkScript
+	s.shPaid, s.shCoinbase = ScriptHash(paid), ScriptHash(s.coinbase)
+	s.ec1, s.ec2 = ours.DialElectrum(t, ctx), ours.DialElectrum(t, ctx)
+	for _, ec := range []*ElectrumClient{s.ec1, s.ec2} {
+		if _, err := ec.SubscribeHeaders(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.ec1.SubscribeScriptHash(ctx, s.shPaid); err != nil {
+		t.Fatal(err)
+	}
+	status, err := s.ec2.SubscribeScriptHash(ctx, s.shCoinbase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStatus(t, ctx, s.ec2, s.shCoinbase, status)
+
+	// A's branch: T in block 102, then 103.
+	if s.txHash, err = a.SendOutputs([]*wire.TxOut{wire.NewTxOut(30_000_000, paid)}, 10); err != nil {
+		t.Fatal(err)
+	}
+	s.txid = s.txHash.String()
+	if _, err := a.Client.Generate(2); err != nil {
+		t.Fatal(err)
+	}
+	s.aTip, _ = waitSameTip(t, ctx, a.Client, ours.RPC)
+	s.aHeader = headerHex(t, a.Client, 103)
+	s.checkOnA(t, ctx)
+
+	// B's heavier branch; our node meets B.
+	if _, err := b.Client.Generate(3); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.RPC.AddNode(b.P2PAddress(), rpcclient.ANAdd); err != nil {
+		t.Fatalf("addnode: %v", err)
+	}
+	WaitFor(t, ctx, "our node to peer with B", func() bool {
+		peers, err := b.Client.GetPeerInfo()
+		return err == nil && len(peers) == 1
+	})
+	// As with btcd, a node that is current does not go looking for a
+	// longer chain on a new peer; it learns of it when the peer announces
+	// a block.
+	if _, err := b.Client.Generate(1); err != nil {
+		t.Fatal(err)
+	}
+	var bHeight int32
+	if s.bTip, bHeight = waitSameTip(t, ctx, b.Client); bHeight != 105 {
+		t.Fatalf("B is at %d, want 105", bHeight)
+	}
+	WaitFor(t, ctx, "our node to reorganize to B's branch", func() bool {
+		h, _, err := ours.RPC.GetBestBlock()
+		return err == nil && *h == *s.bTip
+	})
+	s.bHeader = headerHex(t, b.Client, 105)
+	s.checkOnB(t, ctx)
+	return s
+}
+
+// checkOnA checks that our node is on A's branch and the clients see it:
+// A's tip, T confirmed at 102 and not in the mempool, A's coinbase history.
+func (s *branches) checkOnA(t *testing.T, ctx context.Context) {
+	t.Helper()
+	waitTip(t, ctx, s.ec1, 103, s.aHeader)
+	waitTip(t, ctx, s.ec2, 103, s.aHeader)
+	checkHeaders(t, ctx, s.ec1, s.ours.RPC, 103)
+	if h := headerHex(t, s.ours.RPC, 103); h != s.aHeader {
+		t.Fatalf("our node's block 103 is %s, A's is %s", h, s.aHeader)
+	}
+	if inMempool(t, s.ours.RPC, s.txHash) {
+		t.Errorf("%s is in the mempool while confirmed in A's block 102", s.txid)
+	}
+	waitStatus(t, ctx, s.ec1, s.shPaid, []HistoryItem{{TxHash: s.txid, Height: 102}})
+	if s.aCoinbaseHist == nil {
+		var err error
+		if s.aCoinbaseHist, err = ChainHistory(s.a.Client, s.coinbase); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitStatus(t, ctx, s.ec2, s.shCoinbase, s.aCoinbaseHist)
+	checkMerkle(t, ctx, s.ec1, s.ours.RPC, s.txid, 102)
+}
+
+// checkOnB checks that our node is on B's branch and the clients see it:
+// B's tip and headers, T back in the mempool (height 0 in both histories),
+// the coinbase script's confirmed history as B's blocks give it.
+func (s *branches) checkOnB(t *testing.T, ctx context.Context) {
+	t.Helper()
+	waitTip(t, ctx, s.ec1, 105, s.bHeader)
+	waitTip(t, ctx, s.ec2, 105, s.bHeader)
+	checkHeaders(t, ctx, s.ec1, s.b.Client, 105)
+	if !inMempool(t, s.ours.RPC, s.txHash) {
+		t.Fatalf("%s is not in the mempool on B's branch", s.txid)
+	}
+	waitStatus(t, ctx, s.ec1, s.shPaid, []HistoryItem{{TxHash: s.txid, Height: 0}})
+	want, err := ChainHistory(s.b.Client, s.coinbase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, HistoryItem{TxHash: s.txid, Height: 0})
+	waitStatus(t, ctx, s.ec2, s.shCoinbase, want)
+}
+
+// TestReorgBetweenBtcdNodes checks the P2P reorganization of the branches
+// set-up, then, with the peers disconnected, a reorganization by
+// invalidateblock on the first block of B's branch (our node returns to
+// A's branch, which it kept: T confirmed at 102 again, A's tip notified)
+// and back by reconsiderblock (B's tip, T in the mempool again).
+func TestReorgBetweenBtcdNodes(t *testing.T) {
+	ctx := testContext(t)
+	s := setUpBranches(t, ctx)
+	for _, p := range []string{s.a.P2PAddress(), s.b.P2PAddress()} {
+		if err := s.ours.RPC.AddNode(p, rpcclient.ANRemove); err != nil {
+			t.Fatalf("addnode remove %s: %v", p, err)
+		}
+	}
+	WaitFor(t, ctx, "our node to drop its peers", func() bool {
+		n, err := s.ours.RPC.GetConnectionCount()
+		return err == nil && n == 0
+	})
+
+	bFork := mustHash(t, s.b.Client, 102)
+	if err := s.ours.RPC.InvalidateBlock(bFork); err != nil {
+		t.Fatalf("invalidateblock: %v", err)
+	}
+	if h, height, err := s.ours.RPC.GetBestBlock(); err != nil || *h != *s.aTip || height != 103 {
+		t.Fatalf("after invalidateblock the tip is %v@%d (%v), want A's %v@103", h, height, err, s.aTip)
+	}
+	s.checkOnA(t, ctx)
+
+	if err := s.ours.RPC.ReconsiderBlock(bFork); err != nil {
+		t.Fatalf("reconsiderblock: %v", err)
+	}
+	if h, _, err := s.ours.RPC.GetBestBlock(); err != nil || *h != *s.bTip {
+		t.Fatalf("after reconsiderblock the tip is %v (%v), want B's %v", h, err, s.bTip)
+	}
+	s.checkOnB(t, ctx)
+}
+
+// TestInvalidateBlockWithPeerAhead is the same invalidateblock and
+// reconsiderblock round trip with B still connected. Our node must drop T
+// from its mempool when A's block 102 is connected again, and have T back
+// in the mempool after reconsiderblock.
+func TestInvalidateBlockWithPeerAhead(t *testing.T) {
+	t.Skip("blocked: after invalidateblock while the sync peer announces a higher tip, btcd's " +
+		"netsync (SyncManager.handleBlockchainNotification, NTBlockConnected) skips mempool updates " +
+		"because current() is false, so the node keeps T in its mempool although A's block 102 " +
+		"confirms it; on reconsiderblock the NTBlockDisconnected reinsert of T fails " +
+		"(\"already have transaction\") and RemoveTransaction then drops T, so T is in neither " +
+		"the chain nor the mempool (node/ wires netsync as btcd does and has no handler of its own)")
+	ctx := testContext(t)
+	s := setUpBranches(t, ctx)
+	bFork := mustHash(t, s.b.Client, 102)
+	if err := s.ours.RPC.InvalidateBlock(bFork); err != nil {
+		t.Fatalf("invalidateblock: %v", err)
+	}
+	s.checkOnA(t, ctx)
+	if err := s.ours.RPC.ReconsiderBlock(bFork); err != nil {
+		t.Fatalf("reconsiderblock: %v", err)
+	}
+	s.checkOnB(t, ctx)
+}
+
+// mustHash returns the hash of the main-chain block at height.
+func mustHash(t *testing.T, c *rpcclient.Client, height int64) *chainhash.Hash {
+	t.Helper()
+	h, err := c.GetBlockHash(height)
+	if err != nil {
+		t.Fatalf("getblockhash %d: %v", height, err)
+	}
+	return h
+}
+
+// inMempool reports whether txid is in the node's mempool.
+func inMempool(t *testing.T, c *rpcclient.Client, txid *chainhash.Hash) bool {
+	t.Helper()
+	pool, err := c.GetRawMempool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range pool {
+		if *h == *txid {
+			return true
+		}
+	}
+	return false
+}
+
+// waitTip waits for a headers notification of exactly this height and
+// header.
+func waitTip(t *testing.T, ctx context.Context, ec *ElectrumClient, height int32, hexHeader string) {
+	t.Helper()
+	var last HeaderTip
+	_, err := ec.Notification(ctx, "blockchain.headers.subscribe", func(n Notification) bool {
+		var params []HeaderTip
+		if json.Unmarshal(n.Params, &params) != nil || len(params) != 1 {
+			return false
+		}
+		last = params[0]
+		return last.Height == height && last.Hex == hexHeader
+	})
+	if err != nil {
+		t.Fatalf("no headers notification of %d %s (last seen %d %s): %v", height, hexHeader, last.Height, last.Hex, err)
+	}
+}
+
+// waitStatus waits until the server notifies the status of want for sh,
+// then checks get_history is exactly want (txids and heights) and that the
+// status is the one computed from it.
+func waitStatus(t *testing.T, ctx context.Context, ec *ElectrumClient, sh string, want []HistoryItem) {
+	t.Helper()
+	wantStatus := Status(want)
+	var last *string
+	_, err := ec.NextStatus(ctx, sh, func(s *string) bool {
+		last = s
+		return str(s) == str(wantStatus)
+	})
+	if err != nil {
+		hist, _ := ec.GetHistory(context.Background(), sh)
+		t.Fatalf("no status %s for %s (last notified %s; get_history %+v, want %+v): %v",
+			str(wantStatus), sh, str(last), hist, want, err)
+	}
+	hist := checkStatus(t, ctx, ec, sh, wantStatus)
+	if got := withoutFees(hist); !equalHistory(got, want) {
+		t.Fatalf("get_history of %s = %+v, want %+v", sh, got, want)
+	}
+}
