@@ -26,6 +26,7 @@ build:
 
 deps:
 	$(GO) mod download
+	npm ci --prefix electrum/testdata/js
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

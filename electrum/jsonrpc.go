@@ -155,34 +155,25 @@ func decodeRequest(raw []byte) *request {
 // nullID is the id of responses to requests whose id is unknown.
 var nullID = json.RawMessage("null")
 
-// encodeResponse encodes a response to r (v2 framing for v2 requests, v1
-// otherwise). Exactly one of result and rerr is used.
-func encodeResponse(v2 bool, id json.RawMessage, result json.RawMessage, rerr *RPCError) []byte {
+// encodeResponse encodes a response. Answers are always JSON-RPC 2.0
+// objects, also to 1.0 requests, as ElectrumX (aiorpcX) writes them: clients
+// such as @electrum-cash/network send 1.0-style requests and take any
+// "error" member, even null, as a failure. Exactly one of result and rerr is
+// used; v2 records the request's dialect for the record only.
+func encodeResponse(_ bool, id json.RawMessage, result json.RawMessage, rerr *RPCError) []byte {
 	if id == nil {
 		id = nullID
 	}
 	var b bytes.Buffer
 	b.Grow(len(result) + len(id) + 48)
-	if v2 {
-		b.WriteString(`{"jsonrpc":"2.0",`)
-		if rerr != nil {
-			eb, _ := json.Marshal(rerr)
-			b.WriteString(`"error":`)
-			b.Write(eb)
-		} else {
-			b.WriteString(`"result":`)
-			b.Write(result)
-		}
+	b.WriteString(`{"jsonrpc":"2.0",`)
+	if rerr != nil {
+		eb, _ := json.Marshal(rerr)
+		b.WriteString(`"error":`)
+		b.Write(eb)
 	} else {
-		if rerr != nil {
-			eb, _ := json.Marshal(rerr)
-			b.WriteString(`{"result":null,"error":`)
-			b.Write(eb)
-		} else {
-			b.WriteString(`{"result":`)
-			b.Write(result)
-			b.WriteString(`,"error":null`)
-		}
+		b.WriteString(`"result":`)
+		b.Write(result)
 	}
 	b.WriteString(`,"id":`)
 	b.Write(id)

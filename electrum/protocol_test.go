@@ -488,9 +488,9 @@ func TestServerMethods(t *testing.T) {
 func TestJSONRPCDialect(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, "1.4")
-	// JSON-RPC 1.0: no jsonrpc member; answer carries result and error.
+	// JSON-RPC 1.0 request: answered, in 2.0 form as ElectrumX does.
 	r := c.await(c.sendExpect(`"v1"`, `{"id":"v1","method":"server.ping","params":[]}`))
-	if r.JSONRPC != "" || string(r.Result) != "null" || r.Error != nil {
+	if r.JSONRPC != "2.0" || string(r.Result) != "null" || r.Error != nil {
 		t.Fatalf("v1 answer %+v", r)
 	}
 	// Named parameters.
