@@ -1,0 +1,195 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
+)
+
+// indexRebuildLogs are the log lines of index work at start-up: a
+// catch-up, a rebuild, rows dropped, stale blocks removed.
+var indexRebuildLogs = []string{"Electrum index: catching up", "rebuilding it",
+	"Electrum index: dropped", "Electrum index: removed block"}
+
+// otherScript is an output script no node mines to.
+func otherScript(t *testing.T) []byte {
+	t.Helper()
+	addr, err := address.NewAddressPubKeyHash(bytes.Repeat([]byte{0x42}, 20), &chaincfg.RegressionNetParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := txscript.PayToAddrScript(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// spendCoinbaseAt builds a transaction that spends the coinbase of the
+// block at height (mined to MiningAddress) to pkScript.
+func spendCoinbaseAt(t *testing.T, c *rpcclient.Client, height int64, pkScript []byte) *wire.MsgTx {
+	t.Helper()
+	blk, err := c.GetBlock(mustHash(t, c, height))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb := blk.Transactions[0]
+	if !bytes.Equal(cb.TxOut[0].PkScript, MiningScript()) {
+		t.Fatalf("block %d was not mined to the harness's address", height)
+	}
+	tx, err := SpendMined(wire.OutPoint{Hash: cb.TxHash(), Index: 0}, cb.TxOut[0].Value, pkScript, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
+// electrumInfo calls getelectruminfo.
+func electrumInfo(t *testing.T, c *rpcclient.Client) rpcext.ElectrumInfo {
+	t.Helper()
+	raw, err := c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+	if err != nil {
+		t.Fatalf("getelectruminfo: %v", err)
+	}
+	var info rpcext.ElectrumInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// checkIndexAtTip checks with getelectruminfo that the index is at the
+// chain tip and not catching up.
+func checkIndexAtTip(t *testing.T, c *rpcclient.Client) {
+	t.Helper()
+	best, height, err := c.GetBestBlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := electrumInfo(t, c)
+	if info.CatchingUp || info.IndexHeight != height || info.ChainHeight != height || info.IndexHash != best.String() {
+		t.Fatalf("getelectruminfo %+v, chain tip %v@%d", info, best, height)
+	}
+}
+
+// query is one Electrum request whose answer must survive a restart.
+type query struct {
+	method string
+	params []any
+}
+
+// answers makes every query and returns the raw results.
+func answers(t *testing.T, ctx context.Context, ec *ElectrumClient, qs []query) []string {
+	t.Helper()
+	out := make([]string, len(qs))
+	for i, q := range qs {
+		raw, err := ec.Call(ctx, q.method, q.params...)
+		if err != nil {
+			t.Fatalf("%s %v: %v", q.method, q.params, err)
+		}
+		out[i] = string(raw)
+	}
+	return out
+}
+
+// TestRestartKeepsIndex runs the binary, mines 103 blocks with two
+// transactions to a script, stops it with SIGINT and starts it again on the
+// same datadir: the index is not caught up or rebuilt (no such log line
+// after the restart; getelectruminfo shows it at the tip), and a set of
+// Electrum queries over headers, histories, balances, unspent outputs,
+// statuses, merkle proofs and transactions gets byte-identical answers.
+func TestRestartKeepsIndex(t *testing.T) {
+	ctx := testContext(t)
+	ours := StartNode(t, NodeConfig{Binary: true})
+	if _, err := ours.RPC.Generate(101); err != nil {
+		t.Fatal(err)
+	}
+	paid := otherScript(t)
+	var txids []*chainhash.Hash
+	for h := int64(1); h <= 2; h++ {
+		tx := spendCoinbaseAt(t, ours.RPC, h, paid)
+		txid, err := ours.RPC.SendRawTransaction(tx, false)
+		if err != nil {
+			t.Fatalf("sendrawtransaction: %v", err)
+		}
+		txids = append(txids, txid)
+		if _, err := ours.RPC.Generate(1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkIndexAtTip(t, ours.RPC)
+
+	shPaid, shMining := ScriptHash(paid), ScriptHash(MiningScript())
+	qs := []query{
+		{"blockchain.headers.subscribe", nil},
+		{"blockchain.block.header", []any{0}},
+		{"blockchain.block.header", []any{102}},
+		{"blockchain.block.header", []any{103, 103}},
+		{"blockchain.block.headers", []any{90, 14}},
+		{"blockchain.scripthash.subscribe", []any{shPaid}},
+		{"blockchain.scripthash.subscribe", []any{shMining}},
+		{"blockchain.scripthash.get_history", []any{shPaid}},
+		{"blockchain.scripthash.get_history", []any{shMining}},
+		{"blockchain.scripthash.listunspent", []any{shPaid}},
+		{"blockchain.scripthash.listunspent", []any{shMining}},
+		{"blockchain.scripthash.get_balance", []any{shPaid}},
+		{"blockchain.scripthash.get_balance", []any{shMining}},
+		{"blockchain.transaction.get", []any{txids[0].String()}},
+		{"blockchain.transaction.get", []any{txids[1].String(), true}},
+		{"blockchain.transaction.get_merkle", []any{txids[0].String(), 102}},
+		{"blockchain.transaction.get_merkle", []any{txids[1].String(), 103}},
+		{"blockchain.transaction.id_from_pos", []any{103, 1, true}},
+	}
+	ec := ours.DialElectrum(t, ctx)
+	before := answers(t, ctx, ec, qs)
+	hist, err := ec.GetHistory(ctx, shPaid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []HistoryItem{{TxHash: txids[0].String(), Height: 102}, {TxHash: txids[1].String(), Height: 103}}
+	if !equalHistory(hist, want) {
+		t.Fatalf("get_history %+v, want %+v", hist, want)
+	}
+	_ = ec.Close()
+
+	if err := ours.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	firstRun, err := ours.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours = ours.Restart(t)
+	log, err := ours.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(log, firstRun) || !strings.Contains(firstRun, "Shutdown complete") {
+		t.Fatalf("the first run did not shut down cleanly into %s", ours.LogFile)
+	}
+	secondRun := log[len(firstRun):]
+	for _, line := range indexRebuildLogs {
+		if strings.Contains(secondRun, line) {
+			t.Fatalf("the restart logged %q:\n%s", line, secondRun)
+		}
+	}
+	checkIndexAtTip(t, ours.RPC)
+
+	after := answers(t, ctx, ours.DialElectrum(t, ctx), qs)
+	for i := range qs {
+		if before[i] != after[i] {
+			t.Errorf("%s %v before the restart:\n%s\nafter:\n%s", qs[i].method, qs[i].params, before[i], after[i])
+		}
+	}
+}
