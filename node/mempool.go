@@ -6,6 +6,8 @@ import (
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // ProcessTx validates a transaction into the mempool with btcd's policy,
@@ -36,17 +38,42 @@ func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
 	for _, desc := range txns {
 		n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, desc.Tx.Hash()), desc)
 	}
-	n.events.push(nodeEvent{mempoolChanged: true})
+	if n.mempoolView != nil {
+		n.events.push(nodeEvent{accepted: txns})
+	}
 }
 
-// syncMempoolView brings the Electrum mempool view in line with btcd's pool
-// and tells the Electrum server which scripts changed. btcd's pool has no
-// removal hook, so this runs after every block and after acceptances
-// (which can also replace transactions); the view's Sync does the diff.
-func (n *Node) syncMempoolView() {
-	if n.mempoolView == nil {
+// updateMempoolView brings the Electrum mempool view in line with btcd's
+// pool and tells the Electrum server which scripts changed. btcd's pool has
+// no removal hook, so after blocks (which mine, evict and re-add
+// transactions) the view is reconciled with the whole pool; otherwise the
+// accepted transactions are added, unless one of them replaces a
+// transaction of the view (it spends an output the view already sees
+// spent), which also needs the full reconciliation.
+func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc) {
+	mp := n.mempoolView
+	if mp == nil || (!blocks && len(accepted) == 0) {
 		return
 	}
-	touched := n.mempoolView.Sync(n.txMemPool.TxDescs())
+	full := blocks
+	if !full {
+		spent := make(map[wire.OutPoint]struct{})
+	check:
+		for _, d := range accepted {
+			for _, in := range d.Tx.MsgTx().TxIn {
+				if _, dup := spent[in.PreviousOutPoint]; dup || mp.IsSpent(in.PreviousOutPoint) {
+					full = true
+					break check
+				}
+				spent[in.PreviousOutPoint] = struct{}{}
+			}
+		}
+	}
+	var touched []indexers.ScriptHash
+	if full {
+		touched = mp.Sync(n.txMemPool.TxDescs())
+	} else {
+		touched = mp.Add(accepted...)
+	}
 	n.srv.electrumMempool(touched)
 }

@@ -96,6 +96,13 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // block at height to testKey's address again, minus fee.
 func spendCoinbase(t testing.TB, n *Node, height int32, fee int64) *btcutil.Tx {
 	t.Helper()
+	return spendCoinbaseSeq(t, n, height, fee, wire.MaxTxInSequenceNum)
+}
+
+// spendCoinbaseSeq is spendCoinbase with the input's sequence number (below
+// 0xfffffffe it signals replaceability, BIP 125).
+func spendCoinbaseSeq(t testing.TB, n *Node, height int32, fee int64, seq uint32) *btcutil.Tx {
+	t.Helper()
 	block, err := n.Chain().BlockByHeight(height)
 	if err != nil {
 		t.Fatal(err)
@@ -107,6 +114,7 @@ func spendCoinbase(t testing.TB, n *Node, height int32, fee int64) *btcutil.Tx {
 	}
 	tx := wire.NewMsgTx(2)
 	tx.AddTxIn(wire.NewTxIn(wire.NewOutPoint(block.Transactions()[0].Hash(), 0), nil, nil))
+	tx.TxIn[0].Sequence = seq
 	tx.AddTxOut(wire.NewTxOut(cb.TxOut[0].Value-fee, pkScript))
 	sig, err := txscript.SignatureScript(tx, 0, cb.TxOut[0].PkScript, txscript.SigHashAll, testKey, true)
 	if err != nil {
@@ -386,5 +394,40 @@ func TestConfirmedTxThroughTxIndex(t *testing.T) {
 	plain := startNode(t, testConfig(t, t.TempDir(), false))
 	if _, _, err := plain.ConfirmedTx(cb.Hash()); err == nil || !strings.Contains(err.Error(), "--electrumindex") {
 		t.Fatalf("ConfirmedTx without an index: %v", err)
+	}
+}
+
+// TestMempoolViewFollowsReplacement replaces a mempool transaction by a
+// higher-fee one (BIP 125): btcd's pool drops the first without telling
+// anyone, and the Electrum mempool view must drop it too.
+func TestMempoolViewFollowsReplacement(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), true))
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatal(err)
+	}
+	first := spendCoinbaseSeq(t, n, 1, 10_000, 0xfffffffd)
+	if _, err := n.ProcessTx(first); err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	sh := indexers.ScriptHashFromScript(pkScript)
+	onlyEntry := func(want *btcutil.Tx) func() bool {
+		return func() bool {
+			e := n.mempoolView.Entries(sh)
+			return len(e) == 1 && e[0].TxHash == *want.Hash()
+		}
+	}
+	waitFor(t, "the first transaction in the view", onlyEntry(first))
+
+	second := spendCoinbaseSeq(t, n, 1, 100_000, 0xfffffffd)
+	if _, err := n.ProcessTx(second); err != nil {
+		t.Fatalf("replacement: %v", err)
+	}
+	if n.TxPool().HaveTransaction(first.Hash()) {
+		t.Fatal("btcd kept the replaced transaction")
+	}
+	waitFor(t, "the view to hold only the replacement", onlyEntry(second))
+	if fee := n.mempoolView.Entries(sh)[0].Fee; fee != 100_000 {
+		t.Fatalf("replacement fee in the view %d, want 100000", fee)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
@@ -22,8 +23,9 @@ type nodeEvent struct {
 	// callback, since the index only remembers the last few blocks.
 	touched []indexers.ScriptHash
 
-	// mempoolChanged marks transactions accepted into the mempool.
-	mempoolChanged bool
+	// accepted are transactions accepted into the mempool (nil for a
+	// block event).
+	accepted []*mempool.TxDesc
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -114,8 +116,9 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 
 // dispatchEvents runs until the queue is closed. For each batch of events
 // it tells the Electrum server which scripts' confirmed histories changed
-// and what the new tip is, then reconciles the mempool view with btcd's
-// pool once.
+// and what the new tip is, then updates the mempool view: a full
+// reconciliation with btcd's pool after blocks, else just the accepted
+// transactions.
 func (n *Node) dispatchEvents() {
 	defer n.wg.Done()
 	for {
@@ -124,15 +127,17 @@ func (n *Node) dispatchEvents() {
 			return
 		}
 		blocks := false
+		var accepted []*mempool.TxDesc
 		for _, ev := range evs {
 			if ev.block != nil {
 				blocks = true
 				n.srv.electrumScripts(ev.touched)
 			}
+			accepted = append(accepted, ev.accepted...)
 		}
 		if blocks {
 			n.srv.electrumTip()
 		}
-		n.syncMempoolView()
+		n.updateMempoolView(blocks, accepted)
 	}
 }
