@@ -32,14 +32,21 @@
 // transactions. The callback only hands the block on: to the RPC server's
 // own queue, and to the node's event queue together with the script hashes
 // the block touched (ElectrumIndex.Touched). One dispatcher goroutine turns
-// queued events into Electrum tip and script hash notifications and
-// reconciles the mempool view (indexers.Mempool) with btcd's pool, which
-// has no removal hook: after every block and after every acceptance.
+// queued events into Electrum tip and script hash notifications and keeps
+// the mempool view (indexers.Mempool) in line with btcd's pool, which has no
+// removal hook: accepted transactions (AnnounceNewTransactions, called by
+// netsync and by the node's own ProcessTx) are added, and after every block,
+// or when an accepted transaction replaces one of the view, the view is
+// reconciled with TxPool.TxDescs.
 //
 // Lifecycle: New, Start, Stop. Stop shuts down the Electrum and RPC
 // servers, listeners and peers, the sync manager (which flushes the UTXO
 // cache), the address manager, saves the fee estimator and closes the
 // database. The binary (cmd/btcd-electrum) calls Stop on SIGINT or SIGTERM.
+//
+// Logging is process-wide, as in btcd's packages: one btclog backend with a
+// logger per subsystem (SetLogLevels, SetLogFile, SetLogStdout); the binary
+// applies --debuglevel and --logdir, New does not touch it.
 //
 // Configuration is Config: btcd's option names, meanings and defaults
 // (go-flags, also from a config file) plus the Electrum options; LoadConfig
