@@ -20,6 +20,7 @@ import (
 	"github.com/btcsuite/btcd/netsync"
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/v2transport"
 	"github.com/btcsuite/btclog"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -110,6 +111,8 @@ var (
 		"ELEC": backend.Logger("ELEC"), // Electrum index
 		"ESRV": backend.Logger("ESRV"), // Electrum protocol server
 		"RPCS": backend.Logger("RPCS"),
+
+		v2transport.Subsystem: backend.Logger(v2transport.Subsystem),
 	}
 )
 
@@ -125,6 +128,7 @@ func init() {
 	txscript.UseLogger(subsystemLoggers["SCRP"])
 	netsync.UseLogger(subsystemLoggers["SYNC"])
 	mempool.UseLogger(subsystemLoggers["TXMP"])
+	v2transport.UseLogger(subsystemLoggers[v2transport.Subsystem])
 	useProjectLoggers()
 	for _, l := range subsystemLoggers {
 		l.SetLevel(btclog.LevelInfo)
