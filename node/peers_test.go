@@ -193,3 +193,26 @@ func TestReorgFollowsLongerPeerChain(t *testing.T) {
 		}
 	}
 }
+
+// TestV2TransportSync syncs two nodes over BIP 324 encrypted transport
+// (--v2transport on both).
+func TestV2TransportSync(t *testing.T) {
+	cfgA := testConfig(t, t.TempDir(), false)
+	cfgA.V2Transport = true
+	a := startNode(t, cfgA)
+	if _, err := a.Generate(5, nil); err != nil {
+		t.Fatal(err)
+	}
+	cfgB := testConfig(t, t.TempDir(), false)
+	cfgB.V2Transport = true
+	cfgB.ConnectPeers = []string{a.P2PAddrs()[0].String()}
+	cfgB.Listeners = nil
+	b := startNode(t, cfgB)
+	want := a.Chain().BestSnapshot().Hash
+	waitFor(t, "sync over v2 transport", func() bool { return b.Chain().BestSnapshot().Hash == want })
+	for _, p := range b.Peers() {
+		if !p.StatsSnapshot().V2Connection {
+			t.Fatalf("peer %s is not a v2 connection", p)
+		}
+	}
+}
