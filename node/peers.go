@@ -169,10 +169,11 @@ func (n *Node) setupPeerServer() error {
 		newAddress = n.newOutboundAddress
 		targetOutbound = min(defaultTargetOutbound, cfg.MaxPeers)
 	}
+	// Outbound slots are reserved out of --maxpeers; the rest is inbound.
 	reserved := max(targetOutbound, permanent)
 	maxInbound := uint32(max(cfg.MaxPeers-reserved, 0))
-	if cfg.MaxPeers <= reserved {
-		maxInbound = uint32(max(cfg.MaxPeers-permanent, 1))
+	if maxInbound == 0 && len(n.p2pListeners) > 0 {
+		srvrLog.Infof("Inbound connections disabled: maxpeers=%d, reserved outbound=%d", cfg.MaxPeers, reserved)
 	}
 	cm, err := connmgr.New(&connmgr.Config{
 		Listeners:      n.p2pListeners,
