@@ -23,6 +23,9 @@ type msgConn interface {
 	ReadMessage() ([]byte, error)
 	// WriteMessage sends one message, adding framing.
 	WriteMessage([]byte) error
+	// WriteMessages sends several messages, in one write where the
+	// transport allows.
+	WriteMessages([][]byte) error
 	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
 	Close() error
@@ -102,6 +105,21 @@ func (c *lineConn) WriteMessage(msg []byte) error {
 	return err
 }
 
+// WriteMessages writes msgs, each followed by '\n', in one write.
+func (c *lineConn) WriteMessages(msgs [][]byte) error {
+	n := 0
+	for _, m := range msgs {
+		n += len(m) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, m := range msgs {
+		b = append(b, m...)
+		b = append(b, '\n')
+	}
+	_, err := c.Conn.Write(b)
+	return err
+}
+
 // wsConn carries one message per WebSocket frame.
 type wsConn struct {
 	*websocket.Conn
@@ -127,4 +145,14 @@ func (c wsConn) ReadMessage() ([]byte, error) {
 // WriteMessage sends msg as one text frame.
 func (c wsConn) WriteMessage(msg []byte) error {
 	return c.Conn.WriteMessage(websocket.TextMessage, msg)
+}
+
+// WriteMessages sends each message as its own frame.
+func (c wsConn) WriteMessages(msgs [][]byte) error {
+	for _, m := range msgs {
+		if err := c.WriteMessage(m); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -226,13 +226,18 @@ func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
 		}
 		return
 	}
-	n.rmu.Lock()
-	if hasMempool {
-		n.mempoolSubs[sh] = struct{}{}
-	} else {
-		delete(n.mempoolSubs, sh)
+	n.rmu.RLock()
+	_, had := n.mempoolSubs[sh]
+	n.rmu.RUnlock()
+	if had != hasMempool {
+		n.rmu.Lock()
+		if hasMempool {
+			n.mempoolSubs[sh] = struct{}{}
+		} else {
+			delete(n.mempoolSubs, sh)
+		}
+		n.rmu.Unlock()
 	}
-	n.rmu.Unlock()
 	var msg []byte
 	for _, ss := range subs {
 		ss.subMu.Lock()

@@ -203,27 +203,39 @@ func (ss *session) writeLoop() {
 		ss.queue = nil
 		closeAfter := ss.closeAfter
 		ss.sendMu.Unlock()
-		for _, m := range q {
+		// Messages queued together go out in one write (at most
+		// writeBatchBytes at a time), which matters when a block
+		// notifies many subscriptions of one session.
+		for len(q) > 0 {
 			if ss.closed() {
 				return
 			}
+			k, size := 0, 0
+			for k < len(q) && (k == 0 || size+len(q[k]) <= writeBatchBytes) {
+				size += len(q[k])
+				k++
+			}
 			ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.cfg.WriteTimeout))
-			if err := ss.conn.WriteMessage(m); err != nil {
+			var err error
+			if k == 1 {
+				err = ss.conn.WriteMessage(q[0])
+			} else {
+				err = ss.conn.WriteMessages(q[:k])
+			}
+			if err != nil {
 				abortive(ss.conn)
 				ss.close()
 				return
 			}
+			q = q[k:]
 			ss.sendMu.Lock()
-			ss.queued -= len(m)
+			ss.queued -= size
 			ss.sendMu.Unlock()
-			ss.charge(float64(len(m)) / float64(ss.srv.cfg.BandwidthUnit))
+			ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
 		}
 		if len(q) == 0 && closeAfter {
 			ss.close()
 			return
-		}
-		if len(q) > 0 {
-			continue
 		}
 		select {
 		case <-ss.wake:
@@ -232,6 +244,9 @@ func (ss *session) writeLoop() {
 		}
 	}
 }
+
+// writeBatchBytes bounds how many queued bytes are joined into one write.
+const writeBatchBytes = 256 << 10
 
 // readLoop reads and dispatches messages until the connection ends.
 func (ss *session) readLoop() {
