@@ -62,7 +62,7 @@ func openRaw(tb testing.TB, addr string) *rawSession {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s := &rawSession{c: c, r: bufio.NewReaderSize(c, 64<<10)}
+	s := &rawSession{c: c, r: bufio.NewReaderSize(c, 4<<10)}
 	s.roundTrip(tb, []byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["bench","1.4"]}`+"\n"))
 	return s
 }

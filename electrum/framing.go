@@ -40,9 +40,14 @@ type lineConn struct {
 	buf     []byte
 }
 
+// lineReadBuffer is the read buffer of a newline connection. It is small
+// because idle sessions are the common case; longer lines are assembled
+// across several reads.
+const lineReadBuffer = 4 << 10
+
 // newLineConn wraps c for newline framing with a request limit.
 func newLineConn(c net.Conn, maxRecv int) *lineConn {
-	return &lineConn{Conn: c, r: bufio.NewReaderSize(c, 64<<10), maxRecv: maxRecv}
+	return &lineConn{Conn: c, r: bufio.NewReaderSize(c, lineReadBuffer), maxRecv: maxRecv}
 }
 
 // ReadMessage reads up to the next '\n'. A line over maxRecv bytes is
@@ -50,6 +55,10 @@ func newLineConn(c net.Conn, maxRecv int) *lineConn {
 // skipped.
 func (c *lineConn) ReadMessage() ([]byte, error) {
 	for {
+		if cap(c.buf) > 64<<10 {
+			// Do not keep a large request's buffer for the session's life.
+			c.buf = nil
+		}
 		c.buf = c.buf[:0]
 		tooLarge := false
 		for {

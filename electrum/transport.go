@@ -165,8 +165,8 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 func (s *Server) serveWS(l net.Listener) {
 	defer s.wg.Done()
 	up := websocket.Upgrader{
-		ReadBufferSize:  16 << 10,
-		WriteBufferSize: 16 << 10,
+		ReadBufferSize:  4 << 10,
+		WriteBufferSize: 4 << 10,
 		// Wallet web pages are served from other origins by design.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
