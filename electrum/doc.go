@@ -6,8 +6,17 @@
 // other first message is answered with an error and a disconnect) over four
 // transports: plain TCP and TLS with one JSON-RPC message per line, and WS and
 // WSS (gorilla/websocket) with one message per frame. JSON-RPC 1.0 and 2.0,
-// batches, notifications, positional and named parameters are accepted; the
-// requests of one session run concurrently and are answered by id.
+// batches, notifications (no id, or id null), positional and named parameters
+// are accepted; the requests of one session run concurrently (10 at a time)
+// and are answered by id, possibly out of order. Answers are always JSON-RPC
+// 2.0 objects, as ElectrumX writes them: clients such as @electrum-cash/network
+// send 1.0-style requests but take any "error" member, even null, as a
+// failure.
+//
+// Before negotiation, any first message other than server.version (in any
+// protocol version, as ElectrumX does and as 1.6 requires) is answered with
+// error 1 "use server.version to identify client" and the connection is
+// closed; a batch may open with server.version.
 //
 // # Shape
 //
@@ -53,6 +62,18 @@
 // cost-based throttling (soft limit 1000 delays requests, hard limit 10000
 // answers -101 and disconnects). Costs are per session; ElectrumX also
 // shares cost across a subnet, which this server does not.
+//
+// # Tests and benchmarks
+//
+// Protocol behaviour is tested against an in-memory chain (fakebackend_test.go)
+// where precise control is needed (limits, races, hostile input), and end to
+// end against a real btcd regtest chain with the Electrum index, btcd's
+// mempool and the mempool overlay (realchain_test.go): every script method is
+// compared with the reference model of internal/testchain, and real npm
+// clients (testdata/js, installed by make deps) run a subscribe, broadcast
+// and mine flow over TCP and WS. Fuzz targets: testdata/fuzz.sh. Benchmarks:
+//
+//	go test -run '^$' -bench . -benchtime 3x ./electrum/
 //
 // # broadcast_package on btcd
 //

@@ -56,13 +56,6 @@ type notifier struct {
 	// entries; they are re-checked on every new tip (-1 becomes 0 when a
 	// parent confirms).
 	mempoolSubs map[indexers.ScriptHash]struct{}
-
-	// passes counts completed notification passes (tests and benchmarks
-	// wait on it).
-	passes atomic.Uint64
-	// passDone is signalled after each pass.
-	passMu   sync.Mutex
-	passCond *sync.Cond
 }
 
 // newNotifier returns an idle notifier for s.
@@ -74,7 +67,6 @@ func newNotifier(s *Server) *notifier {
 		headers:     make(map[*session]struct{}),
 		mempoolSubs: make(map[indexers.ScriptHash]struct{}),
 	}
-	n.passCond = sync.NewCond(&n.passMu)
 	return n
 }
 
@@ -113,10 +105,6 @@ func (n *notifier) run() {
 			}
 			n.pass(q, seq)
 		}
-		n.passMu.Lock()
-		n.passes.Add(1)
-		n.passCond.Broadcast()
-		n.passMu.Unlock()
 	}
 }
 
@@ -318,15 +306,6 @@ func (n *notifier) dropSession(ss *session, subs map[indexers.ScriptHash]*subSta
 		n.removeSubLocked(ss, sh)
 	}
 	n.rmu.Unlock()
-}
-
-// waitPasses blocks until at least k notification passes completed.
-func (n *notifier) waitPasses(k uint64) {
-	n.passMu.Lock()
-	for n.passes.Load() < k {
-		n.passCond.Wait()
-	}
-	n.passMu.Unlock()
 }
 
 // headerHex returns the 80-byte serialized header in hex.

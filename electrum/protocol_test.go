@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -507,5 +508,28 @@ func TestJSONRPCDialect(t *testing.T) {
 	rs := <-c.batches
 	if len(rs) != 3 || string(rs[0].ID) != "1" || rs[1].Error.Code != codeMethodNotFound || string(rs[2].ID) != "3" {
 		t.Fatalf("batch %+v", rs)
+	}
+}
+
+// TestConcurrentRequests checks that requests of one session run
+// concurrently: a fast request sent after a slow one is answered first, and
+// each answer carries its request's id.
+func TestConcurrentRequests(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	fx.f.mu.Lock()
+	fx.f.slow = 300 * time.Millisecond
+	fx.f.mu.Unlock()
+	order := make(chan string, 2)
+	slow := c.start("blockchain.scripthash.get_history", fx.shA.String())
+	fast := c.start("blockchain.block.header", 1)
+	go func() { r := <-slow; order <- "slow:" + string(r.ID); slow <- r }()
+	go func() { r := <-fast; order <- "fast:" + string(r.ID); fast <- r }()
+	first, second := <-order, <-order
+	if first != "fast:3" || second != "slow:2" {
+		t.Fatalf("answers arrived as %s then %s", first, second)
+	}
+	if r := <-slow; r.Error != nil || len(r.Result) < 10 {
+		t.Fatalf("slow answer %+v", r)
 	}
 }

@@ -380,10 +380,9 @@ func (ss *session) handleVersion(r *request) bool {
 // handleVersionInBatch negotiates with the first member of a batch and runs
 // the rest.
 func (ss *session) handleVersionInBatch(m *message) bool {
-	first, err := ss.executeRaw(m.requests[0])
+	first, _ := ss.execute(m.requests[0])
 	if !ss.negotiated.Load() {
 		ss.sendAndClose(encodeBatch([][]byte{first}))
-		_ = err
 		return false
 	}
 	if len(m.requests) > ss.srv.cfg.MaxBatch {
@@ -398,11 +397,6 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 		ss.runBatch(m.requests[1:], first)
 	}()
 	return true
-}
-
-// executeRaw is execute for a batch member: nil when no answer is due.
-func (ss *session) executeRaw(r *request) ([]byte, bool) {
-	return ss.execute(r)
 }
 
 // runBatch executes batch members in order and sends one array with their
