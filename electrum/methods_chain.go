@@ -148,6 +148,10 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 		return nil, rpcErrorf(codeServerBusy, "session closed")
 	}
 	n.addHeaders(ss)
+	if ss.closed() {
+		n.dropSession(ss, nil)
+		return nil, rpcErrorf(codeServerBusy, "session closed")
+	}
 	seq := n.currentSeq()
 	tip, err := ss.srv.backend.ChainTip()
 	if err != nil {

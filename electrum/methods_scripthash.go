@@ -223,6 +223,12 @@ func hSubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, er
 	ss.subMu.Unlock()
 	if fresh {
 		n.addSub(ss, sh, false)
+		if ss.closed() {
+			// close() may have dropped the session's registrations
+			// before this one was made.
+			n.removeSub(ss, sh)
+			return nil, rpcErrorf(codeServerBusy, "session closed")
+		}
 	}
 
 	seq := n.currentSeq()

@@ -452,6 +452,10 @@ func (ss *session) execute(r *request) ([]byte, bool) {
 	}
 	result, rerr := ss.call(r)
 	if r.isNotification() {
+		if ss.overLimit.Load() {
+			// No answer will carry the -101: close now.
+			ss.close()
+		}
 		return nil, false
 	}
 	if rerr != nil {
