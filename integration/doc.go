@@ -26,6 +26,28 @@
 //
 // Every wait is bounded (StartTimeout, StopTimeout, the caller's context).
 //
+// # Use from another module
+//
+// A module that requires github.com/btcd-electrum/btcd-electrum (and so
+// btcd v0.26.2) can write:
+//
+//	func TestWallet(t *testing.T) {
+//		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+//		defer cancel()
+//		n := integration.StartNode(t, integration.NodeConfig{Binary: true})
+//		if _, err := n.RPC.Generate(101); err != nil {
+//			t.Fatal(err)
+//		}
+//		ec := n.DialElectrum(t, ctx)
+//		sh := integration.ScriptHash(integration.MiningScript())
+//		hist, err := ec.GetHistory(ctx, sh)
+//		// ... 101 coinbase transactions
+//	}
+//
+// NodeBinary and BtcdBinary run `go build` (and `go list -m`) in the test's
+// working directory, so the go command and the module cache must be
+// available; call RemoveBinaries from TestMain to delete what they built.
+//
 // # Tests
 //
 // The package's tests check, against real btcd processes: P2P sync and

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -64,6 +63,17 @@ func NodeBinary() (string, error) {
 		}
 	})
 	return nodeBinPath, nodeBinErr
+}
+
+// RemoveBinaries deletes the executables NodeBinary and BtcdBinary built in
+// this process. Call it once no test needs them any more, typically from
+// TestMain after m.Run.
+func RemoveBinaries() {
+	for _, p := range []string{nodeBinPath, btcdBinPath} {
+		if p != "" {
+			_ = os.RemoveAll(filepath.Dir(p))
+		}
+	}
 }
 
 // FreeAddr returns a loopback host:port that was free a moment ago.
@@ -406,15 +416,4 @@ func WaitFor(t testing.TB, ctx context.Context, what string, cond func() bool) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-}
-
-// argValue returns the value of the last --name=value flag in args.
-func argValue(args []string, name string) string {
-	v := ""
-	for _, a := range args {
-		if strings.HasPrefix(a, "--"+name+"=") {
-			v = strings.TrimPrefix(a, "--"+name+"=")
-		}
-	}
-	return v
 }

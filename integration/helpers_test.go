@@ -26,7 +26,9 @@ func TestMain(m *testing.M) {
 	} else {
 		node.SetLogStdout(false)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	RemoveBinaries()
+	os.Exit(code)
 }
 
 // testContext returns a context that ends after testWait or with the test.

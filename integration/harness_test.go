@@ -1,0 +1,59 @@
+package integration
+
+import (
+	"testing"
+)
+
+// TestHarnessModes starts one node in-process and one as the binary, both
+// with TLS RPC, and connects the binary to the in-process node over P2P:
+// blocks mined in-process reach the binary, and both Electrum servers
+// serve the same tip and the same history for the mining script.
+func TestHarnessModes(t *testing.T) {
+	ctx := testContext(t)
+	inproc := StartNode(t, NodeConfig{RPCTLS: true})
+	if inproc.InProcess() == nil {
+		t.Fatal("the in-process node has no node.Node")
+	}
+	bin := StartNode(t, NodeConfig{Binary: true, RPCTLS: true, Args: []string{"--connect=" + inproc.P2PAddr}})
+	if bin.InProcess() != nil {
+		t.Fatal("the binary node reports an in-process node.Node")
+	}
+	if _, err := inproc.RPC.Generate(12); err != nil {
+		t.Fatal(err)
+	}
+	_, height := waitSameTip(t, ctx, inproc.RPC, bin.RPC)
+	if height != 12 {
+		t.Fatalf("tip at %d, want 12", height)
+	}
+	sh := ScriptHash(MiningScript())
+	var tips []HeaderTip
+	var hists [][]HistoryItem
+	for _, n := range []*Node{inproc, bin} {
+		ec := n.DialElectrum(t, ctx)
+		tip, err := ec.SubscribeHeaders(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tip.Height < height {
+			if tip, err = ec.NextHeader(ctx, height); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tips = append(tips, tip)
+		hist, err := ec.GetHistory(ctx, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hists = append(hists, hist)
+	}
+	if tips[0] != tips[1] || tips[0].Hex != headerHex(t, inproc.RPC, height) {
+		t.Fatalf("tips %+v and %+v", tips[0], tips[1])
+	}
+	want, err := ChainHistory(bin.RPC, MiningScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) != 12 || !equalHistory(hists[0], want) || !equalHistory(hists[1], want) {
+		t.Fatalf("histories %+v and %+v, the blocks give %+v", hists[0], hists[1], want)
+	}
+}
