@@ -28,7 +28,7 @@ func interrupted(ch <-chan struct{}) bool {
 // Catch-up tuning.
 const (
 	// batchRows is roughly how many rows one catch-up transaction writes.
-	batchRows = 400000
+	batchRows = 1000000
 	// progressEvery is the interval of the progress log line.
 	progressEvery = 10 * time.Second
 )
@@ -44,6 +44,7 @@ type batch struct {
 	hgt   int32
 	count uint64
 	txs   uint64
+	stats sizeStats // the index's size after the batch
 }
 
 // kv is one row to put.
@@ -84,7 +85,7 @@ func (b *batch) Delete(k []byte) error {
 }
 
 // writes returns the number of database writes the batch makes.
-func (b *batch) writes() int { return len(b.puts) + len(b.utxo) + 1 }
+func (b *batch) writes() int { return len(b.puts) + len(b.utxo) + 2 }
 
 // write applies the batch and moves the index tip, in one transaction.
 func (b *batch) write(dbTx database.Tx) error {
@@ -104,6 +105,9 @@ func (b *batch) write(dbTx database.Tx) error {
 		if err != nil {
 			return err
 		}
+	}
+	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
+		return err
 	}
 	tips := meta.Bucket(indexTipsBucketName)
 	return tips.Put(electrumIndexKey, tipVal(&b.tip, b.hgt))
@@ -224,6 +228,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 
 	var (
 		count     = start.txCount
+		stats     = start.stats
 		b         = newBatch()
 		t0        = time.Now()
 		lastLog   = t0
@@ -239,9 +244,9 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			break
 		}
 		p := f.plan
-		applyConnect(b, p, count)
+		stats = stats.add(applyConnect(b, p, count))
 		count += uint64(len(p.txs))
-		b.tip, b.hgt, b.count = p.hash, p.height, count
+		b.tip, b.hgt, b.count, b.stats = p.hash, p.height, count, stats
 		b.txs += uint64(len(p.txs))
 		done++
 		if b.rows >= batchRows {

@@ -11,6 +11,24 @@ type rowWriter interface {
 	Delete(key []byte) error
 }
 
+// sizedWriter passes rows on and counts what they add to the index.
+type sizedWriter struct {
+	w rowWriter
+	d sizeStats
+}
+
+func (s *sizedWriter) Put(k, v []byte) error {
+	s.d.Rows++
+	s.d.Bytes += int64(len(k) + len(v))
+	return s.w.Put(k, v)
+}
+
+func (s *sizedWriter) Delete(k []byte) error {
+	s.d.Rows--
+	s.d.Bytes -= int64(len(k) + valLen(k))
+	return s.w.Delete(k)
+}
+
 // slab hands out the key and value buffers of one block from a single
 // allocation. ffldb keeps the slices it is given until the transaction
 // commits, so no buffer is ever reused.
@@ -36,8 +54,10 @@ func mustWrite(err error) {
 }
 
 // applyConnect is phase 2 of the block pass: all funding rows, then all
-// spending rows. base is the txnum of the block's first transaction.
-func applyConnect(w rowWriter, p *blockPlan, base uint64) {
+// spending rows. base is the txnum of the block's first transaction. It
+// returns what the block adds to the index's size.
+func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
+	w := &sizedWriter{w: dst}
 	var s slab
 	empty := []byte{}
 
@@ -94,11 +114,14 @@ func applyConnect(w rowWriter, p *blockPlan, base uint64) {
 	}
 
 	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
+	return w.d
 }
 
 // applyDisconnect is the exact inverse of applyConnect, computed from the
 // same plan: spent outputs come back, then everything the block funded goes.
-func applyDisconnect(w rowWriter, p *blockPlan, base uint64) {
+// It returns what the block's removal adds to the index's size (negative).
+func applyDisconnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
+	w := &sizedWriter{w: dst}
 	var s slab
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
@@ -146,4 +169,5 @@ func applyDisconnect(w rowWriter, p *blockPlan, base uint64) {
 	}
 
 	mustWrite(w.Delete(blkKey(p.height)))
+	return w.d
 }

@@ -207,6 +207,7 @@ func TestConnectBlockReadsNothingAndDisconnectUndoes(t *testing.T) {
 
 	rows := indexRows(t, db)
 	t.Logf("%d blocks, %d transactions, %d rows", len(blocks), txs, len(rows))
+	checkSize(t, db, idx)
 	if len(rows) < 3*txs {
 		t.Fatalf("only %d rows for %d transactions", len(rows), txs)
 	}
@@ -220,8 +221,11 @@ func TestConnectBlockReadsNothingAndDisconnectUndoes(t *testing.T) {
 		}
 	}
 	rows = indexRows(t, db)
-	if len(rows) != 1 || rows[string(indexers.VersionKey)] == nil {
+	if len(rows) != 2 || rows[string(indexers.VersionKey)] == nil || rows[string(indexers.StatsKey)] == nil {
 		t.Fatalf("after disconnecting every block %d rows remain", len(rows))
+	}
+	if n, b, err := idx.Size(); err != nil || n != 0 || b != 0 {
+		t.Fatalf("empty index has size %d rows, %d bytes (%v)", n, b, err)
 	}
 }
 
@@ -256,11 +260,29 @@ func TestCatchUpMatchesBlockPath(t *testing.T) {
 			t.Fatalf("row %x: catch-up %x, block path %x", k, got[k], v)
 		}
 	}
+	checkSize(t, h.DB, live)
 	tip, err := live.Tip()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if hash, height := h.Tip(); tip.Hash != hash || tip.Height != height {
 		t.Fatalf("index tip %v/%d, chain tip %v/%d", tip.Hash, tip.Height, hash, height)
+	}
+}
+
+// checkSize compares the index's own size count with its rows.
+func checkSize(t testing.TB, db database.DB, idx *indexers.ElectrumIndex) {
+	t.Helper()
+	var n, b int64
+	for k, v := range indexRows(t, db) {
+		if k == string(indexers.VersionKey) || k == string(indexers.StatsKey) {
+			continue
+		}
+		n++
+		b += int64(len(k) + len(v))
+	}
+	rows, bytes, err := idx.Size()
+	if err != nil || rows != n || bytes != b {
+		t.Fatalf("index size %d rows %d bytes (%v), counted %d rows %d bytes", rows, bytes, err, n, b)
 	}
 }

@@ -11,6 +11,9 @@ var RowPrefix = rowPrefix
 // VersionKey is the key of the schema version.
 var VersionKey = versionKey
 
+// StatsKey is the key of the index's size.
+var StatsKey = statsKey
+
 // SetMemTip sets the in-memory tip, so a benchmark can connect the same
 // block again after rolling its transaction back.
 func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount uint64) {

@@ -48,12 +48,14 @@ type ElectrumIndex struct {
 	quietBlocks bool
 }
 
-// memTip is the index tip with its cumulative transaction count.
+// memTip is the index tip with its cumulative transaction count and the
+// index's size at that tip.
 type memTip struct {
 	valid   bool
 	hash    chainhash.Hash
 	height  int32
 	txCount uint64
+	stats   sizeStats
 }
 
 // touchedBlock is one entry of the touched ring: a block's per-transaction
@@ -114,7 +116,7 @@ func loadTip(dbTx database.Tx) (memTip, error) {
 	if !ok {
 		return t, fmt.Errorf("electrum index: malformed tip entry")
 	}
-	t = memTip{valid: true, hash: hash, height: height}
+	t = memTip{valid: true, hash: hash, height: height, stats: decodeStats(dbTx.Metadata().Get(statsKey))}
 	if height < 0 {
 		return t, nil
 	}
@@ -151,13 +153,15 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	base := idx.tip.txCount
+	base, stats := idx.tip.txCount, idx.tip.stats
 	if !idx.tip.valid || idx.tip.hash != *prev || idx.tip.height != plan.height-1 {
-		base = mustTxCountAt(dbTx, plan.height-1, prev)
+		base, stats = mustTipAt(dbTx, plan.height-1, prev)
 	}
-	applyConnect(dbTx.Metadata(), plan, base)
+	meta := dbTx.Metadata()
+	stats = stats.add(applyConnect(meta, plan, base))
+	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	n := uint64(len(plan.txs))
-	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n}
+	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
 	idx.remember(plan)
 
 	if !idx.quietBlocks {
@@ -178,36 +182,53 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
 	n := uint64(len(plan.txs))
-	var end uint64
+	var (
+		end   uint64
+		stats sizeStats
+	)
 	if idx.tip.valid && idx.tip.hash == plan.hash && idx.tip.height == plan.height {
-		end = idx.tip.txCount
+		end, stats = idx.tip.txCount, idx.tip.stats
 	} else {
-		end = mustTxCountAt(dbTx, plan.height, &plan.hash)
+		end, stats = mustTipAt(dbTx, plan.height, &plan.hash)
 	}
 	base := end - n
-	applyDisconnect(dbTx.Metadata(), plan, base)
+	meta := dbTx.Metadata()
+	stats = stats.add(applyDisconnect(meta, plan, base))
+	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
-		height: plan.height - 1, txCount: base}
-	idx.statuses.invalidate()
+		height: plan.height - 1, txCount: base, stats: stats}
 	idx.remember(plan)
 	log.Infof("Unindexed block %d (%d tx)", plan.height, n)
 	return nil
 }
 
-// mustTxCountAt reads the cumulative transaction count at height, which must
-// be the block hash. It is the slow path for when the in-memory tip does not
-// match (a transaction of an earlier call was rolled back); a missing or
-// different row means the index does not match the chain, which cannot be
-// repaired inside the chain's transaction.
-func mustTxCountAt(dbTx database.Tx, height int32, hash *chainhash.Hash) uint64 {
+// Size returns the number of rows of the index at its tip and their key and
+// value bytes (the logical size; the database adds its own overhead).
+func (idx *ElectrumIndex) Size() (rows, bytes int64, err error) {
+	err = idx.db.View(func(dbTx database.Tx) error {
+		s := decodeStats(dbTx.Metadata().Get(statsKey))
+		rows, bytes = s.Rows, s.Bytes
+		return nil
+	})
+	return rows, bytes, err
+}
+
+// mustTipAt reads the cumulative transaction count at height, which must be
+// the index's tip block hash, and the index's size. It is the slow path for
+// when the in-memory tip does not match (a transaction of an earlier call
+// was rolled back); a missing or different row means the index does not
+// match the chain, which cannot be repaired inside the chain's transaction.
+// An empty index (height -1) needs no read.
+func mustTipAt(dbTx database.Tx, height int32, hash *chainhash.Hash) (uint64, sizeStats) {
 	if height < 0 {
-		return 0
+		return 0, sizeStats{}
 	}
-	count, bhash, ok := decodeBlkVal(dbTx.Metadata().Get(blkKey(height)))
+	meta := dbTx.Metadata()
+	count, bhash, ok := decodeBlkVal(meta.Get(blkKey(height)))
 	if !ok || bhash != *hash {
 		panic(fmt.Sprintf("electrum index: index has no block %v at height %d", hash, height))
 	}
-	return count
+	return count, decodeStats(meta.Get(statsKey))
 }
 
 // remember records the scripts a block touched for Touched. Called with mu

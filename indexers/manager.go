@@ -193,7 +193,11 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 		plan := planBlock(block, stxos, tip.height == 0)
 		err = idx.db.Update(func(dbTx database.Tx) error {
 			base := tip.txCount - uint64(len(plan.txs))
-			applyDisconnect(dbTx.Metadata(), plan, base)
+			meta := dbTx.Metadata()
+			stats := tip.stats.add(applyDisconnect(meta, plan, base))
+			if err := meta.Put(statsKey, encodeStats(stats)); err != nil {
+				return err
+			}
 			prev := block.MsgBlock().Header.PrevBlock
 			tips := dbTx.Metadata().Bucket(indexTipsBucketName)
 			return tips.Put(electrumIndexKey, tipVal(&prev, tip.height-1))

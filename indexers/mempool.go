@@ -46,8 +46,7 @@ type poolTx struct {
 	txid    chainhash.Hash
 	fee     int64
 	vsize   int64
-	parents []chainhash.Hash // unconfirmed parents at the time of adding
-	unconf  bool
+	unconf  bool // some input spends an output of a pool transaction
 	outs    []poolOut
 	ins     []poolIn
 	spends  []wire.OutPoint // every input, known spent output or not
@@ -91,8 +90,9 @@ func (m *Mempool) Add(descs ...*mempool.TxDesc) []ScriptHash {
 
 // Sync makes the view equal to the pool's current content (TxPool.TxDescs)
 // and returns the scripts whose unconfirmed part changed: transactions that
-// were mined, replaced or evicted go, new ones come, and children whose
-// last unconfirmed parent went change from height -1 to 0.
+// were mined, replaced or evicted go, new ones come, and transactions whose
+// parents were mined or came back to the pool change between height 0 and
+// -1.
 func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -107,21 +107,19 @@ func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
 		}
 	}
 	m.addLocked(descs, touched)
-	// A transaction whose unconfirmed parents all left the pool now has
-	// only confirmed inputs (or will leave the pool itself).
+	// Whether a transaction has an unconfirmed input changes both ways: a
+	// parent that is mined leaves the pool, and a parent whose block is
+	// disconnected comes back to it.
 	for _, ptx := range m.txs {
-		if !ptx.unconf {
-			continue
-		}
-		still := false
-		for _, p := range ptx.parents {
-			if _, ok := m.txs[p]; ok {
-				still = true
+		unconf := false
+		for _, op := range ptx.spends {
+			if _, ok := m.txs[op.Hash]; ok {
+				unconf = true
 				break
 			}
 		}
-		if !still {
-			ptx.unconf = false
+		if unconf != ptx.unconf {
+			ptx.unconf = unconf
 			for _, sh := range ptx.scripts {
 				touched[sh] = struct{}{}
 			}
@@ -186,7 +184,6 @@ func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{
 		)
 		if parent, ok := m.txs[prev.Hash]; ok {
 			ptx.unconf = true
-			ptx.parents = append(ptx.parents, prev.Hash)
 			for _, o := range parent.outs {
 				if o.vout == prev.Index {
 					ptx.ins = append(ptx.ins, poolIn{script: o.script, prev: prev, value: o.value})

@@ -120,26 +120,23 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 		st  *StatusHasher
 	)
 	hx := sh.hashX()
-	gen := idx.statuses.generation()
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta := dbTx.Metadata()
-		tipCount := uint64(0)
-		if tip.Height >= 0 {
-			c, _, ok := decodeBlkVal(meta.Get(blkKey(tip.Height)))
-			if !ok {
-				return corruptf("no block row at tip height %d", tip.Height)
-			}
-			tipCount = c
-		}
 
 		var from *uint64
 		st = NewStatusHasher()
-		if m := idx.statuses.get(hx, gen); m != nil && m.last < tipCount {
-			if resumed, ok := m.resume(); ok {
-				st = resumed
-				last := m.last
-				from = &last
+		if m := idx.statuses.get(hx); m != nil {
+			if inChain(meta, m.at) {
+				if resumed, ok := m.resume(); ok {
+					st = resumed
+					last := m.last
+					from = &last
+				}
+			} else if m.at.Height <= tip.Height {
+				// The block it was read at is not in this view's chain; a
+				// read of a newer view makes a new one.
+				idx.statuses.drop(m)
 			}
 		}
 		if limit > 0 && st.Len() > limit {
@@ -157,7 +154,7 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 			st.Add(r.txid, r.height)
 		}
 		if len(nums) > 0 && st.Len() >= statusCacheMin {
-			if m := st.midstate(hx, gen, nums[len(nums)-1]); m != nil {
+			if m := st.midstate(hx, tip, nums[len(nums)-1]); m != nil {
 				idx.statuses.put(m)
 			}
 		}
@@ -167,6 +164,12 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 		return nil, tip, err
 	}
 	return st, tip, nil
+}
+
+// inChain reports whether the view meta belongs to holds block at.
+func inChain(meta database.Bucket, at Tip) bool {
+	_, hash, ok := decodeBlkVal(meta.Get(blkKey(at.Height)))
+	return ok && hash == at.Hash
 }
 
 // Unspent returns the confirmed unspent outputs of a script ordered by

@@ -37,6 +37,10 @@ import (
 //	      txcount is the number of transactions in the main chain up to and
 //	      including this block: the txnum of the next block's first
 //	      transaction.
+//	"Exs"                                ->    rows(8) bytes(8)
+//	      the number of rows above and their key and value bytes, kept
+//	      with every block from the in-memory tip (never read on the block
+//	      path).
 //
 // The index tip is kept where btcd keeps every index's tip: key "electrumidx"
 // in btcd's "idxtips" metadata bucket, as hash(32) height(4, little-endian).
@@ -51,6 +55,9 @@ var (
 	rowPrefix = []byte("Ex")
 
 	versionKey = []byte("Exv")
+
+	// statsKey holds the index's row count and size.
+	statsKey = []byte("Exs")
 )
 
 // Table tags, the third byte of every key.
@@ -244,4 +251,40 @@ func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {
 	}
 	copy(h[:], v[:chainhash.HashSize])
 	return h, int32(binary.LittleEndian.Uint32(v[chainhash.HashSize:])), true
+}
+
+// valLen returns the value length of a row of the table key belongs to.
+func valLen(key []byte) int {
+	switch key[2] {
+	case tagTx:
+		return txValLen
+	case tagUtxo:
+		return utxoValLen
+	case tagBlk:
+		return blkValLen
+	}
+	return 0
+}
+
+// sizeStats counts the index's rows and their key and value bytes.
+type sizeStats struct {
+	Rows, Bytes int64
+}
+
+func (s sizeStats) add(d sizeStats) sizeStats {
+	return sizeStats{Rows: s.Rows + d.Rows, Bytes: s.Bytes + d.Bytes}
+}
+
+func encodeStats(s sizeStats) []byte {
+	v := make([]byte, 16)
+	binary.BigEndian.PutUint64(v[:8], uint64(s.Rows))
+	binary.BigEndian.PutUint64(v[8:], uint64(s.Bytes))
+	return v
+}
+
+func decodeStats(v []byte) sizeStats {
+	if len(v) != 16 {
+		return sizeStats{}
+	}
+	return sizeStats{Rows: int64(binary.BigEndian.Uint64(v[:8])), Bytes: int64(binary.BigEndian.Uint64(v[8:]))}
 }

@@ -87,7 +87,7 @@ func TestStatusVector(t *testing.T) {
 		if i == 2 {
 			// Resuming from the midstate after the confirmed part gives
 			// the same status as hashing straight through.
-			m := s.midstate(hashX{}, 0, 0)
+			m := s.midstate(hashX{}, Tip{}, 0)
 			r, ok := m.resume()
 			if !ok {
 				t.Fatal("resume failed")

@@ -64,11 +64,12 @@ const statusCacheMin = 64
 
 // statusCache keeps, for long histories, the SHA-256 midstate after the
 // confirmed entries up to a txnum, so the status after a new block hashes
-// only the new entries. Histories only grow while blocks connect; any
-// disconnect starts a new generation and drops every entry.
+// only the new entries. A midstate remembers the index tip of the read that
+// made it: the history up to that block is fixed for as long as the block
+// stays in the chain, so a later read may resume from it exactly when its
+// own view still holds that block at that height.
 type statusCache struct {
 	mu      sync.Mutex
-	gen     uint64
 	max     int
 	entries map[hashX]*list.Element
 	lru     *list.List
@@ -77,7 +78,7 @@ type statusCache struct {
 // statusMid is one cached midstate.
 type statusMid struct {
 	key   hashX
-	gen   uint64
+	at    Tip    // index tip of the read that made it
 	last  uint64 // txnum of the last hashed entry
 	n     int
 	state []byte
@@ -87,54 +88,34 @@ func newStatusCache(max int) *statusCache {
 	return &statusCache{max: max, entries: make(map[hashX]*list.Element), lru: list.New()}
 }
 
-// generation returns the current generation.
-func (c *statusCache) generation() uint64 {
+// get returns the cached midstate of hx, if any; the caller checks that its
+// block is in the chain it reads.
+func (c *statusCache) get(hx hashX) *statusMid {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.gen
-}
-
-// invalidate drops every entry; called when a block is disconnected.
-func (c *statusCache) invalidate() {
-	c.mu.Lock()
-	c.gen++
-	c.entries = make(map[hashX]*list.Element)
-	c.lru.Init()
-	c.mu.Unlock()
-}
-
-// get returns the midstate of hx if it was made in generation gen and that
-// is still the current one.
-func (c *statusCache) get(hx hashX, gen uint64) *statusMid {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gen != gen {
-		return nil
-	}
 	el, ok := c.entries[hx]
 	if !ok {
 		return nil
 	}
 	c.lru.MoveToFront(el)
-	m := el.Value.(*statusMid)
-	if m.gen != gen {
-		return nil
-	}
-	return m
+	return el.Value.(*statusMid)
 }
 
-// put stores a midstate made in generation gen, unless a disconnect has
-// happened since.
+// drop removes m if it is still the cached midstate of its script.
+func (c *statusCache) drop(m *statusMid) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[m.key]; ok && el.Value.(*statusMid) == m {
+		c.lru.Remove(el)
+		delete(c.entries, m.key)
+	}
+}
+
+// put stores a midstate, replacing the script's previous one.
 func (c *statusCache) put(m *statusMid) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.gen != m.gen {
-		return
-	}
 	if el, ok := c.entries[m.key]; ok {
-		if el.Value.(*statusMid).last >= m.last {
-			return
-		}
 		el.Value = m
 		c.lru.MoveToFront(el)
 		return
@@ -156,11 +137,11 @@ func (m *statusMid) resume() (*StatusHasher, bool) {
 	return &StatusHasher{h: h, n: m.n}, true
 }
 
-// midstate captures s for the cache.
-func (s *StatusHasher) midstate(key hashX, gen, last uint64) *statusMid {
+// midstate captures s, made by a read at tip, for the cache.
+func (s *StatusHasher) midstate(key hashX, at Tip, last uint64) *statusMid {
 	state, err := s.h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return nil
 	}
-	return &statusMid{key: key, gen: gen, last: last, n: s.n, state: state}
+	return &statusMid{key: key, at: at, last: last, n: s.n, state: state}
 }
