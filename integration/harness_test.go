@@ -7,7 +7,8 @@ import (
 // TestHarnessModes starts one node in-process and one as the binary, both
 // with TLS RPC, and connects the binary to the in-process node over P2P:
 // blocks mined in-process reach the binary, and both Electrum servers
-// serve the same tip and the same history for the mining script.
+// serve the same tip and the same history for the mining script, also
+// after the in-process node is restarted on its datadir.
 func TestHarnessModes(t *testing.T) {
 	ctx := testContext(t)
 	inproc := StartNode(t, NodeConfig{RPCTLS: true})
@@ -55,5 +56,18 @@ func TestHarnessModes(t *testing.T) {
 	}
 	if len(want) != 12 || !equalHistory(hists[0], want) || !equalHistory(hists[1], want) {
 		t.Fatalf("histories %+v and %+v, the blocks give %+v", hists[0], hists[1], want)
+	}
+
+	// An in-process restart reopens the same datadir.
+	again := inproc.Restart(t)
+	if again.InProcess() == nil || again.DataDir != inproc.DataDir {
+		t.Fatalf("restarted node: in-process %v, datadir %s", again.InProcess() != nil, again.DataDir)
+	}
+	if _, h, err := again.RPC.GetBestBlock(); err != nil || h != height {
+		t.Fatalf("after restart the tip is at %d (%v), want %d", h, err, height)
+	}
+	hist, err := again.DialElectrum(t, ctx).GetHistory(ctx, sh)
+	if err != nil || !equalHistory(hist, want) {
+		t.Fatalf("after restart get_history = %+v (%v), want %+v", hist, err, want)
 	}
 }

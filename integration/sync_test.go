@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bytes"
+	"encoding/hex"
 	"testing"
 
 	"github.com/btcsuite/btcd/txscript/v2"
@@ -13,10 +15,12 @@ import (
 // notifies each new tip, and follows the transaction from btcd's mempool
 // into a block: status notifications that match its own get_history, the
 // transaction in get_mempool and then confirmed at the right height, and a
-// merkle proof that hashes to the header's merkle root.
+// merkle proof that hashes to the header's merkle root. A transaction
+// broadcast over Electrum travels the other way, to btcd's mempool and into
+// btcd's next block.
 func TestSyncFromBtcd(t *testing.T) {
 	ctx := testContext(t)
-	btcd := StartBtcd(t, BtcdConfig{MatureOutputs: 1})
+	btcd := StartBtcd(t, BtcdConfig{MatureOutputs: 2})
 	ours := StartNode(t, NodeConfig{Binary: true, Args: []string{"--connect=" + btcd.P2PAddress()}})
 	ec := ours.DialElectrum(t, ctx)
 	tip, err := ec.SubscribeHeaders(ctx)
@@ -27,8 +31,8 @@ func TestSyncFromBtcd(t *testing.T) {
 	// Initial sync: our node reaches btcd's tip and the subscriber hears of
 	// it; every header matches btcd's.
 	_, height := waitSameTip(t, ctx, btcd.Client, ours.RPC)
-	if height != 101 {
-		t.Fatalf("btcd's tip is at %d, want 101", height)
+	if height != 102 {
+		t.Fatalf("btcd's tip is at %d, want 102", height)
 	}
 	if tip.Height < height {
 		if tip, err = ec.NextHeader(ctx, height); err != nil {
@@ -131,12 +135,42 @@ func TestSyncFromBtcd(t *testing.T) {
 	}
 	checkHeaders(t, ctx, ec, btcd.Client, height)
 
+	// The other direction: a transaction broadcast over Electrum reaches
+	// btcd's mempool over P2P, and btcd mines it.
+	tx2, err := btcd.CreateTransaction([]*wire.TxOut{wire.NewTxOut(value/2, pkScript)}, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	if err := tx2.Serialize(&raw); err != nil {
+		t.Fatal(err)
+	}
+	txid2, err := ec.Broadcast(ctx, hex.EncodeToString(raw.Bytes()))
+	if err != nil || txid2 != tx2.TxHash().String() {
+		t.Fatalf("broadcast = %s, %v; want %v", txid2, err, tx2.TxHash())
+	}
+	tx2Hash := tx2.TxHash()
+	WaitFor(t, ctx, "btcd to receive the broadcast transaction", func() bool {
+		return inMempool(t, btcd.Client, &tx2Hash)
+	})
+	mined := []HistoryItem{{TxHash: txid, Height: height}}
+	waitStatus(t, ctx, ec, sh, append(mined, HistoryItem{TxHash: txid2, Height: 0}))
+	if _, err := btcd.Client.Generate(1); err != nil {
+		t.Fatal(err)
+	}
+	height++
+	waitStatus(t, ctx, ec, sh, append(mined, HistoryItem{TxHash: txid2, Height: height}))
+	checkMerkle(t, ctx, ec, btcd.Client, txid2, height)
+
 	// The index agrees with a scan of btcd's blocks.
 	want, err := ChainHistory(btcd.Client, pkScript)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := withoutFees(hist); !equalHistory(got, want) {
+	if hist, err = ec.GetHistory(ctx, sh); err != nil {
+		t.Fatal(err)
+	}
+	if got := withoutFees(hist); len(got) != 2 || !equalHistory(got, want) {
 		t.Fatalf("get_history %+v, btcd's blocks give %+v", got, want)
 	}
 }
