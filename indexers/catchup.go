@@ -130,6 +130,17 @@ type CatchUpProgress struct {
 	Started, Finished time.Time
 }
 
+// Duration returns how long the catch-up ran, or has been running.
+func (p CatchUpProgress) Duration() time.Duration {
+	if p.Started.IsZero() {
+		return 0
+	}
+	if p.Finished.IsZero() {
+		return time.Since(p.Started)
+	}
+	return p.Finished.Sub(p.Started)
+}
+
 // Progress returns the state of the index's catch-up.
 func (idx *ElectrumIndex) Progress() CatchUpProgress {
 	idx.mu.Lock()

@@ -141,6 +141,10 @@ func TestElectrumServesTheIndex(t *testing.T) {
 	if !n.TxPool().HaveTransaction(tx.Hash()) {
 		t.Fatal("broadcast transaction is not in the mempool")
 	}
+	// A wallet asks right after its broadcast: the answer already has it.
+	if mem, _ := c.call("blockchain.scripthash.get_mempool", sh).([]any); len(mem) != 1 {
+		t.Fatalf("get_mempool right after the broadcast = %v", mem)
+	}
 	note := c.notification("blockchain.scripthash.subscribe")
 	if len(note) != 2 || note[0] != sh || note[1] == status {
 		t.Fatalf("status notification %v after broadcast", note)
@@ -162,6 +166,12 @@ func TestElectrumServesTheIndex(t *testing.T) {
 	mem, _ = c.call("blockchain.scripthash.get_mempool", sh).([]any)
 	if len(mem) != 0 {
 		t.Fatalf("get_mempool after mining = %v", mem)
+	}
+
+	// The operator's view of the index.
+	info := rpcBackend{n}.ElectrumInfo()
+	if info.IndexHeight != 102 || info.IndexRows <= 0 || info.IndexSizeBytes <= info.IndexRows {
+		t.Fatalf("getelectruminfo %+v", info)
 	}
 
 	// Any confirmed transaction, here the coinbase of block 7.

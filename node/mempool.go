@@ -26,6 +26,10 @@ func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 		return nil, errors.New("transaction was not accepted into the mempool")
 	}
 	n.rebroadcast.add(*tx.Hash())
+	// The submitter (an Electrum broadcast, sendrawtransaction) may ask
+	// about the transaction right away: the view has it before this
+	// returns. The queued event then finds it there and changes nothing.
+	n.updateMempoolView(false, accepted)
 	n.AnnounceNewTransactions(accepted)
 	return accepted, nil
 }

@@ -101,6 +101,7 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	switch note.Type {
 	case blockchain.NTBlockConnected:
 		connected = true
+		n.dropConfirmed(block)
 		n.srv.blockConnected(block)
 	case blockchain.NTBlockDisconnected:
 		n.srv.blockDisconnected(block)
@@ -112,6 +113,20 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 		ev.touched = idx.Touched(*block.Hash())
 	}
 	n.events.push(ev)
+}
+
+// dropConfirmed removes a connected block's transactions, and pool
+// transactions they double-spend, from btcd's pool. netsync does this only
+// while it considers the chain current; a node that is behind (or mines
+// on an old chain) would otherwise keep confirmed transactions in its pool
+// and serve them to Electrum clients as unconfirmed too. When netsync has
+// already done it, these calls find nothing to remove. It runs in the chain
+// callback, as netsync's own cleanup does.
+func (n *Node) dropConfirmed(block *btcutil.Block) {
+	for _, tx := range block.Transactions()[1:] {
+		n.txMemPool.RemoveTransaction(tx, false)
+		n.txMemPool.RemoveDoubleSpends(tx)
+	}
 }
 
 // dispatchEvents runs until the queue is closed. For each batch of events

@@ -149,6 +149,15 @@ func (b rpcBackend) ElectrumInfo() rpcext.ElectrumInfo {
 			info.IndexHeight = tip.Height
 			info.IndexHash = tip.Hash.String()
 		}
+		if rows, bytes, err := idx.Size(); err == nil {
+			info.IndexRows, info.IndexSizeBytes = rows, bytes
+		}
+		if p := idx.Progress(); !p.Started.IsZero() {
+			info.CatchUp = &rpcext.CatchUpInfo{
+				Running: p.Running, FromHeight: p.From, TargetHeight: p.Target,
+				Height: p.Height, Txs: p.Txs, Seconds: p.Duration().Seconds(),
+			}
+		}
 	}
 	info.CatchingUp = info.IndexHeight < info.ChainHeight
 	if info.ChainHeight > 0 {

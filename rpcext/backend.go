@@ -136,8 +136,24 @@ type ElectrumInfo struct {
 	// sessions.
 	Subscriptions int `json:"subscriptions"`
 
-	// IndexSizeBytes is the on-disk size of the index data.
+	// IndexRows and IndexSizeBytes are the number of rows of the index and
+	// their key and value bytes (the database adds its own overhead).
+	IndexRows      int64 `json:"indexrows"`
 	IndexSizeBytes int64 `json:"indexsizebytes"`
+
+	// CatchUp describes the index's catch-up since the node started (the
+	// one running, or the last one); absent when none ran.
+	CatchUp *CatchUpInfo `json:"catchup,omitempty"`
+}
+
+// CatchUpInfo is the state of an index catch-up.
+type CatchUpInfo struct {
+	Running      bool    `json:"running"`
+	FromHeight   int32   `json:"fromheight"`
+	TargetHeight int32   `json:"targetheight"`
+	Height       int32   `json:"height"`
+	Txs          uint64  `json:"txs"`
+	Seconds      float64 `json:"seconds"`
 }
 
 // The chain and mempool of btcd satisfy the interfaces above unchanged.
