@@ -317,3 +317,85 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 		t.Fatal("last notified status after the reorg does not match the history")
 	}
 }
+
+// TestRealChainOtherMethods covers the remaining methods on the real node:
+// fee policy from btcd's pool and estimator, server information, ping,
+// peers, unsubscribe and the merkle forms of id_from_pos and block.headers.
+func TestRealChainOtherMethods(t *testing.T) {
+	n := newRealNode(t, 2, nil)
+	_, tip := n.h.Tip()
+	c14 := dial(t, n.addr)
+	c14.negotiate("1.4.2")
+	var fee float64
+	c14.must(&fee, "blockchain.relayfee")
+	if fee != 0.00001 {
+		t.Fatalf("relayfee %v", fee)
+	}
+	c14.must(&fee, "blockchain.estimatefee", 2)
+	if fee != -1 && fee <= 0 {
+		t.Fatalf("estimatefee %v", fee)
+	}
+	var s string
+	c14.must(&s, "server.banner")
+	if s != DefaultBanner {
+		t.Fatalf("banner %q", s)
+	}
+	c14.must(&s, "server.donation_address")
+	var peers []any
+	c14.must(&peers, "server.peers.subscribe")
+	if res, rerr := c14.call("server.ping"); rerr != nil || string(res) != "null" {
+		t.Fatalf("ping %s %v", res, rerr)
+	}
+	var ok bool
+	sh := indexers.ScriptHashFromScript(n.h.Pool.Spendable[0].PkScript).String()
+	c14.must(nil, "blockchain.scripthash.subscribe", sh)
+	c14.must(&ok, "blockchain.scripthash.unsubscribe", sh)
+	if !ok {
+		t.Fatal("unsubscribe returned false")
+	}
+
+	c16 := dial(t, n.addr)
+	c16.negotiate([]string{"1.4", "1.6"})
+	var mi map[string]float64
+	c16.must(&mi, "mempool.get_info")
+	if mi["minrelaytxfee"] != 0.00001 || mi["mempoolminfee"] != 0.00001 || mi["incrementalrelayfee"] != 0.00001 {
+		t.Fatalf("mempool.get_info %v", mi)
+	}
+	c16.must(&fee, "blockchain.estimatefee", 2, "CONSERVATIVE")
+	block, err := n.h.Chain.BlockByHeight(tip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var idm struct {
+		TxHash string   `json:"tx_hash"`
+		Merkle []string `json:"merkle"`
+	}
+	last := len(block.Transactions()) - 1
+	c16.must(&idm, "blockchain.transaction.id_from_pos", tip, last, true)
+	var branch []chainhash.Hash
+	for _, b := range idm.Merkle {
+		branch = append(branch, mustHash(t, b))
+	}
+	if idm.TxHash != block.Transactions()[last].Hash().String() ||
+		rootFromBranch(*block.Transactions()[last].Hash(), branch, last) != block.MsgBlock().Header.MerkleRoot {
+		t.Fatal("id_from_pos merkle proof does not verify")
+	}
+	var hs struct {
+		Count   int      `json:"count"`
+		Headers []string `json:"headers"`
+		Root    string   `json:"root"`
+		Branch  []string `json:"branch"`
+	}
+	c16.must(&hs, "blockchain.block.headers", tip-4, 3, tip)
+	if hs.Count != 3 || len(hs.Headers) != 3 || hs.Root == "" {
+		t.Fatalf("headers with proof %+v", hs)
+	}
+	raw, _ := hex.DecodeString(hs.Headers[2])
+	branch = branch[:0]
+	for _, b := range hs.Branch {
+		branch = append(branch, mustHash(t, b))
+	}
+	if got := rootFromBranch(chainhash.DoubleHashH(raw), branch, int(tip-2)); got.String() != hs.Root {
+		t.Fatal("block.headers proof for the last header does not verify")
+	}
+}

@@ -264,6 +264,9 @@ func (ss *session) readLoop() {
 		if errors.Is(err, errFrameTooLarge) {
 			ss.charge(errorCost)
 			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
+			if !ss.checkHardLimit() {
+				return
+			}
 			continue
 		}
 		if err != nil {
