@@ -12,9 +12,9 @@ import (
 )
 
 // TestOpensBtcdDatadir lets a real btcd v0.26.2 create a regtest datadir
-// (102 blocks mined to the harness's address and a transaction to another
-// script), stops it with SIGINT, and starts the btcd-electrum binary with
-// --electrumindex on that datadir. Our node finds btcd's chain (same tip,
+// with --txindex (102 blocks mined to the harness's address and a
+// transaction to another script), stops it with SIGINT, and starts the
+// btcd-electrum binary with --txindex and --electrumindex on that datadir. Our node finds btcd's chain (same tip,
 // same header at every height), builds the index by catching up (logged,
 // getelectruminfo at the tip), and answers get_history, listunspent and
 // get_merkle for scripts btcd's blocks paid, matching a scan of the
@@ -22,7 +22,7 @@ import (
 func TestOpensBtcdDatadir(t *testing.T) {
 	ctx := testContext(t)
 	dataDir := filepath.Join(t.TempDir(), "btcd")
-	btcd := StartBtcdProcess(t, dataDir, MiningAddress().EncodeAddress())
+	btcd := StartBtcdProcess(t, dataDir, MiningAddress().EncodeAddress(), "--txindex")
 	if _, err := btcd.RPC.Generate(101); err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestOpensBtcdDatadir(t *testing.T) {
 		t.Fatalf("btcd left no block database: %v", err)
 	}
 
-	ours := StartNode(t, NodeConfig{Binary: true, DataDir: dataDir})
+	ours := StartNode(t, NodeConfig{Binary: true, DataDir: dataDir, Args: []string{"--txindex"}})
 	best, ourHeight, err := ours.RPC.GetBestBlock()
 	if err != nil || *best != *tip || ourHeight != height {
 		t.Fatalf("our node's tip %v@%d (%v), btcd's %v@%d", best, ourHeight, err, tip, height)
@@ -65,6 +65,10 @@ func TestOpensBtcdDatadir(t *testing.T) {
 		t.Fatalf("no index catch-up logged:\n%s", log)
 	}
 	checkIndexAtTip(t, ours.RPC)
+	// btcd's transaction index came along in the database.
+	if got, err := ours.RPC.GetRawTransactionVerbose(txHash); err != nil || got.BlockHash != tip.String() {
+		t.Fatalf("getrawtransaction %s: %+v, %v", txid, got, err)
+	}
 
 	ec := ours.DialElectrum(t, ctx)
 	for h, want := range headers {
