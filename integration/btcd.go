@@ -133,8 +133,8 @@ func StartBtcd(t testing.TB, cfg BtcdConfig) *rpctest.Harness {
 // BtcdProcess is a real btcd run directly with a datadir of the caller's
 // choosing (StartBtcd's harness hides and deletes its datadir).
 type BtcdProcess struct {
-	// DataDir is btcd's --datadir; the regtest block database is in
-	// <DataDir>/regtest/blocks_ffldb.
+	// DataDir is btcd's --datadir; the block database is in
+	// <DataDir>/<network>/blocks_ffldb.
 	DataDir string
 	// LogDir is btcd's --logdir.
 	LogDir string
@@ -150,29 +150,50 @@ type BtcdProcess struct {
 	stopErr  error
 }
 
-// StartBtcdProcess runs btcd on regtest with --datadir=dataDir, loopback
-// ports, RPC without TLS and blocks mined to miningAddr, plus args. It is
-// stopped (SIGINT) when the test ends if the test did not stop it.
+// BtcdProcessConfig says how StartBtcdProcess runs btcd.
+type BtcdProcessConfig struct {
+	// DataDir is btcd's --datadir (required).
+	DataDir string
+	// Net is regtest (nil) or simnet.
+	Net *chaincfg.Params
+	// MiningAddr is the --miningaddr; empty means MiningAddressOn(Net).
+	MiningAddr string
+	// Args are more flags, for example --txindex.
+	Args []string
+}
+
+// StartBtcdProcess runs btcd with cfg.DataDir, loopback ports, RPC without
+// TLS and a mining address. It is stopped (SIGINT) when the test ends if
+// the test did not stop it.
 //
-// Stock btcd deletes its regtest database whenever it starts, so start it
-// only once on a datadir whose chain should be kept.
-func StartBtcdProcess(t testing.TB, dataDir, miningAddr string, args ...string) *BtcdProcess {
+// Stock btcd deletes its regtest database whenever it starts, so on
+// regtest start it only once on a datadir whose chain should be kept;
+// simnet datadirs survive.
+func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 	t.Helper()
 	exe, err := BtcdBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &BtcdProcess{DataDir: dataDir, LogDir: filepath.Join(filepath.Dir(dataDir), "btcd-logs")}
+	netFlag, params, err := networkFlag(cfg.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mining := cfg.MiningAddr
+	if mining == "" {
+		mining = MiningAddressOn(params).EncodeAddress()
+	}
+	p := &BtcdProcess{DataDir: cfg.DataDir, LogDir: filepath.Join(filepath.Dir(cfg.DataDir), "btcd-logs")}
 	if p.P2PAddr, err = FreeAddr(); err != nil {
 		t.Fatal(err)
 	}
 	if p.RPCAddr, err = FreeAddr(); err != nil {
 		t.Fatal(err)
 	}
-	all := append([]string{"--regtest", "--datadir=" + dataDir, "--logdir=" + p.LogDir,
+	all := append([]string{netFlag, "--datadir=" + cfg.DataDir, "--logdir=" + p.LogDir,
 		"--listen=" + p.P2PAddr, "--rpclisten=" + p.RPCAddr, "--rpcuser=" + RPCUser,
-		"--rpcpass=" + RPCPass, "--notls", "--miningaddr=" + miningAddr, "--nodnsseed",
-		"--trickleinterval=50ms"}, args...)
+		"--rpcpass=" + RPCPass, "--notls", "--miningaddr=" + mining, "--nodnsseed",
+		"--trickleinterval=50ms"}, cfg.Args...)
 	p.cmd = exec.Command(exe, all...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 func TestOpensBtcdDatadir(t *testing.T) {
 	ctx := testContext(t)
 	dataDir := filepath.Join(t.TempDir(), "btcd")
-	btcd := StartBtcdProcess(t, dataDir, MiningAddress().EncodeAddress(), "--txindex")
+	btcd := StartBtcdProcess(t, BtcdProcessConfig{DataDir: dataDir, Args: []string{"--txindex"}})
 	if _, err := btcd.RPC.Generate(101); err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,18 @@ func FreeAddr() (string, error) {
 	return l.Addr().String(), nil
 }
 
+// networkFlag returns the command-line flag and parameters of a network
+// the harness runs nodes on: regtest (nil) or simnet.
+func networkFlag(params *chaincfg.Params) (string, *chaincfg.Params, error) {
+	switch {
+	case params == nil || params.Name == chaincfg.RegressionNetParams.Name:
+		return "--regtest", &chaincfg.RegressionNetParams, nil
+	case params.Name == chaincfg.SimNetParams.Name:
+		return "--simnet", &chaincfg.SimNetParams, nil
+	}
+	return "", nil, fmt.Errorf("the harness runs nodes on regtest or simnet, not %s", params.Name)
+}
+
 // NodeConfig says how StartNode runs a btcd-electrum node. The zero value
 // runs it in-process on regtest in a new temporary directory, with
 // --electrumindex, RPC without TLS and blocks mined to MiningAddress.
@@ -108,7 +120,11 @@ type NodeConfig struct {
 	// the returned client trusts it.
 	RPCTLS bool
 
-	// MiningAddr is the --miningaddr; empty means MiningAddress().
+	// Net is the network: nil or regtest (--regtest), or simnet
+	// (--simnet), whose datadir stock btcd keeps across restarts.
+	Net *chaincfg.Params
+
+	// MiningAddr is the --miningaddr; empty means MiningAddressOn(Net).
 	MiningAddr string
 
 	// NoElectrumIndex leaves --electrumindex off.
@@ -119,7 +135,7 @@ type NodeConfig struct {
 	Args []string
 }
 
-// Node is a running btcd-electrum node on regtest.
+// Node is a running btcd-electrum node on regtest (or simnet).
 type Node struct {
 	// ElectrumAddr is the plain-TCP Electrum listener (host:port); empty
 	// without the Electrum index.
@@ -179,10 +195,14 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	if n.LogDir == "" {
 		n.LogDir = filepath.Join(n.Dir, "logs")
 	}
-	n.LogFile = filepath.Join(n.LogDir, node.NetName(&chaincfg.RegressionNetParams), "btcd-electrum.log")
+	netFlag, params, err := networkFlag(cfg.Net)
+	if err != nil {
+		return nil, err
+	}
+	n.LogFile = filepath.Join(n.LogDir, node.NetName(params), "btcd-electrum.log")
 	mining := cfg.MiningAddr
 	if mining == "" {
-		mining = MiningAddress().EncodeAddress()
+		mining = MiningAddressOn(params).EncodeAddress()
 	}
 
 	// In-process nodes listen on port 0 and report the real ports; a child
@@ -196,7 +216,7 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 			}
 		}
 	}
-	args := []string{"--regtest", "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
+	args := []string{netFlag, "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
 		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms"}
 	certFile, keyFile := filepath.Join(n.Dir, "rpc.cert"), filepath.Join(n.Dir, "rpc.key")

@@ -17,8 +17,13 @@ var miningKey, miningPub = btcec.PrivKeyFromBytes(bytes.Repeat([]byte{0x5a}, 32)
 // MiningAddress is the regtest P2PKH address nodes started by the harness
 // mine to unless told otherwise.
 func MiningAddress() *address.AddressPubKeyHash {
-	addr, err := address.NewAddressPubKeyHash(address.Hash160(miningPub.SerializeCompressed()),
-		&chaincfg.RegressionNetParams)
+	return MiningAddressOn(&chaincfg.RegressionNetParams)
+}
+
+// MiningAddressOn is MiningAddress encoded for another network (the same
+// key, so the same MiningScript).
+func MiningAddressOn(params *chaincfg.Params) *address.AddressPubKeyHash {
+	addr, err := address.NewAddressPubKeyHash(address.Hash160(miningPub.SerializeCompressed()), params)
 	if err != nil {
 		panic(err)
 	}
