@@ -112,6 +112,9 @@ func StartBtcd(t testing.TB, cfg BtcdConfig) *rpctest.Harness {
 	if err != nil {
 		t.Fatalf("rpctest.New: %v", err)
 	}
+	// rpctest's default gives a process about 10 s to open its RPC port;
+	// allow about 40 s on a loaded machine.
+	h.MaxConnRetries = 40
 	done := make(chan error, 1)
 	go func() { done <- h.SetUp(cfg.MatureOutputs > 0, cfg.MatureOutputs) }()
 	select {
