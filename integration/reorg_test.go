@@ -219,7 +219,8 @@ func TestInvalidateBlockWithPeerAhead(t *testing.T) {
 		"because current() is false, so the node keeps T in its mempool although A's block 102 " +
 		"confirms it; on reconsiderblock the NTBlockDisconnected reinsert of T fails " +
 		"(\"already have transaction\") and RemoveTransaction then drops T, so T is in neither " +
-		"the chain nor the mempool (node/ wires netsync as btcd does and has no handler of its own)")
+		"the chain nor the mempool. Stock btcd v0.26.2 does exactly the same in this scenario; node/ wires " +
+		"netsync as btcd does and has no mempool reconciliation of its own")
 	ctx := testContext(t)
 	s := setUpBranches(t, ctx)
 	bFork := mustHash(t, s.b.Client, 102)
