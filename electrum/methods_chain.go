@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // headerResult is the blockchain.headers.subscribe result and notification.
@@ -139,36 +140,64 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 }
 
 // hHeadersSubscribe subscribes to new tips and returns the current one.
+// Tip notifications wait until the answer is queued.
 func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any, error) {
 	n := ss.srv.notifier
 	ss.subMu.Lock()
+	fresh := !ss.headersSub
 	ss.headersSub = true
-	ss.subMu.Unlock()
-	if ss.closed() {
-		return nil, rpcErrorf(codeServerBusy, "session closed")
+	if fresh {
+		ss.headersPending = true
 	}
-	n.addHeaders(ss)
+	ss.subMu.Unlock()
+	if fresh {
+		n.addHeaders(ss)
+	}
 	if ss.closed() {
 		n.dropSession(ss, nil)
 		return nil, rpcErrorf(codeServerBusy, "session closed")
 	}
 	seq := n.currentSeq()
 	tip, err := ss.srv.backend.ChainTip()
-	if err != nil {
-		return nil, internal("tip", err)
+	var h wire.BlockHeader
+	if err == nil {
+		h, err = ss.srv.backend.BlockHeader(tip.Height)
 	}
-	h, err := ss.srv.backend.BlockHeader(tip.Height)
-	if err != nil {
-		return nil, internal("tip header", err)
-	}
-	x, err := headerHex(&h)
-	if err != nil {
-		return nil, err
+	var x string
+	if err == nil {
+		x, err = headerHex(&h)
 	}
 	ss.subMu.Lock()
-	if !ss.lastHeader.set || ss.lastHeader.seq <= seq {
-		ss.lastHeader = headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true}
+	defer ss.subMu.Unlock()
+	answered := headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true}
+	if err == nil && (!ss.lastHeader.set || ss.lastHeader.seq <= seq) {
+		ss.lastHeader = answered
 	}
-	ss.subMu.Unlock()
-	return headerResult{Height: tip.Height, Hex: x}, nil
+	var after func()
+	if fresh {
+		after = func() {
+			ss.subMu.Lock()
+			defer ss.subMu.Unlock()
+			if !ss.headersPending {
+				return
+			}
+			ss.headersPending = false
+			last := ss.lastHeader
+			if last.msg != nil && (last.hash != answered.hash || last.height != answered.height) {
+				ss.send(last.msg)
+			}
+		}
+	}
+	if err != nil {
+		if after != nil {
+			// Release the hold on notifications without an answer.
+			ss.headersPending = false
+		}
+		return nil, internal("tip header", err)
+	}
+	res := headerResult{Height: tip.Height, Hex: x}
+	if after == nil {
+		return res, nil
+	}
+	return afterAnswer{v: res, after: after}, nil
 }

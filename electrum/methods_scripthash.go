@@ -252,11 +252,28 @@ func hSubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, er
 	if st.seq <= seq {
 		st.status, st.seq, st.mempool = status, seq, hasMempool
 	}
-	st.pending = false
 	if hasMempool {
 		n.addSub(ss, sh, true)
 	}
-	return st.status, nil
+	answered := st.status
+	if !fresh {
+		return answered, nil
+	}
+	// Notifications wait until this answer is queued; one that arrived
+	// meanwhile is sent right after it.
+	return afterAnswer{v: answered, after: func() {
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		if ss.subs[sh] != st {
+			return
+		}
+		st.pending = false
+		if !equalStatus(st.status, answered) {
+			if msg, err := encodeNotification("blockchain.scripthash.subscribe", []any{sh.String(), st.status}); err == nil {
+				ss.send(msg)
+			}
+		}
+	}}, nil
 }
 
 // unsubscribe drops one subscription; it reports whether there was one.

@@ -179,7 +179,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
 	if err != nil {
 		return
 	}
-	mark := headerMark{height: t.height, hash: t.header.BlockHash(), seq: seq, set: true}
+	mark := headerMark{height: t.height, hash: t.header.BlockHash(), seq: seq, set: true, msg: msg}
 	n.rmu.RLock()
 	sessions := make([]*session, 0, len(n.headers))
 	for ss := range n.headers {
@@ -191,7 +191,9 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
 		last := ss.lastHeader
 		if ss.headersSub && (!last.set || last.seq <= seq) && (last.hash != mark.hash || last.height != mark.height) {
 			ss.lastHeader = mark
-			ss.send(msg)
+			if !ss.headersPending {
+				ss.send(msg)
+			}
 		}
 		ss.subMu.Unlock()
 	}

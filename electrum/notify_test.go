@@ -1,8 +1,11 @@
 package electrum
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -124,4 +127,112 @@ func TestNotifications(t *testing.T) {
 	c2.must(&ok, "blockchain.scripthash.unsubscribe", fx.shC.String())
 	fx.mineAndNotify(fx.c)
 	c2.noNote(fx.s)
+}
+
+// TestNotifierSurvivesSlowSubscriber fills the send queue of a subscriber
+// that stops reading with notifications: the notifier disconnects it
+// (without waiting on it) and keeps notifying everyone else.
+func TestNotifierSurvivesSlowSubscriber(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxSendBacklog = 2000; c.WriteTimeout = time.Hour })
+	good := fx.client(t, "1.4")
+	good.must(nil, "blockchain.headers.subscribe")
+
+	srvEnd, cliEnd := net.Pipe()
+	defer cliEnd.Close()
+	go fx.s.runSession(newLineConn(srvEnd, DefaultMaxRecv), srvEnd.RemoteAddr())
+	r := bufio.NewReader(cliEnd)
+	for i, req := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["slow","1.4"]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"blockchain.headers.subscribe"}`,
+	} {
+		cliEnd.Write([]byte(req + "\n"))
+		if _, err := r.ReadBytes('\n'); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+	}
+	if fx.s.SessionCount() != 2 {
+		t.Fatalf("%d sessions", fx.s.SessionCount())
+	}
+	// The pipe is unbuffered and no longer read: every notification stays
+	// queued until the backlog overflows.
+	for i := 0; i < 30; i++ {
+		fx.mineAndNotify(fx.c)
+		if err := fx.s.flushNotifications(contextWithTimeout(20 * time.Second)); err != nil {
+			t.Fatalf("notifier stuck: %v", err)
+		}
+		good.note()
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for fx.s.SessionCount() != 1 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if fx.s.SessionCount() != 1 {
+		t.Fatal("the subscriber that stopped reading is still connected")
+	}
+}
+
+
+// TestNoNotificationBeforeSubscribeAnswer subscribes while blocks that
+// change the script's status keep arriving, and checks on the raw stream
+// that no status notification precedes the subscribe answer and that the
+// last status the client sees is the final one.
+func TestNoNotificationBeforeSubscribeAnswer(t *testing.T) {
+	fx := newFixture(t, nil)
+	for round := 0; round < 10; round++ {
+		conn, err := net.Dial("tcp", fx.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(conn)
+		conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["t","1.4"]}` + "\n"))
+		r.ReadBytes('\n')
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 5; i++ {
+				fx.mineAndNotify(fx.c)
+			}
+		}()
+		conn.Write([]byte(`{"jsonrpc":"2.0","id":"sub","method":"blockchain.scripthash.subscribe","params":["` + fx.shC.String() + `"]}` + "\n"))
+		<-done
+		// Read until the subscribe answer, then until a ping sent after it
+		// and after everything the notifier had to do.
+		var last *string
+		answered := false
+		readUntil := func(id string) {
+			for {
+				line, err := r.ReadBytes('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m rpcResponse
+				decodeInto(t, line, &m)
+				if string(m.ID) == id {
+					if id == `"sub"` {
+						answered = true
+						decodeInto(t, m.Result, &last)
+					}
+					return
+				}
+				if !answered {
+					t.Fatalf("round %d: %s before the subscribe answer", round, line)
+				}
+				_, last = statusOf(t, m)
+			}
+		}
+		readUntil(`"sub"`)
+		if err := fx.s.flushNotifications(contextWithTimeout(20 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(`{"jsonrpc":"2.0","id":"end","method":"server.ping"}` + "\n"))
+		readUntil(`"end"`)
+		want, _, err := fx.s.status(fx.shC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalStatus(last, want) {
+			t.Fatalf("round %d: last status seen is not the final status", round)
+		}
+		conn.Close()
+	}
 }

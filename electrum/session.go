@@ -51,6 +51,8 @@ type session struct {
 	subs       map[indexers.ScriptHash]*subState
 	nsubs      atomic.Int32
 	headersSub bool
+	// headersPending is set until the headers.subscribe answer is queued.
+	headersPending bool
 
 	// overLimit is set when the session reached the hard cost limit: its
 	// answer is the last message it gets.
@@ -65,7 +67,8 @@ type subState struct {
 	seq uint64
 	// mempool reports whether the status included mempool transactions.
 	mempool bool
-	// pending is set while the subscribe answer is being computed.
+	// pending is set until the subscribe answer is queued; meanwhile
+	// the notifier only records newer statuses.
 	pending bool
 }
 
@@ -75,6 +78,8 @@ type headerMark struct {
 	hash   chainhash.Hash
 	seq    uint64
 	set    bool
+	// msg is the notification for this header (nil for an answer).
+	msg []byte
 }
 
 // ipKeyOf groups addresses for per-IP limits: the IP without port.
@@ -126,6 +131,7 @@ func (ss *session) close() {
 		subs := ss.subs
 		ss.subs = make(map[indexers.ScriptHash]*subState)
 		ss.headersSub = false
+		ss.headersPending = false
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.srv.release(ss, n)
@@ -151,11 +157,14 @@ func (ss *session) enqueue(msg []byte, last bool) bool {
 		ss.sendMu.Unlock()
 		return false
 	}
-	if ss.queued+len(msg) > ss.srv.cfg.MaxSendBacklog && ss.queued > 0 {
+	if queued := ss.queued; queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0 {
 		ss.sendMu.Unlock()
-		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, ss.queued)
+		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, queued)
 		abortive(ss.conn)
-		ss.close()
+		// The caller may hold subMu (the notifier does), which close
+		// takes: mark the session closed now and finish closing apart.
+		ss.cancel()
+		go ss.close()
 		return false
 	}
 	ss.queue = append(ss.queue, msg)
@@ -346,8 +355,12 @@ func (ss *session) dispatch(m *message) bool {
 	}
 	go func() {
 		defer ss.releaseSlot()
-		if resp, ok := ss.execute(r); ok {
+		resp, ok, after := ss.execute(r)
+		if ok {
 			ss.deliver(resp)
+		}
+		if after != nil {
+			after()
 		}
 	}()
 	return true
@@ -368,7 +381,7 @@ func (ss *session) releaseSlot() { <-ss.sem }
 
 // handleVersion runs server.version as the first message.
 func (ss *session) handleVersion(r *request) bool {
-	resp, ok := ss.execute(r)
+	resp, ok, _ := ss.execute(r)
 	if !ss.negotiated.Load() {
 		// No common version: answer and disconnect.
 		ss.sendAndClose(resp)
@@ -383,7 +396,7 @@ func (ss *session) handleVersion(r *request) bool {
 // handleVersionInBatch negotiates with the first member of a batch and runs
 // the rest.
 func (ss *session) handleVersionInBatch(m *message) bool {
-	first, _ := ss.execute(m.requests[0])
+	first, _, _ := ss.execute(m.requests[0])
 	if !ss.negotiated.Load() {
 		ss.sendAndClose(encodeBatch([][]byte{first}))
 		return false
@@ -406,6 +419,12 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 // answers, keeping the total within MaxSend.
 func (ss *session) runBatch(rs []*request, first []byte) {
 	var out [][]byte
+	var afters []func()
+	defer func() {
+		for _, f := range afters {
+			f()
+		}
+	}()
 	total := 0
 	if first != nil {
 		out = append(out, first)
@@ -415,7 +434,10 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		if ss.closed() {
 			return
 		}
-		resp, ok := ss.execute(r)
+		resp, ok, after := ss.execute(r)
+		if after != nil {
+			afters = append(afters, after)
+		}
 		if !ok {
 			continue
 		}
@@ -449,38 +471,51 @@ func encodeBatch(items [][]byte) []byte {
 
 // execute runs one request and returns its encoded answer; ok is false for
 // notifications and client responses, which get none.
-func (ss *session) execute(r *request) ([]byte, bool) {
+func (ss *session) execute(r *request) ([]byte, bool, func()) {
 	if r.isResponse {
-		return nil, false
+		return nil, false, nil
 	}
-	result, rerr := ss.call(r)
+	result, rerr, after := ss.call(r)
 	if r.isNotification() {
 		if ss.overLimit.Load() {
 			// No answer will carry the -101: close now.
 			ss.close()
 		}
-		return nil, false
+		if after != nil {
+			after()
+		}
+		return nil, false, nil
 	}
 	if rerr != nil {
 		ss.charge(errorCost)
-		return encodeResponse(r.v2, r.id, nil, rerr), true
+		return encodeResponse(r.v2, r.id, nil, rerr), true, after
 	}
 	if len(result) > ss.srv.cfg.MaxSend {
 		ss.charge(errorCost)
-		return encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)), true
+		return encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)), true, after
 	}
-	return encodeResponse(r.v2, r.id, result, nil), true
+	return encodeResponse(r.v2, r.id, result, nil), true, after
+}
+
+// afterAnswer is a handler result whose after function must run once the
+// answer is queued (or dropped): subscriptions hold back notifications
+// until then, so a client never sees a notification before the answer
+// that subscribed it.
+type afterAnswer struct {
+	v     any
+	after func()
 }
 
 // call runs the method of r within the request timeout and cost limits.
-func (ss *session) call(r *request) (json.RawMessage, *RPCError) {
+// after, when not nil, must be called once the answer is queued.
+func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
 	if r.err != nil {
-		return nil, r.err
+		return nil, r.err, nil
 	}
 	ctx, cancel := context.WithTimeout(ss.ctx, ss.srv.cfg.RequestTimeout)
 	defer cancel()
 	if rerr := ss.throttle(ctx); rerr != nil {
-		return nil, rerr
+		return nil, rerr, nil
 	}
 	m := ss.srv.methods[r.method]
 	v := ss.version
@@ -488,16 +523,17 @@ func (ss *session) call(r *request) (json.RawMessage, *RPCError) {
 		v = protocolMax
 	}
 	if m == nil || v.less(m.since) || (m.until != protoVersion{} && !v.less(m.until)) {
-		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method)
+		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil
 	}
 	args, rerr := m.params(v).positional(r.params)
 	if rerr != nil {
-		return nil, rerr
+		return nil, rerr, nil
 	}
 	ss.charge(m.cost)
 	type answer struct {
-		v    any
-		rerr *RPCError
+		v     any
+		rerr  *RPCError
+		after func()
 	}
 	ch := make(chan answer, 1)
 	go func() {
@@ -508,23 +544,33 @@ func (ss *session) call(r *request) (json.RawMessage, *RPCError) {
 			}
 		}()
 		res, err := m.handler(ctx, ss, args)
-		ch <- answer{res, toRPCError(ss.srv, r.method, err)}
+		a := answer{v: res, rerr: toRPCError(ss.srv, r.method, err)}
+		if aa, ok := res.(afterAnswer); ok {
+			a.v, a.after = aa.v, aa.after
+		}
+		ch <- a
 	}()
 	select {
 	case a := <-ch:
 		if a.rerr != nil {
-			return nil, a.rerr
+			return nil, a.rerr, a.after
 		}
 		if raw, ok := a.v.(json.RawMessage); ok {
-			return raw, nil
+			return raw, nil, a.after
 		}
 		b, err := json.Marshal(a.v)
 		if err != nil {
-			return nil, rpcErrorf(codeInternalError, "internal server error")
+			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after
 		}
-		return b, nil
+		return b, nil, a.after
 	case <-ctx.Done():
-		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out")
+		// The handler finishes on its own; its after still runs.
+		go func() {
+			if a := <-ch; a.after != nil {
+				a.after()
+			}
+		}()
+		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out"), nil
 	}
 }
 
