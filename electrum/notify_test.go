@@ -171,7 +171,6 @@ func TestNotifierSurvivesSlowSubscriber(t *testing.T) {
 	}
 }
 
-
 // TestNoNotificationBeforeSubscribeAnswer subscribes while blocks that
 // change the script's status keep arriving, and checks on the raw stream
 // that no status notification precedes the subscribe answer and that the
