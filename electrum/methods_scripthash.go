@@ -40,13 +40,20 @@ func (s *Server) mempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 // from the index, then the mempool in canonical order. hasMempool reports
 // whether mempool entries were included.
 func (s *Server) status(sh indexers.ScriptHash) (*string, bool, error) {
+	return s.statusTries(sh, consistencyTries)
+}
+
+// statusTries is status with a given number of attempts at reading the
+// index and the mempool at one tip. The notifier makes one: if the tip
+// moves, the event that moved it brings another pass.
+func (s *Server) statusTries(sh indexers.ScriptHash, tries int) (*string, bool, error) {
 	for try := 0; ; try++ {
 		hasher, tip, err := s.backend.Status(sh, s.cfg.historyLimit())
 		if err != nil {
 			return nil, false, err
 		}
 		es := s.mempoolEntries(sh)
-		if try+1 < consistencyTries && !s.sameTip(tip) {
+		if try+1 < tries && !s.sameTip(tip) {
 			continue
 		}
 		if hasher.Len()+len(es) > s.cfg.historyLimit() {

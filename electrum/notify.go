@@ -201,7 +201,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
 
 // notifyScriptHash recomputes one status and sends it where it changed.
 func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
-	status, hasMempool, err := n.srv.status(sh)
+	status, hasMempool, err := n.srv.statusTries(sh, 1)
 	n.rmu.RLock()
 	subs := make([]*session, 0, len(n.byHash[sh]))
 	for ss := range n.byHash[sh] {
