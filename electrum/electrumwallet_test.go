@@ -3,6 +3,7 @@ package electrum
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -30,7 +31,30 @@ func TestElectrumWallet(t *testing.T) {
 	if err != nil {
 		t.Skip("electrum is not on PATH")
 	}
-	n := newRealNode(t, 0, nil)
+	for _, transport := range []string{"t", "s"} {
+		t.Run(map[string]string{"t": "TCP", "s": "TLS"}[transport], func(t *testing.T) {
+			electrumWalletFlow(t, bin, transport)
+		})
+	}
+}
+
+// electrumWalletFlow runs the wallet flow over TCP ("t") or TLS ("s", with
+// the server's self-signed certificate, which the wallet pins).
+func electrumWalletFlow(t *testing.T, bin, transport string) {
+	var tlsAddr string
+	n := newRealNode(t, 0, func(c *Config) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsAddr = l.Addr().String()
+		c.Listeners = append(c.Listeners, Listener{Transport: TLS, Listener: l})
+		c.CertDir = t.TempDir()
+	})
+	server := n.addr
+	if transport == "s" {
+		server = tlsAddr
+	}
 	dir := t.TempDir()
 	run := func(args ...string) string {
 		t.Helper()
@@ -54,7 +78,7 @@ func TestElectrumWallet(t *testing.T) {
 	}
 	seed := strings.Trim(run("--offline", "make_seed"), `"`)
 	run("--offline", "restore", seed)
-	run("--offline", "setconfig", "server", n.addr+":t")
+	run("--offline", "setconfig", "server", server+":"+transport)
 	run("--offline", "setconfig", "oneserver", "true")
 	run("--offline", "setconfig", "auto_connect", "false")
 	run("daemon", "-d")
