@@ -178,14 +178,17 @@ func (f *fakeBackend) tipLocked() indexers.Tip {
 	return indexers.Tip{Hash: f.blocks[len(f.blocks)-1].BlockHash(), Height: int32(len(f.blocks) - 1)}
 }
 
+// ChainParams implements Backend by scanning the fake chain.
 func (f *fakeBackend) ChainParams() *chaincfg.Params { return f.params }
 
+// ChainTip implements Backend by scanning the fake chain.
 func (f *fakeBackend) ChainTip() (indexers.Tip, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.tipLocked(), nil
 }
 
+// BlockHeader implements Backend by scanning the fake chain.
 func (f *fakeBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -195,6 +198,7 @@ func (f *fakeBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
 	return f.blocks[height].Header, nil
 }
 
+// BlockHash implements Backend by scanning the fake chain.
 func (f *fakeBackend) BlockHash(height int32) (chainhash.Hash, error) {
 	h, err := f.BlockHeader(height)
 	if err != nil {
@@ -209,6 +213,7 @@ func (f *fakeBackend) delay() {
 	}
 }
 
+// History implements Backend by scanning the fake chain.
 func (f *fakeBackend) History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error) {
 	f.delay()
 	f.mu.RLock()
@@ -249,6 +254,7 @@ func (f *fakeBackend) spentInChainLocked(op wire.OutPoint) bool {
 	return false
 }
 
+// Unspent implements Backend by scanning the fake chain.
 func (f *fakeBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error) {
 	f.delay()
 	f.mu.RLock()
@@ -273,6 +279,7 @@ func (f *fakeBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Uns
 	return out, f.tipLocked(), nil
 }
 
+// Balance implements Backend by scanning the fake chain.
 func (f *fakeBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error) {
 	us, tip, err := f.Unspent(sh, 0)
 	var sum int64
@@ -282,6 +289,7 @@ func (f *fakeBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, erro
 	return sum, tip, err
 }
 
+// Status implements Backend by scanning the fake chain.
 func (f *fakeBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, indexers.Tip, error) {
 	hist, tip, err := f.History(sh, limit)
 	if err != nil {
@@ -294,6 +302,7 @@ func (f *fakeBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, i
 	return d, tip, nil
 }
 
+// TxLocation implements Backend by scanning the fake chain.
 func (f *fakeBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -310,6 +319,7 @@ func (f *fakeBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, erro
 	return indexers.TxLocation{}, indexers.ErrNotFound
 }
 
+// BlockTxIDs implements Backend by scanning the fake chain.
 func (f *fakeBackend) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -323,6 +333,7 @@ func (f *fakeBackend) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	return ids, nil
 }
 
+// RawTx implements Backend by scanning the fake chain.
 func (f *fakeBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error) {
 	loc, err := f.TxLocation(txid)
 	if err != nil {
@@ -335,6 +346,7 @@ func (f *fakeBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, e
 	return buf.Bytes(), loc, nil
 }
 
+// MempoolEntries implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -355,6 +367,7 @@ func (f *fakeBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	return out
 }
 
+// MempoolBalance implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolBalance(sh indexers.ScriptHash) int64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -385,6 +398,7 @@ func (f *fakeBackend) mempoolSpendsLocked(op wire.OutPoint) bool {
 	return false
 }
 
+// MempoolUnspent implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -400,12 +414,14 @@ func (f *fakeBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent 
 	return out
 }
 
+// MempoolIsSpent implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolIsSpent(op wire.OutPoint) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.mempoolSpendsLocked(op)
 }
 
+// MempoolTx implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -419,6 +435,7 @@ func (f *fakeBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 	return nil, false
 }
 
+// FeeHistogram implements Backend by scanning the fake chain.
 func (f *fakeBackend) FeeHistogram() [][2]float64 {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
@@ -456,6 +473,7 @@ func (f *fakeBackend) Broadcast(tx *wire.MsgTx) error {
 	return nil
 }
 
+// EstimateFee implements Backend by scanning the fake chain.
 func (f *fakeBackend) EstimateFee(blocks int, mode string) (float64, error) {
 	if blocks > 100 {
 		return -1, nil
@@ -463,8 +481,10 @@ func (f *fakeBackend) EstimateFee(blocks int, mode string) (float64, error) {
 	return 0.0002, nil
 }
 
+// RelayFee implements Backend by scanning the fake chain.
 func (f *fakeBackend) RelayFee() float64 { return 0.00001 }
 
+// MempoolInfo implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolInfo() MempoolInfo {
 	return MempoolInfo{MempoolMinFee: 0.00001, MinRelayTxFee: 0.00001, IncrementalRelayFee: 0.00001}
 }

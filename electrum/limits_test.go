@@ -10,6 +10,7 @@ import (
 	"time"
 )
 
+// TestSessionLimits checks the total and per-IP session limits: a refused connection gets -102 or -101 and is closed, while admitted sessions go on.
 func TestSessionLimits(t *testing.T) {
 	t.Run("per IP", func(t *testing.T) {
 		fx := newFixture(t, func(c *Config) { c.MaxSessionsPerIP = 2 })
@@ -55,6 +56,7 @@ func refusedConn(t *testing.T, addr string) (rpcResponse, bool) {
 	return resp, err == io.EOF
 }
 
+// TestResponseAndHistoryLimits checks "response too large" and "history too large" at the response limit, confirmed and mempool entries counted together.
 func TestResponseAndHistoryLimits(t *testing.T) {
 	fx := newFixture(t, func(c *Config) {
 		c.MaxSend = minMaxSend
@@ -86,6 +88,7 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 	c.must(nil, "server.ping")
 }
 
+// TestRequestTimeout checks that a request slower than RequestTimeout is answered -102 and the session goes on.
 func TestRequestTimeout(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond })
 	c := fx.client(t, "1.4")
@@ -98,6 +101,7 @@ func TestRequestTimeout(t *testing.T) {
 	c.must(nil, "server.ping")
 }
 
+// TestSubscriptionLimits checks the per-session and per-IP subscription limits (code 4) and that closing a session returns its subscriptions.
 func TestSubscriptionLimits(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.MaxSubsPerSession = 2; c.MaxSubsPerIP = 3 })
 	a := fx.client(t, "1.4")
@@ -121,6 +125,7 @@ func TestSubscriptionLimits(t *testing.T) {
 	b.must(nil, "blockchain.scripthash.subscribe", fx.shA.String())
 }
 
+// TestCostThrottling checks that a session reaching the hard cost limit is answered -101 and disconnected while another session is served.
 func TestCostThrottling(t *testing.T) {
 	fx := newFixture(t, func(c *Config) {
 		c.CostSoftLimit = 50
@@ -148,6 +153,7 @@ func TestCostThrottling(t *testing.T) {
 	good.must(nil, "server.ping")
 }
 
+// TestIdleTimeout checks that a session that sends nothing is disconnected.
 func TestIdleTimeout(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.IdleTimeout = 100 * time.Millisecond })
 	c := fx.client(t, "1.4")

@@ -22,7 +22,15 @@ import (
 // remembers the sequence number of the status it was last sent, and the
 // notifier never replaces a status with one computed at an older sequence
 // number, so a subscribe answer and a notification racing each other cannot
-// leave a client with a stale status.
+// leave a client with a stale status. A new subscription is registered
+// before its status is computed (no change can slip between the two), but
+// stays pending until its answer is queued: meanwhile the notifier only
+// records newer statuses, and one that differs from the answer is sent right
+// after it. So a client never sees a notification before its subscribe
+// answer.
+//
+// Sends never block the notifier: a session whose queue overflows is marked
+// closed at once and torn down on another goroutine.
 
 // event is one queued chain or mempool change.
 type event struct {

@@ -31,6 +31,7 @@ func statusOf(t *testing.T, n rpcResponse) (string, *string) {
 	return *p[0], p[1]
 }
 
+// TestNotifications checks header and status notifications for blocks, mempool changes and a reorg, one per change per session, and none after unsubscribe.
 func TestNotifications(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, "1.4")

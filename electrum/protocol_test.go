@@ -87,6 +87,7 @@ func (fx *fixture) client(t testing.TB, version any) *testClient {
 	return c
 }
 
+// TestVersionNegotiation pins server.version negotiation (PROTOCOL.md §3): exact versions, ranges, absent and extra arguments, no common version (error and disconnect), a second call, and a non-version first message.
 func TestVersionNegotiation(t *testing.T) {
 	fx := newFixture(t, nil)
 	cases := []struct {
@@ -158,6 +159,7 @@ func TestVersionNegotiation(t *testing.T) {
 	})
 }
 
+// TestVersionGatesMethods checks that the negotiated version decides which methods and parameters exist.
 func TestVersionGatesMethods(t *testing.T) {
 	fx := newFixture(t, nil)
 	sh := fx.shA.String()
@@ -204,6 +206,7 @@ func TestVersionGatesMethods(t *testing.T) {
 	}
 }
 
+// TestScriptHashMethods checks balances, histories, mempool lists, unspent lists and statuses with confirmed and unconfirmed transactions.
 func TestScriptHashMethods(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, []string{"1.4", "1.6"})
@@ -276,6 +279,7 @@ func TestScriptHashMethods(t *testing.T) {
 	}
 }
 
+// TestHeaderMethods checks block.header and block.headers (hex before 1.6, a list from 1.6), cp_height proofs and headers.subscribe.
 func TestHeaderMethods(t *testing.T) {
 	fx := newFixture(t, nil)
 	for _, v := range []string{"1.4", "1.6"} {
@@ -346,6 +350,7 @@ func TestHeaderMethods(t *testing.T) {
 	}
 }
 
+// TestTransactionMethods checks transaction.get (raw and verbose), get_merkle, id_from_pos, broadcast and broadcast_package.
 func TestTransactionMethods(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, "1.6")
@@ -430,6 +435,7 @@ func TestTransactionMethods(t *testing.T) {
 	}
 }
 
+// TestServerMethods checks banner, donation address, features, peers, add_peer, ping, fee methods and mempool.get_info.
 func TestServerMethods(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.Banner = "hello"; c.DonationAddress = "bcrt1qdonate" })
 	fx.f.hist = [][2]float64{{12.5, 30000}, {2, 50000}, {1, 10000}}
@@ -486,6 +492,7 @@ func TestServerMethods(t *testing.T) {
 	}
 }
 
+// TestJSONRPCDialect checks JSON-RPC 1.0 requests, named parameters, notifications and mixed batches.
 func TestJSONRPCDialect(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, "1.4")
