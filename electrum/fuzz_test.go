@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // FuzzDecodeMessage feeds arbitrary frames to the request decoder: it must
@@ -87,6 +89,27 @@ func FuzzLineFraming(f *testing.F) {
 			if !bytes.Equal(got[i], want[i]) {
 				t.Fatalf("message %d = %q, want %q", i, got[i], want[i])
 			}
+		}
+	})
+}
+
+// FuzzStatusNotification checks that the hand-built status notification is
+// the JSON encoding of the same notification.
+func FuzzStatusNotification(f *testing.F) {
+	f.Add(make([]byte, 32), []byte{1, 2, 3}, true)
+	f.Fuzz(func(t *testing.T, shb, sum []byte, null bool) {
+		var sh indexers.ScriptHash
+		copy(sh[:], shb)
+		var status *string
+		if !null {
+			status = statusHex(sum)
+		}
+		want, err := encodeNotification("blockchain.scripthash.subscribe", []any{sh.String(), status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := statusNotification(sh, status); !bytes.Equal(got, want) {
+			t.Fatalf("%s != %s", got, want)
 		}
 	})
 }

@@ -276,9 +276,7 @@ func hSubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, er
 		}
 		st.pending = false
 		if !equalStatus(st.status, answered) {
-			if msg, err := encodeNotification("blockchain.scripthash.subscribe", []any{sh.String(), st.status}); err == nil {
-				ss.send(msg)
-			}
+			ss.send(statusNotification(sh, st.status))
 		}
 	}}, nil
 }

@@ -251,13 +251,29 @@ func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
 		}
 		if st != nil && st.seq <= seq && !equalStatus(st.status, status) {
 			if msg == nil {
-				msg, _ = encodeNotification("blockchain.scripthash.subscribe", []any{sh.String(), status})
+				msg = statusNotification(sh, status)
 			}
 			st.status, st.seq, st.mempool = status, seq, hasMempool
 			ss.send(msg)
 		}
 		ss.subMu.Unlock()
 	}
+}
+
+// statusNotification encodes a blockchain.scripthash.subscribe
+// notification without reflection (the notifier sends many).
+func statusNotification(sh indexers.ScriptHash, status *string) []byte {
+	b := make([]byte, 0, 192)
+	b = append(b, `{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["`...)
+	b = append(b, sh.String()...)
+	if status == nil {
+		b = append(b, `",null]}`...)
+	} else {
+		b = append(b, `","`...)
+		b = append(b, *status...)
+		b = append(b, `"]}`...)
+	}
+	return b
 }
 
 // equalStatus compares two statuses (nil is null).

@@ -3,6 +3,6 @@
 # Usage: electrum/testdata/fuzz.sh [fuzztime]   (from the repository root)
 set -e
 t=${1:-10s}
-for f in FuzzDecodeMessage FuzzLineFraming; do
+for f in FuzzDecodeMessage FuzzLineFraming FuzzStatusNotification; do
 	go test -run '^$' -fuzz "^$f\$" -fuzztime "$t" ./electrum/
 done
