@@ -79,6 +79,27 @@ func (b *IndexBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, 
 	return h, tip, nil
 }
 
+// Statuses implements IndexReader.
+func (b *IndexBackend) Statuses(shs []indexers.ScriptHash, limit int) ([]StatusHasher, []error, indexers.Tip, error) {
+	return IndexStatuses(b.Index, shs, limit)
+}
+
+// IndexStatuses reads many statuses from the Electrum index in one view, as
+// IndexReader.Statuses returns them.
+func IndexStatuses(idx *indexers.ElectrumIndex, shs []indexers.ScriptHash, limit int) ([]StatusHasher, []error, indexers.Tip, error) {
+	hs, errs, tip, err := idx.Statuses(shs, limit)
+	if err != nil {
+		return nil, nil, tip, err
+	}
+	out := make([]StatusHasher, len(hs))
+	for i, h := range hs {
+		if errs[i] == nil {
+			out[i] = h
+		}
+	}
+	return out, errs, tip, nil
+}
+
 // TxLocation implements IndexReader.
 func (b *IndexBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, error) {
 	return b.Index.TxLocation(txid)

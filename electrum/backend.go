@@ -57,6 +57,9 @@ type IndexReader interface {
 	Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error)
 	Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error)
 	Status(sh indexers.ScriptHash, limit int) (StatusHasher, indexers.Tip, error)
+	// Statuses is Status for many scripts read at one tip; errs[i] belongs
+	// to shs[i], the error to the read as a whole.
+	Statuses(shs []indexers.ScriptHash, limit int) (sts []StatusHasher, errs []error, tip indexers.Tip, err error)
 
 	// TxLocation returns where a confirmed transaction is;
 	// indexers.ErrNotFound when it is not in the main chain.

@@ -302,6 +302,16 @@ func (f *fakeBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, i
 	return d, tip, nil
 }
 
+func (f *fakeBackend) Statuses(shs []indexers.ScriptHash, limit int) ([]StatusHasher, []error, indexers.Tip, error) {
+	sts := make([]StatusHasher, len(shs))
+	errs := make([]error, len(shs))
+	var tip indexers.Tip
+	for i, sh := range shs {
+		sts[i], tip, errs[i] = f.Status(sh, limit)
+	}
+	return sts, errs, tip, nil
+}
+
 // TxLocation implements Backend by scanning the fake chain.
 func (f *fakeBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, error) {
 	f.mu.RLock()

@@ -66,6 +66,42 @@ func (s *Server) statusTries(sh indexers.ScriptHash, tries int) (*string, bool, 
 	}
 }
 
+// statusResult is one status the notifier computed.
+type statusResult struct {
+	status     *string
+	hasMempool bool
+	err        error
+}
+
+// statuses computes the statuses of many scripts with one index read (the
+// notifier's path: if the tip moves meanwhile, the event that moved it
+// brings another pass).
+func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
+	out := make([]statusResult, len(shs))
+	hashers, errs, _, err := s.backend.Statuses(shs, s.cfg.historyLimit())
+	for i, sh := range shs {
+		switch {
+		case err != nil:
+			out[i].err = err
+			continue
+		case errs[i] != nil:
+			out[i].err = errs[i]
+			continue
+		}
+		es := s.mempoolEntries(sh)
+		h := hashers[i]
+		if h.Len()+len(es) > s.cfg.historyLimit() {
+			out[i].err = indexers.ErrHistoryTooLarge
+			continue
+		}
+		for _, e := range es {
+			h.Add(e.TxHash, e.Height)
+		}
+		out[i] = statusResult{status: statusHex(h.Sum()), hasMempool: len(es) > 0}
+	}
+	return out
+}
+
 // historyItem is one get_history / get_mempool entry.
 type historyItem struct {
 	TxHash string `json:"tx_hash"`

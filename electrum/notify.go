@@ -155,27 +155,52 @@ func (n *notifier) pass(q []event, seq uint64) {
 	if len(work) == 0 {
 		return
 	}
+	// Statuses are read in chunks, each chunk in one index view with one
+	// cursor, on a few goroutines.
+	chunks := (len(work) + statusChunk - 1) / statusChunk
 	workers := runtime.GOMAXPROCS(0) * 2
-	if workers > len(work) {
-		workers = len(work)
+	if workers > chunks {
+		workers = chunks
 	}
+	// Each session's notifications of the pass are queued together at the
+	// end, so its writer sends them in one write.
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	outs := make([]outbox, workers)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
-		go func() {
+		outs[w] = make(outbox)
+		go func(out outbox) {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(work) {
+				c := int(next.Add(1) - 1)
+				if c >= chunks {
 					return
 				}
-				n.notifyScriptHash(work[i], seq)
+				part := work[c*statusChunk : min((c+1)*statusChunk, len(work))]
+				for i, r := range n.srv.statuses(part) {
+					n.deliver(part[i], r, seq, out)
+				}
 			}
-		}()
+		}(outs[w])
 	}
 	wg.Wait()
+	all := outs[0]
+	for _, o := range outs[1:] {
+		for ss, msgs := range o {
+			all[ss] = append(all[ss], msgs...)
+		}
+	}
+	for ss, msgs := range all {
+		ss.sendAll(msgs)
+	}
 }
+
+// outbox collects the notifications of a pass per session.
+type outbox map[*session][][]byte
+
+// statusChunk is how many statuses the notifier reads in one index view.
+const statusChunk = 64
 
 // notifyHeaders sends the new tip to header subscribers.
 func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
@@ -207,9 +232,10 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
 	}
 }
 
-// notifyScriptHash recomputes one status and sends it where it changed.
-func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
-	status, hasMempool, err := n.srv.statusTries(sh, 1)
+// deliver records a recomputed status as changed for the sessions where it
+// changed, and puts their notification in out.
+func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, out outbox) {
+	status, hasMempool, err := r.status, r.hasMempool, r.err
 	n.rmu.RLock()
 	subs := make([]*session, 0, len(n.byHash[sh]))
 	for ss := range n.byHash[sh] {
@@ -254,7 +280,7 @@ func (n *notifier) notifyScriptHash(sh indexers.ScriptHash, seq uint64) {
 				msg = statusNotification(sh, status)
 			}
 			st.status, st.seq, st.mempool = status, seq, hasMempool
-			ss.send(msg)
+			out[ss] = append(out[ss], msg)
 		}
 		ss.subMu.Unlock()
 	}

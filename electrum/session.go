@@ -149,9 +149,24 @@ func (ss *session) closed() bool { return ss.ctx.Err() != nil }
 // MaxSendBacklog is too slow and is disconnected.
 func (ss *session) send(msg []byte) bool { return ss.enqueue(msg, false) }
 
+// sendAll queues several messages at once, so the writer sends them in one
+// write: a block notifies many subscriptions of a session together.
+func (ss *session) sendAll(msgs [][]byte) {
+	for i, m := range msgs {
+		if !ss.enqueueWake(m, false, i == len(msgs)-1) {
+			return
+		}
+	}
+}
+
 // enqueue queues msg; last marks it as the final message, after which the
 // writer closes the session.
 func (ss *session) enqueue(msg []byte, last bool) bool {
+	return ss.enqueueWake(msg, last, true)
+}
+
+// enqueueWake is enqueue that wakes the writer only when wake is set.
+func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 	ss.sendMu.Lock()
 	if ss.closed() || ss.closeAfter {
 		ss.sendMu.Unlock()
@@ -171,9 +186,11 @@ func (ss *session) enqueue(msg []byte, last bool) bool {
 	ss.queued += len(msg)
 	ss.closeAfter = last
 	ss.sendMu.Unlock()
-	select {
-	case ss.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case ss.wake <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }

@@ -1,9 +1,11 @@
 package indexers
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"runtime"
+	"sort"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -56,7 +58,19 @@ type utxoOp struct {
 }
 
 func newBatch() *batch {
-	return &batch{utxo: make(map[string]utxoOp)}
+	return &batch{puts: make([]kv, 0, batchRows), utxo: make(map[string]utxoOp)}
+}
+
+// seal turns the batch into the key-ordered list of writes the committer
+// applies. Inserting in key order keeps ffldb's treap walks on the same hot
+// path from one key to the next, and sorting here runs on the assembler's
+// goroutine, off the committer's.
+func (b *batch) seal() {
+	for _, op := range b.utxo {
+		b.puts = append(b.puts, kv{k: op.k, v: op.v})
+	}
+	b.utxo = nil
+	sort.Slice(b.puts, func(i, j int) bool { return bytes.Compare(b.puts[i].k, b.puts[j].k) < 0 })
 }
 
 // Put implements rowWriter.
@@ -84,23 +98,19 @@ func (b *batch) Delete(k []byte) error {
 	return nil
 }
 
-// writes returns the number of database writes the batch makes.
-func (b *batch) writes() int { return len(b.puts) + len(b.utxo) + 2 }
+// writes returns the number of database writes the sealed batch makes.
+func (b *batch) writes() int { return len(b.puts) + 2 }
 
-// write applies the batch and moves the index tip, in one transaction.
+// write applies the sealed batch and moves the index tip, in one
+// transaction. A nil value is a delete.
 func (b *batch) write(dbTx database.Tx) error {
 	meta := dbTx.Metadata()
 	for _, p := range b.puts {
-		if err := meta.Put(p.k, p.v); err != nil {
-			return err
-		}
-	}
-	for _, op := range b.utxo {
 		var err error
-		if op.v == nil {
-			err = meta.Delete(op.k)
+		if p.v == nil {
+			err = meta.Delete(p.k)
 		} else {
-			err = meta.Put(op.k, op.v)
+			err = meta.Put(p.k, p.v)
 		}
 		if err != nil {
 			return err
@@ -261,6 +271,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		b.txs += uint64(len(p.txs))
 		done++
 		if b.rows >= batchRows {
+			b.seal()
 			commits <- b
 			b = newBatch()
 		}
@@ -279,6 +290,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		}
 	}
 	if b.rows > 0 {
+		b.seal()
 		commits <- b
 	}
 	close(commits)

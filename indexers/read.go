@@ -39,6 +39,13 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 // from is nil), failing with ErrHistoryTooLarge past room entries (room < 0:
 // no bound).
 func historyNums(meta database.Bucket, hx *hashX, from *uint64, room int) ([]uint64, error) {
+	return historyNumsWith(meta.Cursor(), hx, from, room)
+}
+
+// historyNumsWith is historyNums on a cursor of the metadata bucket, which
+// a caller reading many scripts in one view reuses: creating an ffldb cursor
+// costs more than a seek.
+func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
 	pre := histPrefix(hx)
 	seek := pre
 	if from != nil {
@@ -46,7 +53,6 @@ func historyNums(meta database.Bucket, hx *hashX, from *uint64, room int) ([]uin
 		histKey(seek, hx, *from+1)
 	}
 	var nums []uint64
-	c := meta.Cursor()
 	for ok := c.Seek(seek); ok; ok = c.Next() {
 		k := c.Key()
 		if !bytes.HasPrefix(k, pre) {
@@ -119,51 +125,81 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 		tip Tip
 		st  *StatusHasher
 	)
-	hx := sh.hashX()
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta := dbTx.Metadata()
-
-		var from *uint64
-		st = NewStatusHasher()
-		if m := idx.statuses.get(hx); m != nil {
-			if inChain(meta, m.at) {
-				if resumed, ok := m.resume(); ok {
-					st = resumed
-					last := m.last
-					from = &last
-				}
-			} else if m.at.Height <= tip.Height {
-				// The block it was read at is not in this view's chain; a
-				// read of a newer view makes a new one.
-				idx.statuses.drop(m)
-			}
-		}
-		if limit > 0 && st.Len() > limit {
-			return ErrHistoryTooLarge
-		}
-		nums, err := historyNums(meta, &hx, from, room(limit, st.Len()))
-		if err != nil {
-			return err
-		}
-		for _, n := range nums {
-			r, ok := txRowAt(meta, n)
-			if !ok {
-				return corruptf("history of %v names missing transaction %d", sh, n)
-			}
-			st.Add(r.txid, r.height)
-		}
-		if len(nums) > 0 && st.Len() >= statusCacheMin {
-			if m := st.midstate(hx, tip, nums[len(nums)-1]); m != nil {
-				idx.statuses.put(m)
-			}
-		}
-		return nil
+		var err error
+		st, err = idx.statusIn(meta, meta.Cursor(), tip, sh, limit)
+		return err
 	})
 	if err != nil {
 		return nil, tip, err
 	}
 	return st, tip, nil
+}
+
+// Statuses is Status for many scripts, all read in one view with one
+// cursor: the notification path recomputes every subscribed script a block
+// touched. errs[i] is the error of shs[i] (ErrHistoryTooLarge past limit);
+// the returned error is a failure of the view itself.
+func (idx *ElectrumIndex) Statuses(shs []ScriptHash, limit int) ([]*StatusHasher, []error, Tip, error) {
+	var (
+		tip  Tip
+		sts  = make([]*StatusHasher, len(shs))
+		errs = make([]error, len(shs))
+	)
+	err := idx.db.View(func(dbTx database.Tx) error {
+		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		c := meta.Cursor()
+		for i, sh := range shs {
+			sts[i], errs[i] = idx.statusIn(meta, c, tip, sh, limit)
+		}
+		return nil
+	})
+	return sts, errs, tip, err
+}
+
+// statusIn computes the confirmed part of a status inside a view at tip.
+func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip Tip,
+	sh ScriptHash, limit int) (*StatusHasher, error) {
+
+	hx := sh.hashX()
+	var from *uint64
+	st := NewStatusHasher()
+	if m := idx.statuses.get(hx); m != nil {
+		if inChain(meta, m.at) {
+			if resumed, ok := m.resume(); ok {
+				st = resumed
+				last := m.last
+				from = &last
+			}
+		} else if m.at.Height <= tip.Height {
+			// The block it was read at is not in this view's chain; a
+			// read of a newer view makes a new one.
+			idx.statuses.drop(m)
+		}
+	}
+	if limit > 0 && st.Len() > limit {
+		return nil, ErrHistoryTooLarge
+	}
+	nums, err := historyNumsWith(c, &hx, from, room(limit, st.Len()))
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nums {
+		r, ok := txRowAt(meta, n)
+		if !ok {
+			return nil, corruptf("history of %v names missing transaction %d", sh, n)
+		}
+		st.Add(r.txid, r.height)
+	}
+	if len(nums) > 0 && st.Len() >= statusCacheMin {
+		if m := st.midstate(hx, tip, nums[len(nums)-1]); m != nil {
+			idx.statuses.put(m)
+		}
+	}
+	return st, nil
 }
 
 // inChain reports whether the view meta belongs to holds block at.

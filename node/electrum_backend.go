@@ -80,6 +80,11 @@ func (b *electrumBackend) Status(sh indexers.ScriptHash, limit int) (electrum.St
 	return h, tip, nil
 }
 
+// Statuses reads many statuses from the index in one view.
+func (b *electrumBackend) Statuses(shs []indexers.ScriptHash, limit int) ([]electrum.StatusHasher, []error, indexers.Tip, error) {
+	return electrum.IndexStatuses(b.idx, shs, limit)
+}
+
 // TxLocation returns where a confirmed transaction is.
 func (b *electrumBackend) TxLocation(txid chainhash.Hash) (indexers.TxLocation, error) {
 	return b.idx.TxLocation(txid)
