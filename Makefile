@@ -17,7 +17,13 @@ BIN       := bin/btcd-electrum
 RUN_MINING_ADDR := bcrt1ql3e9pgs3mmwuwrh95fecme0s0qtn2880hlwwpw
 RUN_ARGS  ?=
 
-.PHONY: all build test test-unit deps lint bench fmt clean run
+# Fuzz targets run for FUZZTIME each as part of `make test`; longer runs:
+# make fuzz FUZZTIME=10m.
+FUZZTIME  ?= 10s
+FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage ./electrum/:FuzzLineFraming \
+	./electrum/:FuzzStatusNotification ./rpcext/:FuzzProcessBody
+
+.PHONY: all build test test-unit deps lint bench fmt clean run fuzz
 
 all: build
 
@@ -34,6 +40,14 @@ lint:
 
 test: deps lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) fuzz
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./indexers/

@@ -71,7 +71,7 @@
 // mempool and the mempool overlay (realchain_test.go): every script method is
 // compared with the reference model of internal/testchain, and real npm
 // clients (testdata/js, installed by make deps) run a subscribe, broadcast
-// and mine flow over TCP and WS. Fuzz targets: testdata/fuzz.sh. Benchmarks:
+// and mine flow over TCP and WS. Fuzz targets run briefly in make test (make fuzz FUZZTIME=10m for longer). Benchmarks:
 //
 //	go test -run '^$' -bench . -benchtime 3x ./electrum/
 //
