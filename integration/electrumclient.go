@@ -204,9 +204,8 @@ func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any)
 		return nil, err
 	}
 	c.writeMu.Lock()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = c.conn.SetWriteDeadline(dl)
-	}
+	dl, _ := ctx.Deadline() // zero (no deadline) without one
+	_ = c.conn.SetWriteDeadline(dl)
 	_, err = c.conn.Write(append(req, '\n'))
 	c.writeMu.Unlock()
 	if err != nil {
@@ -258,29 +257,47 @@ func (c *ElectrumClient) CallInto(ctx context.Context, out any, method string, p
 }
 
 // Notification returns the oldest queued notification of method for which
-// match returns true (match nil accepts any), removing it and every older
-// notification of the same method from the queue. It waits until one
-// arrives, the connection ends or ctx is done.
+// match returns true (match nil accepts any) and removes it from the queue;
+// other notifications stay queued. It waits until one arrives, the
+// connection ends or ctx is done.
 func (c *ElectrumClient) Notification(ctx context.Context, method string, match func(Notification) bool) (Notification, error) {
+	if match == nil {
+		match = func(Notification) bool { return true }
+	}
+	return c.take(ctx, method, match, match)
+}
+
+// take waits for the oldest queued notification of method that belongs to
+// a subject (one script hash, the tip) and satisfies match. Notifications
+// of the same subject queued before it are superseded by it and removed
+// too; notifications of other subjects stay queued.
+func (c *ElectrumClient) take(ctx context.Context, method string, belongs, match func(Notification) bool) (Notification, error) {
 	for {
 		c.mu.Lock()
-		kept := c.notes[:0]
-		var found *Notification
-		for i := range c.notes {
-			n := c.notes[i]
-			switch {
-			case found != nil || n.Method != method:
-				kept = append(kept, n)
-			case match == nil || match(n):
-				found = &n
+		found := -1
+		for i, n := range c.notes {
+			if n.Method == method && belongs(n) && match(n) {
+				found = i
+				break
 			}
 		}
-		c.notes = kept
+		var note Notification
+		if found >= 0 {
+			note = c.notes[found]
+			kept := make([]Notification, 0, len(c.notes)-1)
+			for i, n := range c.notes {
+				if i == found || (i < found && n.Method == method && belongs(n)) {
+					continue
+				}
+				kept = append(kept, n)
+			}
+			c.notes = kept
+		}
 		signal := c.noteSignal
 		closed := isClosed(c.done)
 		c.mu.Unlock()
-		if found != nil {
-			return *found, nil
+		if found >= 0 {
+			return note, nil
 		}
 		if closed {
 			return Notification{}, fmt.Errorf("waiting for %s: connection closed: %v", method, c.Err())
@@ -348,18 +365,33 @@ func (c *ElectrumClient) SubscribeHeaders(ctx context.Context) (HeaderTip, error
 }
 
 // NextHeader waits for a headers notification with a height of at least
-// minHeight and returns it (older ones are discarded).
+// minHeight and returns it; older headers notifications are discarded.
 func (c *ElectrumClient) NextHeader(ctx context.Context, minHeight int32) (HeaderTip, error) {
-	var tip HeaderTip
-	_, err := c.Notification(ctx, "blockchain.headers.subscribe", func(n Notification) bool {
-		var params []HeaderTip
-		if json.Unmarshal(n.Params, &params) != nil || len(params) != 1 {
-			return false
-		}
-		tip = params[0]
-		return tip.Height >= minHeight
-	})
-	return tip, err
+	return c.NextHeaderMatching(ctx, func(tip HeaderTip) bool { return tip.Height >= minHeight })
+}
+
+// NextHeaderMatching waits for a headers notification for which match
+// returns true and returns it; older headers notifications are discarded.
+func (c *ElectrumClient) NextHeaderMatching(ctx context.Context, match func(HeaderTip) bool) (HeaderTip, error) {
+	n, err := c.take(ctx, "blockchain.headers.subscribe", func(Notification) bool { return true },
+		func(n Notification) bool {
+			tip, ok := decodeTip(n)
+			return ok && match(tip)
+		})
+	if err != nil {
+		return HeaderTip{}, err
+	}
+	tip, _ := decodeTip(n)
+	return tip, nil
+}
+
+// decodeTip decodes the parameters of a headers notification.
+func decodeTip(n Notification) (HeaderTip, bool) {
+	var params []HeaderTip
+	if json.Unmarshal(n.Params, &params) != nil || len(params) != 1 {
+		return HeaderTip{}, false
+	}
+	return params[0], true
 }
 
 // BlockHeader returns the hex header at height (blockchain.block.header).
@@ -389,18 +421,32 @@ func (c *ElectrumClient) SubscribeScriptHash(ctx context.Context, scriptHash str
 
 // NextStatus waits for a status notification of scriptHash for which
 // match returns true (nil accepts any) and returns the status (nil for no
-// history).
+// history). Older notifications of scriptHash are discarded; those of
+// other script hashes stay queued.
 func (c *ElectrumClient) NextStatus(ctx context.Context, scriptHash string, match func(*string) bool) (*string, error) {
-	var status *string
-	_, err := c.Notification(ctx, "blockchain.scripthash.subscribe", func(n Notification) bool {
-		var params []*string
-		if json.Unmarshal(n.Params, &params) != nil || len(params) != 2 || params[0] == nil || *params[0] != scriptHash {
-			return false
-		}
-		status = params[1]
-		return match == nil || match(status)
-	})
-	return status, err
+	n, err := c.take(ctx, "blockchain.scripthash.subscribe",
+		func(n Notification) bool {
+			sh, _, ok := decodeStatus(n)
+			return ok && sh == scriptHash
+		},
+		func(n Notification) bool {
+			_, status, _ := decodeStatus(n)
+			return match == nil || match(status)
+		})
+	if err != nil {
+		return nil, err
+	}
+	_, status, _ := decodeStatus(n)
+	return status, nil
+}
+
+// decodeStatus decodes the parameters of a script hash notification.
+func decodeStatus(n Notification) (scriptHash string, status *string, ok bool) {
+	var params []*string
+	if json.Unmarshal(n.Params, &params) != nil || len(params) != 2 || params[0] == nil {
+		return "", nil, false
+	}
+	return *params[0], params[1], true
 }
 
 // HistoryItem is one transaction of a script hash's history (get_history,

@@ -105,7 +105,8 @@ func scriptedServer(t *testing.T, respond func(req map[string]any) []string) str
 // TestElectrumClientDispatch checks the client against a scripted server:
 // responses are matched by id even when a notification comes first,
 // errors become *RPCError, queued notifications are found by method and
-// predicate, and a closed connection fails calls and waits instead of
+// subject (waiting for one script hash never drops another's), and a
+// closed connection fails calls and waits instead of
 // hanging.
 func TestElectrumClientDispatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -117,6 +118,10 @@ func TestElectrumClientDispatch(t *testing.T) {
 			return []string{
 				`{"jsonrpc":"2.0","method":"blockchain.headers.subscribe","params":[{"height":5,"hex":"00"}]}`,
 				`{"jsonrpc":"2.0","method":"blockchain.headers.subscribe","params":[{"height":7,"hex":"01"}]}`,
+				`{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["aa","1"]}`,
+				`{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["bb","2"]}`,
+				`{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["aa",null]}`,
+				`{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["aa","3"]}`,
 				`{"jsonrpc":"2.0","id":` + string(id) + `,"result":["srv","1.4"]}`,
 			}
 		case "fail":
@@ -141,8 +146,22 @@ func TestElectrumClientDispatch(t *testing.T) {
 	if err != nil || tip.Height != 7 || tip.Hex != "01" {
 		t.Fatalf("NextHeader = %+v, %v", tip, err)
 	}
+	if n := c.PendingNotifications(); n != 4 {
+		t.Fatalf("%d notifications left, want the 4 status notifications (the older header dropped)", n)
+	}
+	// Waiting for one script hash keeps the other's notifications, and
+	// drops only the superseded ones of its own.
+	if st, err := c.NextStatus(ctx, "bb", nil); err != nil || str(st) != "2" {
+		t.Fatalf("NextStatus(bb) = %s, %v", str(st), err)
+	}
+	if st, err := c.NextStatus(ctx, "aa", func(s *string) bool { return s == nil }); err != nil || st != nil {
+		t.Fatalf("NextStatus(aa, null) = %s, %v", str(st), err)
+	}
+	if st, err := c.NextStatus(ctx, "aa", nil); err != nil || str(st) != "3" {
+		t.Fatalf("NextStatus(aa) = %s, %v", str(st), err)
+	}
 	if n := c.PendingNotifications(); n != 0 {
-		t.Fatalf("%d notifications left; the older one should be dropped", n)
+		t.Fatalf("%d notifications left", n)
 	}
 	short, cancelShort := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancelShort()

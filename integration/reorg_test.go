@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -264,13 +263,9 @@ func inMempool(t *testing.T, c *rpcclient.Client, txid *chainhash.Hash) bool {
 func waitTip(t *testing.T, ctx context.Context, ec *ElectrumClient, height int32, hexHeader string) {
 	t.Helper()
 	var last HeaderTip
-	_, err := ec.Notification(ctx, "blockchain.headers.subscribe", func(n Notification) bool {
-		var params []HeaderTip
-		if json.Unmarshal(n.Params, &params) != nil || len(params) != 1 {
-			return false
-		}
-		last = params[0]
-		return last.Height == height && last.Hex == hexHeader
+	_, err := ec.NextHeaderMatching(ctx, func(tip HeaderTip) bool {
+		last = tip
+		return tip.Height == height && tip.Hex == hexHeader
 	})
 	if err != nil {
 		t.Fatalf("no headers notification of %d %s (last seen %d %s): %v", height, hexHeader, last.Height, last.Hex, err)
