@@ -40,7 +40,7 @@ const (
 // cancel out in memory and never reach the database.
 type batch struct {
 	puts  []kv
-	utxo  map[string]utxoOp
+	utxo  map[[utxoKeyLen]byte]utxoOp
 	rows  int
 	tip   chainhash.Hash
 	hgt   int32
@@ -58,7 +58,7 @@ type utxoOp struct {
 }
 
 func newBatch() *batch {
-	return &batch{puts: make([]kv, 0, batchRows), utxo: make(map[string]utxoOp)}
+	return &batch{puts: make([]kv, 0, batchRows), utxo: make(map[[utxoKeyLen]byte]utxoOp)}
 }
 
 // seal turns the batch into the key-ordered list of writes the committer
@@ -77,7 +77,7 @@ func (b *batch) seal() {
 func (b *batch) Put(k, v []byte) error {
 	b.rows++
 	if k[2] == tagUtxo {
-		b.utxo[string(k)] = utxoOp{k: k, v: v}
+		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{k: k, v: v}
 		return nil
 	}
 	b.puts = append(b.puts, kv{k, v})
@@ -89,12 +89,12 @@ func (b *batch) Put(k, v []byte) error {
 // an older one (a delete reaches the database).
 func (b *batch) Delete(k []byte) error {
 	b.rows++
-	s := string(k)
-	if op, ok := b.utxo[s]; ok && op.v != nil {
-		delete(b.utxo, s)
+	a := [utxoKeyLen]byte(k)
+	if op, ok := b.utxo[a]; ok && op.v != nil {
+		delete(b.utxo, a)
 		return nil
 	}
-	b.utxo[s] = utxoOp{k: k}
+	b.utxo[a] = utxoOp{k: k}
 	return nil
 }
 
