@@ -49,8 +49,12 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
+# Benchmarks behind docs/BENCHMARKS.md (about 5 minutes on 2 cores).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 20x -timeout 30m ./indexers/
+	$(GO) test -run '^$$' -bench 'ConnectBlock' -benchtime 20x -timeout 30m ./indexers/
+	CATCHUP_TXS=400000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
+	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
+	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
