@@ -50,9 +50,13 @@
 //
 // # Tests
 //
-// The package's tests check, against real btcd processes: P2P sync and
-// transaction relay seen through Electrum (headers, statuses, histories,
-// merkle proofs); reorgs between two btcd nodes and by invalidateblock and
-// reconsiderblock; a restart that keeps the index; and opening a datadir
-// that btcd created.
+// The package's tests check, against real btcd v0.26.2 processes: P2P sync
+// and transaction relay both ways seen through Electrum (headers, statuses,
+// histories, merkle proofs); a parent and child in the mempool (heights 0
+// and -1); reorgs between two btcd nodes and by invalidateblock and
+// reconsiderblock; btcd's rpctest harness driving our binary; a restart
+// that keeps the index; a regtest datadir created by btcd; a simnet datadir
+// passed back and forth between btcd and our node, also across a reorg
+// btcd made while our index was away. The whole package runs in about a
+// minute: go test -race -count=1 ./integration/
 package integration
