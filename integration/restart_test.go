@@ -193,3 +193,65 @@ func TestRestartKeepsIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexTurnedOffAndOn runs the binary with the index, then without it
+// while blocks (one with a payment) are mined, then with it again: the
+// index catches up exactly the blocks it missed (logged) and answers for
+// them, matching a scan of the blocks.
+func TestIndexTurnedOffAndOn(t *testing.T) {
+	ctx := testContext(t)
+	cfg := NodeConfig{Binary: true}
+	ours := StartNode(t, cfg)
+	cfg.Dir = ours.Dir
+	if _, err := ours.RPC.Generate(101); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.NoElectrumIndex = true
+	ours = StartNode(t, cfg)
+	paid := otherScript(t)
+	txid, err := ours.RPC.SendRawTransaction(spendCoinbaseAt(t, ours.RPC, 1, paid), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ours.RPC.Generate(4); err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := ours.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg.NoElectrumIndex = false
+	ours = StartNode(t, cfg)
+	log, err := ours.Log()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log[len(before):], "Electrum index: catching up from height 102 to 105") {
+		t.Fatalf("no catch-up over the missed blocks:\n%s", log[len(before):])
+	}
+	checkIndexAtTip(t, ours.RPC)
+	ec := ours.DialElectrum(t, ctx)
+	hist, err := ec.GetHistory(ctx, ScriptHash(paid))
+	if err != nil || !equalHistory(hist, []HistoryItem{{TxHash: txid.String(), Height: 102}}) {
+		t.Fatalf("get_history of the paid script = %+v (%v), want %v at 102", hist, err, txid)
+	}
+	scan, err := ChainHistory(ours.RPC, MiningScript())
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := ec.SubscribeScriptHash(ctx, ScriptHash(MiningScript()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hist := checkStatus(t, ctx, ec, ScriptHash(MiningScript()), status); !equalHistory(hist, scan) {
+		t.Fatalf("get_history of the mining script %+v, the blocks give %+v", hist, scan)
+	}
+}
