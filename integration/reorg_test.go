@@ -289,3 +289,80 @@ func waitStatus(t *testing.T, ctx context.Context, ec *ElectrumClient, sh string
 		t.Fatalf("get_history of %s = %+v, want %+v", sh, got, want)
 	}
 }
+
+// TestReorgReplacesDoubleSpend mines 101 blocks on our node (to the
+// harness's key) and gives them to two real btcd nodes, which then confirm
+// conflicting spends of the same coinbase: A confirms T paying script 1 in
+// one block, B confirms T' paying script 2 in a longer branch. Our node
+// follows A, then B: T is dropped (it conflicts with T', so it must not
+// come back to the mempool), script 1's status goes back to null and
+// script 2's shows T' confirmed, as the subscribed client is told.
+func TestReorgReplacesDoubleSpend(t *testing.T) {
+	ctx := testContext(t)
+	ours := StartNode(t, NodeConfig{})
+	if _, err := ours.RPC.Generate(101); err != nil {
+		t.Fatal(err)
+	}
+	a, b := StartBtcd(t, BtcdConfig{}), StartBtcd(t, BtcdConfig{})
+	for h := int64(1); h <= 101; h++ {
+		blk, err := ours.RPC.GetBlock(mustHash(t, ours.RPC, h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []*rpcclient.Client{a.Client, b.Client} {
+			if err := c.SubmitBlock(btcutil.NewBlock(blk), nil); err != nil {
+				t.Fatalf("submitblock %d: %v", h, err)
+			}
+		}
+	}
+	script1, script2 := otherScript(t), payScript(t, 0x43)
+	tx := spendCoinbaseAt(t, ours.RPC, 1, script1)
+	conflict := spendCoinbaseAt(t, ours.RPC, 1, script2)
+	if _, err := a.Client.SendRawTransaction(tx, false); err != nil {
+		t.Fatalf("T to A: %v", err)
+	}
+	if _, err := a.Client.Generate(1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Client.SendRawTransaction(conflict, false); err != nil {
+		t.Fatalf("T' to B: %v", err)
+	}
+	if _, err := b.Client.Generate(2); err != nil {
+		t.Fatal(err)
+	}
+
+	ec := ours.DialElectrum(t, ctx)
+	sh1, sh2 := ScriptHash(script1), ScriptHash(script2)
+	for _, sh := range []string{sh1, sh2} {
+		if st, err := ec.SubscribeScriptHash(ctx, sh); err != nil || st != nil {
+			t.Fatalf("subscribe %s: %s, %v", sh, str(st), err)
+		}
+	}
+	if err := ours.RPC.AddNode(a.P2PAddress(), rpcclient.ANAdd); err != nil {
+		t.Fatal(err)
+	}
+	waitSameTip(t, ctx, a.Client, ours.RPC)
+	waitStatus(t, ctx, ec, sh1, []HistoryItem{{TxHash: tx.TxHash().String(), Height: 102}})
+
+	if err := ours.RPC.AddNode(b.P2PAddress(), rpcclient.ANAdd); err != nil {
+		t.Fatal(err)
+	}
+	WaitFor(t, ctx, "our node to peer with B", func() bool {
+		peers, err := b.Client.GetPeerInfo()
+		return err == nil && len(peers) == 1
+	})
+	if _, err := b.Client.Generate(1); err != nil {
+		t.Fatal(err)
+	}
+	waitSameTip(t, ctx, b.Client, ours.RPC)
+	waitStatus(t, ctx, ec, sh2, []HistoryItem{{TxHash: conflict.TxHash().String(), Height: 102}})
+	waitStatus(t, ctx, ec, sh1, nil)
+	txHash := tx.TxHash()
+	if inMempool(t, ours.RPC, &txHash) {
+		t.Fatalf("T, which conflicts with the confirmed T', is in the mempool")
+	}
+	if mp, err := ec.GetMempool(ctx, sh1); err != nil || len(mp) != 0 {
+		t.Fatalf("get_mempool of script 1 = %+v, %v", mp, err)
+	}
+	checkMerkle(t, ctx, ec, b.Client, conflict.TxHash().String(), 102)
+}

@@ -25,7 +25,13 @@ var indexRebuildLogs = []string{"Electrum index: catching up", "rebuilding it",
 // otherScript is an output script no node mines to.
 func otherScript(t *testing.T) []byte {
 	t.Helper()
-	addr, err := address.NewAddressPubKeyHash(bytes.Repeat([]byte{0x42}, 20), &chaincfg.RegressionNetParams)
+	return payScript(t, 0x42)
+}
+
+// payScript is a P2PKH script to the key hash of twenty bytes b.
+func payScript(t *testing.T, b byte) []byte {
+	t.Helper()
+	addr, err := address.NewAddressPubKeyHash(bytes.Repeat([]byte{b}, 20), &chaincfg.RegressionNetParams)
 	if err != nil {
 		t.Fatal(err)
 	}
