@@ -184,9 +184,10 @@ func BenchmarkCatchUp(b *testing.B) {
 			bytes += len(k) + len(v)
 		}
 		h.Close()
-		b.ReportMetric(float64(total)/elapsed.Seconds(), "tx/s")
-		// The catch-up alone, without opening the chain around it.
-		b.ReportMetric(float64(idx.Progress().Txs)/idx.Progress().Duration().Seconds(), "catchup-tx/s")
+		// The catch-up itself; opening the chain around it (and the test
+		// harness rebuilding its wallet) is reported apart.
+		b.ReportMetric(float64(idx.Progress().Txs)/idx.Progress().Duration().Seconds(), "tx/s")
+		b.ReportMetric(elapsed.Seconds(), "open-s")
 		b.ReportMetric(float64(len(rows))/float64(total), "rows/tx")
 		b.ReportMetric(float64(idx.Progress().Writes)/float64(total), "writes/tx")
 		b.ReportMetric(float64(bytes)/float64(total), "bytes/tx")

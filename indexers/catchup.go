@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -70,7 +70,7 @@ func (b *batch) seal() {
 		b.puts = append(b.puts, kv{k: op.k, v: op.v})
 	}
 	b.utxo = nil
-	sort.Slice(b.puts, func(i, j int) bool { return bytes.Compare(b.puts[i].k, b.puts[j].k) < 0 })
+	slices.SortFunc(b.puts, func(x, y kv) int { return bytes.Compare(x.k, y.k) })
 }
 
 // Put implements rowWriter.
