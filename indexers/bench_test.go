@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
@@ -242,4 +243,47 @@ func medianMs(ds []time.Duration) float64 {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return float64(s[len(s)/2]) / float64(time.Millisecond)
+}
+
+// BenchmarkTxLookupDiskCost measures what answering "where is this txid"
+// costs on disk: the index's own txid rows against btcd's transaction index
+// (--txindex), on the same chain. It reports key and value bytes per
+// transaction of each.
+func BenchmarkTxLookupDiskCost(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "chain")
+	h, err := testchain.CreateBulk(dir, 11, 50000, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		return indexers.NewManager(db, indexers.NewElectrumIndex(db, params), btcdindexers.NewTxIndex(db))
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	total := float64(h.Chain.BestSnapshot().TotalTxns)
+	var own, txindex int
+	err = h.DB.View(func(dbTx database.Tx) error {
+		for k, v := range indexRows(b, h.DB) {
+			if k[2] == 'i' {
+				own += len(k) + len(v)
+			}
+		}
+		for _, name := range []string{"txbyhashidx", "idbyhashidx", "hashbyididx"} {
+			bucket := dbTx.Metadata().Bucket([]byte(name))
+			if bucket == nil {
+				b.Fatalf("btcd's transaction index has no bucket %s", name)
+			}
+			err := bucket.ForEach(func(k, v []byte) error {
+				txindex += len(k) + len(v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(own)/total, "own-bytes/tx")
+	b.ReportMetric(float64(txindex)/total, "txindex-bytes/tx")
 }
