@@ -31,11 +31,10 @@ var _ Backend = (*IndexBackend)(nil)
 // ChainParams implements ChainSource.
 func (b *IndexBackend) ChainParams() *chaincfg.Params { return b.Params }
 
-// ChainTip implements ChainSource from the chain's best state.
-func (b *IndexBackend) ChainTip() (indexers.Tip, error) {
-	best := b.Chain.BestSnapshot()
-	return indexers.Tip{Hash: best.Hash, Height: best.Height}, nil
-}
+// ChainTip implements ChainSource with the index tip: headers and histories
+// served to clients always come from the same block (the chain's own tip
+// moves a moment before the index's rows become visible to readers).
+func (b *IndexBackend) ChainTip() (indexers.Tip, error) { return b.Index.Tip() }
 
 // BlockHeader implements ChainSource.
 func (b *IndexBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
@@ -126,9 +125,10 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 }
 
 // mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
-// itself: -1 when some input spends a transaction that is in the pool. The
-// overlay's flag can lag behind after a reorg, when a parent re-enters the
-// pool after its child; the pool is the source of truth.
+// itself: -1 when some input spends a transaction in the pool. btcd updates
+// its pool inside the block callback, before the node reconciles the
+// overlay with it, so in between the pool is the newer of the two (a parent
+// just mined, or back from a disconnected block).
 func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {

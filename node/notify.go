@@ -142,17 +142,24 @@ func (n *Node) dispatchEvents() {
 			return
 		}
 		blocks := false
-		var accepted []*mempool.TxDesc
+		var (
+			accepted []*mempool.TxDesc
+			touched  []indexers.ScriptHash
+		)
 		for _, ev := range evs {
 			if ev.block != nil {
 				blocks = true
-				n.srv.electrumScripts(ev.touched)
+				touched = append(touched, ev.touched...)
 			}
 			accepted = append(accepted, ev.accepted...)
 		}
+		// The mempool view is reconciled first, so the statuses the
+		// server computes for the block's scripts already see the pool
+		// as the block left it.
+		n.updateMempoolView(blocks, accepted)
 		if blocks {
+			n.srv.electrumScripts(touched)
 			n.srv.electrumTip()
 		}
-		n.updateMempoolView(blocks, accepted)
 	}
 }

@@ -60,7 +60,7 @@ func (n *Node) setupServers() (*servers, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.electrum = electrum.New(ecfg, &electrumBackend{n: n, idx: idx, mp: n.mempoolView})
+		s.electrum = electrum.New(ecfg, n.electrumBackend(idx))
 	}
 	return s, nil
 }
