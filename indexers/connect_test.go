@@ -138,7 +138,15 @@ func randomChain(t testing.TB, seed int64, blocks int) *testchain.Harness {
 // openIndexDB returns a fresh ffldb database holding an empty Electrum index.
 func openIndexDB(t testing.TB, h *testchain.Harness) (database.DB, *indexers.ElectrumIndex) {
 	t.Helper()
-	db, err := database.Create("ffldb", filepath.Join(t.TempDir(), "db"), h.Params.Net)
+	db, idx, _ := openIndexDBDir(t, h)
+	return db, idx
+}
+
+// openIndexDBDir is openIndexDB that also returns the database's directory.
+func openIndexDBDir(t testing.TB, h *testchain.Harness) (database.DB, *indexers.ElectrumIndex, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "db")
+	db, err := database.Create("ffldb", dir, h.Params.Net)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +155,7 @@ func openIndexDB(t testing.TB, h *testchain.Harness) (database.DB, *indexers.Ele
 	if err := db.Update(idx.Create); err != nil {
 		t.Fatal(err)
 	}
-	return db, idx
+	return db, idx, dir
 }
 
 // indexRows returns every row of the index.
