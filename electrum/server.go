@@ -178,6 +178,19 @@ func (s *Server) SessionCount() int {
 	return len(s.sessions)
 }
 
+// SubscriptionCount returns the number of script hash subscriptions held by
+// all sessions.
+func (s *Server) SubscriptionCount() int {
+	n := s.notifier
+	n.rmu.RLock()
+	defer n.rmu.RUnlock()
+	total := 0
+	for _, sessions := range n.byHash {
+		total += len(sessions)
+	}
+	return total
+}
+
 // NotifyTip tells the server about a new chain tip (after a block is
 // connected or disconnected, reorgs included). It never blocks.
 func (s *Server) NotifyTip(header wire.BlockHeader, height int32) {

@@ -170,7 +170,8 @@ func TestElectrumServesTheIndex(t *testing.T) {
 
 	// The operator's view of the index.
 	info := rpcBackend{n}.ElectrumInfo()
-	if info.IndexHeight != 102 || info.IndexRows <= 0 || info.IndexSizeBytes <= info.IndexRows {
+	if info.IndexHeight != 102 || info.IndexRows <= 0 || info.IndexSizeBytes <= info.IndexRows ||
+		info.Sessions != 1 || info.Subscriptions != 1 {
 		t.Fatalf("getelectruminfo %+v", info)
 	}
 

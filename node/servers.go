@@ -247,7 +247,7 @@ func (s *servers) electrumSessions() (sessions, subscriptions int) {
 	if s.electrum == nil {
 		return 0, 0
 	}
-	return s.electrum.SessionCount(), 0
+	return s.electrum.SessionCount(), s.electrum.SubscriptionCount()
 }
 
 // ElectrumAddrs returns the addresses the Electrum server listens on, by
