@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync/atomic"
@@ -182,34 +180,7 @@ func (m *eqArmingManager) Init(chain *blockchain.BlockChain, interrupt <-chan st
 // eqCopyDir copies a closed harness directory.
 func eqCopyDir(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o700)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
+	if err := copyTree(src, dst); err != nil {
 		t.Fatal(err)
 	}
 }
