@@ -185,8 +185,9 @@ func handleGetBlock(s *Server, cmd interface{}) (interface{}, error) {
 		return reply, nil
 	}
 
-	// Verbosity 2 answers in Bitcoin Core's shape (decoded transactions
-	// under "tx"), which is what rpcclient's GetBlockVerboseTx decodes.
+	// Verbosity 2 lists the decoded transactions under "tx" (Bitcoin
+	// Core's shape, which rpcclient's GetBlockVerboseTx decodes) and under
+	// "rawtx" (where btcd puts them).
 	txs := make([]btcjson.TxRawResult, len(block.Transactions()))
 	for i, tx := range block.Transactions() {
 		r, err := txRawResult(s.cfg.Params, tx.MsgTx(), &txBlockInfo{
@@ -208,6 +209,7 @@ func handleGetBlock(s *Server, cmd interface{}) (interface{}, error) {
 		VersionHex:    reply.VersionHex,
 		MerkleRoot:    reply.MerkleRoot,
 		Tx:            txs,
+		RawTx:         txs,
 		Time:          reply.Time,
 		Nonce:         reply.Nonce,
 		Bits:          reply.Bits,

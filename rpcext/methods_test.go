@@ -143,6 +143,10 @@ func TestChainMethods(t *testing.T) {
 		v2.Tx[0].Vout[0].ScriptPubKey.Address != node.minerTo.EncodeAddress() {
 		t.Fatalf("getblock verbosity 2: %+v", v2.Tx)
 	}
+	// btcd's own shape lists them under "rawtx" as well.
+	if len(v2.RawTx) != 1 || v2.RawTx[0].Txid != v2.Tx[0].Txid {
+		t.Fatalf("getblock verbosity 2 rawtx: %+v", v2.RawTx)
+	}
 	tipV, err := c.GetBlockVerbose(&best.Hash)
 	if err != nil || tipV.NextHash != "" || tipV.Confirmations != 1 {
 		t.Fatalf("tip getblock: %+v %v", tipV, err)
