@@ -295,7 +295,7 @@ func (f *fakeBackend) Status(sh indexers.ScriptHash, limit int) (StatusHasher, i
 	if err != nil {
 		return nil, tip, err
 	}
-	d := newStatusDigest()
+	d := indexers.NewStatusHasher()
 	for _, h := range hist {
 		d.Add(h.TxHash, h.Height)
 	}

@@ -73,7 +73,7 @@ func TestJSClients(t *testing.T) {
 				return f
 			}
 			status := func(txid chainhash.Hash, height int32) string {
-				d := newStatusDigest()
+				d := indexers.NewStatusHasher()
 				d.Add(txid, height)
 				return *statusHex(d.Sum())
 			}

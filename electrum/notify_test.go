@@ -1,6 +1,8 @@
 package electrum
 
 import (
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+
 	"bufio"
 	"encoding/json"
 	"net"
@@ -69,7 +71,7 @@ func TestNotifications(t *testing.T) {
 			sawStatus = true
 			var hist []historyItem
 			c.must(&hist, "blockchain.scripthash.get_history", fx.shC.String())
-			dg := newStatusDigest()
+			dg := indexers.NewStatusHasher()
 			for _, e := range hist {
 				dg.Add(mustHash(t, e.TxHash), e.Height)
 			}

@@ -255,7 +255,7 @@ func TestScriptHashMethods(t *testing.T) {
 	// The status equals the hash of the history the client sees.
 	var status *string
 	c.must(&status, "blockchain.scripthash.subscribe", fx.shB.String())
-	d := newStatusDigest()
+	d := indexers.NewStatusHasher()
 	for _, h := range hist {
 		d.Add(mustHash(t, h.TxHash), h.Height)
 	}

@@ -184,7 +184,7 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 		var hist []historyItem
 		c.must(&hist, "blockchain.scripthash.get_history", sh.String())
 		got := []string{}
-		d := newStatusDigest()
+		d := indexers.NewStatusHasher()
 		for _, h := range hist {
 			got = append(got, fmt.Sprintf("%s:%d", h.TxHash[:8], h.Height))
 			d.Add(mustHash(t, h.TxHash), h.Height)
@@ -304,7 +304,7 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 	}
 	var after []historyItem
 	c.must(&after, "blockchain.scripthash.get_history", sh.String())
-	d := newStatusDigest()
+	d := indexers.NewStatusHasher()
 	heights := map[string]int32{}
 	for _, h := range after {
 		d.Add(mustHash(t, h.TxHash), h.Height)

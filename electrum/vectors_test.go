@@ -45,7 +45,7 @@ func TestStatusSpecExample(t *testing.T) {
 			t.Fatalf("mempool order[%d] = %s, want %s", i, got, wantOrder[i])
 		}
 	}
-	d := newStatusDigest()
+	d := indexers.NewStatusHasher()
 	for _, c := range confirmed {
 		d.Add(mustHash(t, c.txid), c.height)
 	}
@@ -55,7 +55,7 @@ func TestStatusSpecExample(t *testing.T) {
 	if got := *statusHex(d.Sum()); got != "78e96c6562cafa71c115503b9411fdfdc595a45031e2ab76ff75162fe1b0590d" {
 		t.Fatalf("status = %s", got)
 	}
-	if statusHex(newStatusDigest().Sum()) != nil {
+	if statusHex(indexers.NewStatusHasher().Sum()) != nil {
 		t.Fatal("empty history must have a null status")
 	}
 }

@@ -264,13 +264,14 @@ func (m *Mempool) Entries(sh ScriptHash) []MempoolEntry {
 		if out[i].Height != out[j].Height {
 			return out[i].Height > out[j].Height
 		}
-		return displayLess(&out[i].TxHash, &out[j].TxHash)
+		return DisplayLess(&out[i].TxHash, &out[j].TxHash)
 	})
 	return out
 }
 
-// displayLess orders hashes by their displayed (byte-reversed) hex form.
-func displayLess(a, b *chainhash.Hash) bool {
+// DisplayLess orders hashes by their displayed (byte-reversed) hex form, the
+// tie-break of the protocol's mempool order.
+func DisplayLess(a, b *chainhash.Hash) bool {
 	for i := chainhash.HashSize - 1; i >= 0; i-- {
 		if a[i] != b[i] {
 			return a[i] < b[i]

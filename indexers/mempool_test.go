@@ -154,7 +154,7 @@ func containsAll(set []ScriptHash, want ...ScriptHash) bool {
 func TestMempoolOrderIsDisplayHex(t *testing.T) {
 	a := mustHash(t, "80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311")
 	b := mustHash(t, "e02a1dadfa83b996b24175df807b271ea5d02937ef5b35c195fac1e1bdc3198f")
-	if !displayLess(&a, &b) || displayLess(&b, &a) || displayLess(&a, &a) {
+	if !DisplayLess(&a, &b) || DisplayLess(&b, &a) || DisplayLess(&a, &a) {
 		t.Fatal("displayLess does not order by displayed hex")
 	}
 }
