@@ -114,21 +114,26 @@ func (b *IndexBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, 
 	return b.Index.RawTx(txid)
 }
 
-// MempoolEntries implements MempoolView.
+// MempoolEntries implements MempoolView. btcd updates its pool inside the
+// block callback, before the node reconciles the overlay with it, so the
+// mempool methods here answer with the overlay restricted to what the pool
+// still holds: a transaction just mined is never unconfirmed and confirmed
+// at once.
 func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	es := b.Mempool.Entries(sh)
-	out := make([]MempoolEntry, len(es))
-	for i, e := range es {
-		out[i] = MempoolEntry{TxHash: e.TxHash, Height: b.mempoolHeight(e.TxHash, e.Height), Fee: e.Fee}
+	out := make([]MempoolEntry, 0, len(es))
+	for _, e := range es {
+		if b.Pool.IsTransactionInPool(&e.TxHash) {
+			out = append(out, MempoolEntry{TxHash: e.TxHash, Height: b.mempoolHeight(e.TxHash, e.Height), Fee: e.Fee})
+		}
 	}
 	return out
 }
 
 // mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
-// itself: -1 when some input spends a transaction in the pool. btcd updates
-// its pool inside the block callback, before the node reconciles the
-// overlay with it, so in between the pool is the newer of the two (a parent
-// just mined, or back from a disconnected block).
+// itself: -1 when some input spends a transaction in the pool (the overlay
+// may not know yet that a parent was just mined, or came back from a
+// disconnected block).
 func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {
@@ -143,11 +148,20 @@ func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 }
 
 // MempoolBalance implements MempoolView.
-func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 { return b.Mempool.Balance(sh) }
+func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 {
+	return b.Mempool.BalanceOf(sh, b.Pool.IsTransactionInPool)
+}
 
 // MempoolUnspent implements MempoolView.
 func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent {
-	return b.Mempool.Unspent(sh)
+	us := b.Mempool.Unspent(sh)
+	out := us[:0]
+	for _, u := range us {
+		if b.Pool.IsTransactionInPool(&u.TxHash) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // MempoolIsSpent implements MempoolView.

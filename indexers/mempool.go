@@ -283,11 +283,19 @@ func DisplayLess(a, b *chainhash.Hash) bool {
 // Balance returns the unconfirmed change of sh's balance: outputs paying it
 // minus outputs of it spent, by unconfirmed transactions. It may be
 // negative.
-func (m *Mempool) Balance(sh ScriptHash) int64 {
+func (m *Mempool) Balance(sh ScriptHash) int64 { return m.BalanceOf(sh, nil) }
+
+// BalanceOf is Balance counting only the transactions include accepts (all
+// when include is nil): a caller that knows the pool moved on since the
+// last Sync leaves out what already left it.
+func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	var d int64
 	for txid := range m.byScript[sh] {
+		if include != nil && !include(&txid) {
+			continue
+		}
 		ptx := m.txs[txid]
 		for _, o := range ptx.outs {
 			if o.script == sh {
