@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,14 +170,28 @@ func BenchmarkCatchUp(b *testing.B) {
 		}
 		minTxs = n
 	}
-	dir := filepath.Join(b.TempDir(), "chain")
-	h, err := testchain.CreateBulk(dir, 7, minTxs, nil)
+	// CATCHUP_CHAIN keeps the generated chain in a directory across runs
+	// (generating 400,000 transactions takes longer than indexing them).
+	dir := os.Getenv("CATCHUP_CHAIN")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "chain")
+	}
+	var h *testchain.Harness
+	var err error
+	if _, statErr := os.Stat(dir); statErr == nil {
+		h, err = testchain.OpenWith(dir, testchain.Options{Pool: testchain.BulkScriptPool()})
+	} else {
+		h, err = testchain.CreateBulk(dir, 7, minTxs, nil)
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
 	total := h.Chain.BestSnapshot().TotalTxns
 	if err := h.Close(); err != nil {
 		b.Fatal(err)
+	}
+	if int(total) < minTxs {
+		b.Fatalf("chain in %s holds %d transactions, want at least %d", dir, total, minTxs)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -186,11 +202,15 @@ func BenchmarkCatchUp(b *testing.B) {
 		}
 		b.StartTimer()
 		var idx *indexers.ElectrumIndex
+		var created atomic.Pointer[indexers.ElectrumIndex]
+		busy := make(chan float64, 1)
+		go func() { busy <- coresBusy(&created) }()
 		start := time.Now()
 		h, err := testchain.OpenWith(copyDir, testchain.Options{
 			Pool: testchain.BulkScriptPool(),
 			Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 				idx = indexers.NewElectrumIndex(db, params)
+				created.Store(idx)
 				return indexers.NewManager(db, idx)
 			},
 		})
@@ -198,6 +218,7 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)
+		b.ReportMetric(<-busy, "cores-busy")
 		b.StopTimer()
 		rows := indexRows(b, h.DB)
 		bytes := 0
@@ -214,6 +235,40 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.ReportMetric(float64(bytes)/float64(total), "bytes/tx")
 		b.StartTimer()
 	}
+}
+
+// coresBusy returns the process's CPU time during the catch-up of the index
+// created stores, divided by the catch-up's duration: how many cores the
+// catch-up kept busy on average.
+func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) float64 {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	deadline := time.Now().Add(time.Hour)
+	var cpu0 time.Duration
+	var t0 time.Time
+	for time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+		idx := created.Load()
+		if idx == nil {
+			continue
+		}
+		p := idx.Progress()
+		if t0.IsZero() && p.Running {
+			cpu0, t0 = cpu(), time.Now()
+		}
+		if !p.Finished.IsZero() {
+			if t0.IsZero() {
+				return 0
+			}
+			return (cpu() - cpu0).Seconds() / time.Since(t0).Seconds()
+		}
+	}
+	return 0
 }
 
 func rngFor(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }

@@ -2,6 +2,7 @@ package indexers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"runtime"
@@ -29,8 +30,19 @@ func interrupted(ch <-chan struct{}) bool {
 
 // Catch-up tuning.
 const (
-	// batchRows is roughly how many rows one catch-up transaction writes.
-	batchRows = 1000000
+	// batchBytes is the size of a merged batch as ffldb counts its write
+	// cache: each row's key and value plus its bucket id and treap node
+	// (rowCost). ffldb merges a committed transaction into that cache
+	// (a persistent treap), and the next commit writes the cache and
+	// itself straight to leveldb once the cache holds more than two thirds
+	// of its 100 MiB. So batches alternate: a merged batch a little above
+	// that mark, then a direct batch directBatches times its size. Only a
+	// quarter of the rows take the merge path, every merge starts from an
+	// empty cache, and the committer's transactions stay few
+	// (docs/BENCHMARKS.md has the measurements).
+	batchBytes = 72 << 20
+	// directBatches is the size of a direct batch in merged batches.
+	directBatches = 3
 	// progressEvery is the interval of the progress log line.
 	progressEvery = 10 * time.Second
 )
@@ -38,15 +50,23 @@ const (
 // batch collects the rows of many consecutive blocks for one database
 // transaction. Rows of unspent outputs created and spent inside the batch
 // cancel out in memory and never reach the database.
+//
+// Rows are kept per table so that the sealed batch is in key order without
+// one big sort: block and transaction rows arrive in key order already
+// (heights and txnums only grow), the history and txid tables are sorted
+// apart, and the unspent-output map is sorted when sealed. The tables'
+// tags order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 type batch struct {
-	puts  []kv
-	utxo  map[[utxoKeyLen]byte]utxoOp
-	rows  int
-	tip   chainhash.Hash
-	hgt   int32
-	count uint64
-	txs   uint64
-	stats sizeStats // the index's size after the batch
+	blk, hist, txid, tx []kv
+	utxo                map[[utxoKeyLen]byte]utxoOp
+	spent               []kv // unspent-output rows as sealed, in key order
+	rows                int
+	bytes               int // rowCost of the rows outside the unspent-output map
+	tip                 chainhash.Hash
+	hgt                 int32
+	count               uint64
+	txs                 uint64
+	stats               sizeStats // the index's size after the batch
 }
 
 // kv is one row to put.
@@ -58,29 +78,68 @@ type utxoOp struct {
 }
 
 func newBatch() *batch {
-	return &batch{puts: make([]kv, 0, batchRows), utxo: make(map[[utxoKeyLen]byte]utxoOp)}
+	return &batch{utxo: make(map[[utxoKeyLen]byte]utxoOp)}
 }
 
-// seal turns the batch into the key-ordered list of writes the committer
-// applies. Inserting in key order keeps ffldb's treap walks on the same hot
-// path from one key to the next, and sorting here runs on the assembler's
+// rowCost is what ffldb counts in its write cache for a row.
+func rowCost(k, v []byte) int { return 76 + len(k) + len(v) }
+
+// utxoCost is rowCost of an unspent-output row.
+const utxoCost = 76 + utxoKeyLen + utxoValLen
+
+// cost returns the batch's size as ffldb will count it (unspent-output
+// rows that cancel out are not counted).
+func (b *batch) cost() int { return b.bytes + len(b.utxo)*utxoCost }
+
+// seal puts the batch in the key order the committer writes it in.
+// Inserting in key order keeps ffldb's treap walks on the same hot path
+// from one key to the next, and sorting here runs on the assembler's
 // goroutine, off the committer's.
 func (b *batch) seal() {
+	b.spent = make([]kv, 0, len(b.utxo))
 	for _, op := range b.utxo {
-		b.puts = append(b.puts, kv{k: op.k, v: op.v})
+		b.spent = append(b.spent, kv{k: op.k, v: op.v})
 	}
 	b.utxo = nil
-	slices.SortFunc(b.puts, func(x, y kv) int { return bytes.Compare(x.k, y.k) })
+	sortRows(b.hist)
+	sortRows(b.txid)
+	sortRows(b.spent)
+}
+
+// sortRows sorts rows of one table by key. All keys of a table share their
+// three-byte prefix and the next eight bytes are hash bytes, so comparing
+// them as one integer settles almost every comparison.
+func sortRows(rows []kv) {
+	slices.SortFunc(rows, func(x, y kv) int {
+		a, b := binary.BigEndian.Uint64(x.k[pfx:]), binary.BigEndian.Uint64(y.k[pfx:])
+		if a != b {
+			if a < b {
+				return -1
+			}
+			return 1
+		}
+		return bytes.Compare(x.k[pfx+8:], y.k[pfx+8:])
+	})
 }
 
 // Put implements rowWriter.
 func (b *batch) Put(k, v []byte) error {
 	b.rows++
-	if k[2] == tagUtxo {
+	switch k[2] {
+	case tagUtxo:
 		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{k: k, v: v}
-		return nil
+	case tagHist:
+		b.hist = append(b.hist, kv{k, v})
+	case tagTxid:
+		b.txid = append(b.txid, kv{k, v})
+	case tagTx:
+		b.tx = append(b.tx, kv{k, v})
+	default:
+		b.blk = append(b.blk, kv{k, v})
 	}
-	b.puts = append(b.puts, kv{k, v})
+	if k[2] != tagUtxo {
+		b.bytes += rowCost(k, v)
+	}
 	return nil
 }
 
@@ -99,21 +158,25 @@ func (b *batch) Delete(k []byte) error {
 }
 
 // writes returns the number of database writes the sealed batch makes.
-func (b *batch) writes() int { return len(b.puts) + 2 }
+func (b *batch) writes() int {
+	return len(b.blk) + len(b.hist) + len(b.txid) + len(b.tx) + len(b.spent) + 2
+}
 
-// write applies the sealed batch and moves the index tip, in one
-// transaction. A nil value is a delete.
+// write applies the sealed batch, in key order, and moves the index tip, in
+// one transaction. A nil value is a delete.
 func (b *batch) write(dbTx database.Tx) error {
 	meta := dbTx.Metadata()
-	for _, p := range b.puts {
-		var err error
-		if p.v == nil {
-			err = meta.Delete(p.k)
-		} else {
-			err = meta.Put(p.k, p.v)
-		}
-		if err != nil {
-			return err
+	for _, table := range [][]kv{b.blk, b.hist, b.txid, b.tx, b.spent} {
+		for _, p := range table {
+			var err error
+			if p.v == nil {
+				err = meta.Delete(p.k)
+			} else {
+				err = meta.Put(p.k, p.v)
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
@@ -135,6 +198,8 @@ type CatchUpProgress struct {
 	// Txs is the number of transactions indexed and Writes the number of
 	// rows put or deleted in the database.
 	Txs, Writes uint64
+	// Batches is the number of database transactions committed.
+	Batches int
 	// Started and Finished bound the catch-up (Finished is zero while it
 	// runs).
 	Started, Finished time.Time
@@ -241,6 +306,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 				idx.progress.Height = b.hgt
 				idx.progress.Txs += b.txs
 				idx.progress.Writes += uint64(b.writes())
+				idx.progress.Batches++
 				idx.mu.Unlock()
 			}
 		}
@@ -257,7 +323,12 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		loopErr   error
 		lastTxs   = count
 		lastLogAt = t0
+		merged    = batchBytes
+		limit     = batchBytes
 	)
+	if idx.batchBytes > 0 {
+		merged, limit = idx.batchBytes, idx.batchBytes
+	}
 	for out := range queue {
 		f := <-out
 		if f.err != nil {
@@ -270,10 +341,15 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		b.tip, b.hgt, b.count, b.stats = p.hash, p.height, count, stats
 		b.txs += uint64(len(p.txs))
 		done++
-		if b.rows >= batchRows {
+		if b.cost() >= limit {
 			b.seal()
 			commits <- b
 			b = newBatch()
+			if limit == merged {
+				limit = directBatches * merged
+			} else {
+				limit = merged
+			}
 		}
 		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
 			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()

@@ -24,8 +24,13 @@ func (s *sizedWriter) Put(k, v []byte) error {
 }
 
 func (s *sizedWriter) Delete(k []byte) error {
+	return s.deleteLen(k, valLen(k))
+}
+
+// deleteLen deletes a row whose value is vlen bytes long.
+func (s *sizedWriter) deleteLen(k []byte, vlen int) error {
 	s.d.Rows--
-	s.d.Bytes -= int64(len(k) + valLen(k))
+	s.d.Bytes -= int64(len(k) + vlen)
 	return s.w.Delete(k)
 }
 
@@ -53,6 +58,12 @@ func mustWrite(err error) {
 	}
 }
 
+// chunkLen returns the value length of the "Ext" chunk starting at the
+// block's transaction first, of a block of n transactions.
+func chunkLen(first, n int) int {
+	return min(txChunk, n-first) * txEntryLen
+}
+
 // applyConnect is phase 2 of the block pass: all funding rows, then all
 // spending rows. base is the txnum of the block's first transaction. It
 // returns what the block adds to the index's size.
@@ -61,19 +72,25 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	var s slab
 	empty := []byte{}
 
-	// Funding: transaction rows, history rows of paid scripts, new
-	// unspent outputs.
+	// The block's transaction chunks.
+	for first := 0; first < len(p.txs); first += txChunk {
+		k := s.take(txKeyLen)
+		txKey(k, txPos(p.height, first))
+		v := s.take(chunkLen(first, len(p.txs)))
+		for i := first; i < first+txChunk && i < len(p.txs); i++ {
+			tp := &p.txs[i]
+			encodeTxEntry(v[(i-first)*txEntryLen:], &txRow{txid: tp.txid, offset: tp.offset, size: tp.size})
+		}
+		mustWrite(w.Put(k, v))
+	}
+
+	// Funding: txid rows, history rows of paid scripts, new unspent
+	// outputs.
 	for i := range p.txs {
 		tp := &p.txs[i]
-		txNum := base + uint64(i)
+		txNum := txPos(p.height, i)
 
-		k := s.take(txKeyLen)
-		txKey(k, txNum)
-		v := s.take(txValLen)
-		encodeTxVal(v, &txRow{txid: tp.txid, height: p.height, offset: tp.offset, size: tp.size})
-		mustWrite(w.Put(k, v))
-
-		k = s.take(txidKeyLen)
+		k := s.take(txidKeyLen)
 		txidKey(k, &tp.txid, txNum)
 		mustWrite(w.Put(k, empty))
 
@@ -88,7 +105,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 			hx := f.script.hashX()
 			k = s.take(utxoKeyLen)
 			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
-			v = s.take(utxoValLen)
+			v := s.take(utxoValLen)
 			putUtxoVal(v, f.value)
 			mustWrite(w.Put(k, v))
 		}
@@ -97,7 +114,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	// Spending: history rows of scripts only spent from, spent outputs go.
 	for i := range p.txs {
 		tp := &p.txs[i]
-		txNum := base + uint64(i)
+		txNum := txPos(p.height, i)
 		for j := tp.nFund; j < len(tp.scripts); j++ {
 			hx := tp.scripts[j].hashX()
 			k := s.take(histKeyLen)
@@ -120,13 +137,13 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 // applyDisconnect is the exact inverse of applyConnect, computed from the
 // same plan: spent outputs come back, then everything the block funded goes.
 // It returns what the block's removal adds to the index's size (negative).
-func applyDisconnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
+func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	w := &sizedWriter{w: dst}
 	var s slab
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
 		tp := &p.txs[i]
-		txNum := base + uint64(i)
+		txNum := txPos(p.height, i)
 		for j := range tp.spends {
 			sp := &tp.spends[j]
 			hx := sp.script.hashX()
@@ -146,7 +163,7 @@ func applyDisconnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
 		tp := &p.txs[i]
-		txNum := base + uint64(i)
+		txNum := txPos(p.height, i)
 		for j := range tp.funds {
 			f := &tp.funds[j]
 			hx := f.script.hashX()
@@ -163,9 +180,11 @@ func applyDisconnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		k := s.take(txidKeyLen)
 		txidKey(k, &tp.txid, txNum)
 		mustWrite(w.Delete(k))
-		k = s.take(txKeyLen)
-		txKey(k, txNum)
-		mustWrite(w.Delete(k))
+	}
+	for first := 0; first < len(p.txs); first += txChunk {
+		k := s.take(txKeyLen)
+		txKey(k, txPos(p.height, first))
+		mustWrite(w.deleteLen(k, chunkLen(first, len(p.txs))))
 	}
 
 	mustWrite(w.Delete(blkKey(p.height)))

@@ -240,6 +240,13 @@ func TestConnectBlockReadsNothingAndDisconnectUndoes(t *testing.T) {
 // Catching up an existing chain writes exactly the rows the block path
 // writes block by block.
 func TestCatchUpMatchesBlockPath(t *testing.T) {
+	t.Run("one batch", func(t *testing.T) { testCatchUpMatchesBlockPath(t, 0) })
+	// Batches of a few blocks each: merged and direct batches alternate and
+	// outputs are funded in one batch and spent in a later one.
+	t.Run("many batches", func(t *testing.T) { testCatchUpMatchesBlockPath(t, 16<<10) })
+}
+
+func testCatchUpMatchesBlockPath(t *testing.T, batch int) {
 	h := randomChain(t, 2, 30)
 	blocks, stxos := chainBlocks(t, h)
 	db, idx := openIndexDB(t, h)
@@ -254,6 +261,7 @@ func TestCatchUpMatchesBlockPath(t *testing.T) {
 	var live *indexers.ElectrumIndex
 	err := h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		live = indexers.NewElectrumIndex(db, params)
+		live.SetCatchUpBatch(batch)
 		return indexers.NewManager(db, live)
 	})
 	if err != nil {
@@ -269,6 +277,9 @@ func TestCatchUpMatchesBlockPath(t *testing.T) {
 		}
 	}
 	checkSize(t, h.DB, live)
+	if n := live.Progress().Batches; batch > 0 && n < 6 {
+		t.Fatalf("catch-up committed %d batches, want many", n)
+	}
 	tip, err := live.Tip()
 	if err != nil {
 		t.Fatal(err)

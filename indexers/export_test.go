@@ -21,3 +21,7 @@ func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount u
 	idx.tip = memTip{valid: true, hash: hash, height: height, txCount: txCount}
 	idx.mu.Unlock()
 }
+
+// SetCatchUpBatch sets the size of the catch-up's merged batches (as ffldb
+// counts them), so a small chain crosses many batch boundaries.
+func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }

@@ -46,6 +46,10 @@ type ElectrumIndex struct {
 
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
+
+	// batchBytes is the catch-up's merged batch size; zero means the
+	// default (tests make it small to cross many batch boundaries).
+	batchBytes int
 }
 
 // memTip is the index tip with its cumulative transaction count and the
@@ -193,7 +197,7 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	}
 	base := end - n
 	meta := dbTx.Metadata()
-	stats = stats.add(applyDisconnect(meta, plan, base))
+	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
 		height: plan.height - 1, txCount: base, stats: stats}

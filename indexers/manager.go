@@ -192,9 +192,8 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 		}
 		plan := planBlock(block, stxos, tip.height == 0)
 		err = idx.db.Update(func(dbTx database.Tx) error {
-			base := tip.txCount - uint64(len(plan.txs))
 			meta := dbTx.Metadata()
-			stats := tip.stats.add(applyDisconnect(meta, plan, base))
+			stats := tip.stats.add(applyDisconnect(meta, plan))
 			if err := meta.Put(statsKey, encodeStats(stats)); err != nil {
 				return err
 			}

@@ -64,6 +64,11 @@ const minParallelTxs = 64
 func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool) *blockPlan {
 	txs := block.Transactions()
 	height := block.Height()
+	if len(txs) >= maxBlockTxs {
+		// Consensus keeps blocks under 16,667 transactions.
+		panic(fmt.Sprintf("electrum index: block %v at height %d has %d transactions",
+			block.Hash(), height, len(txs)))
+	}
 	p := &blockPlan{hash: *block.Hash(), height: height, txs: make([]txPlan, len(txs))}
 
 	// Where each transaction's spent outputs start, and which outpoints

@@ -35,7 +35,7 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 	return t, err
 }
 
-// historyNums returns the txnums of hx's history after txnum from (all when
+// historyNums returns the txpos of hx's history after position from (all when
 // from is nil), failing with ErrHistoryTooLarge past room entries (room < 0:
 // no bound).
 func historyNums(meta database.Bucket, hx *hashX, from *uint64, room int) ([]uint64, error) {
@@ -64,7 +64,7 @@ func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]ui
 		if room >= 0 && len(nums) >= room {
 			return nil, ErrHistoryTooLarge
 		}
-		nums = append(nums, getTxNum(k[pfx+hashXLen:]))
+		nums = append(nums, getTxPos(k[pfx+hashXLen:]))
 	}
 	return nums, nil
 }
@@ -78,11 +78,11 @@ func room(limit, have int) int {
 	return limit - have
 }
 
-// txRowAt reads the "Ext" row of txNum.
-func txRowAt(meta database.Bucket, txNum uint64) (txRow, bool) {
+// txRowAt reads the entry of the transaction at n from its "Ext" chunk.
+func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 	var k [txKeyLen]byte
-	txKey(k[:], txNum)
-	return decodeTxVal(meta.Get(k[:]))
+	txKey(k[:], n)
+	return decodeTxEntry(meta.Get(k[:]), n)
 }
 
 // History returns the confirmed history of a script: one entry per
@@ -309,7 +309,7 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	return sum, tip, err
 }
 
-// locateTx finds the txnum and row of a confirmed transaction. Of several
+// locateTx finds the position and row of a confirmed transaction. Of several
 // transactions with the same txid (possible before BIP 30) the latest wins.
 func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) {
 	pre := make([]byte, pfx+txidPrefix)
@@ -329,7 +329,7 @@ func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) 
 		if len(k) != txidKeyLen {
 			continue
 		}
-		n := getTxNum(k[pfx+txidPrefix:])
+		n := getTxPos(k[pfx+txidPrefix:])
 		r, ok := txRowAt(meta, n)
 		if ok && r.txid == *txid && (!found || n > best) {
 			best, row, found = n, r, true
@@ -338,22 +338,25 @@ func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) 
 	return best, row, found
 }
 
-// blockRange returns the txnums [first, end) of the block at height and its
-// hash.
-func blockRange(meta database.Bucket, height int32) (uint64, uint64, chainhash.Hash, bool) {
+// blockTxs returns the number of transactions of the block at height and
+// its hash.
+func blockTxs(meta database.Bucket, height int32) (uint32, chainhash.Hash, bool) {
 	end, hash, ok := decodeBlkVal(meta.Get(blkKey(height)))
 	if !ok || height < 0 {
-		return 0, 0, hash, false
+		return 0, hash, false
 	}
 	first := uint64(0)
 	if height > 0 {
 		c, _, ok := decodeBlkVal(meta.Get(blkKey(height - 1)))
 		if !ok {
-			return 0, 0, hash, false
+			return 0, hash, false
 		}
 		first = c
 	}
-	return first, end, hash, true
+	if end < first || end-first >= maxBlockTxs {
+		return 0, hash, false
+	}
+	return uint32(end - first), hash, true
 }
 
 // TxLocation returns where a confirmed transaction sits in the main chain,
@@ -374,11 +377,11 @@ func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, 
 	if !found {
 		return TxLocation{}, r, ErrNotFound
 	}
-	first, _, hash, ok := blockRange(meta, r.height)
-	if !ok || n < first {
+	count, hash, ok := blockTxs(meta, r.height)
+	if !ok || posIndex(n) >= count {
 		return TxLocation{}, r, corruptf("transaction %v has no block row at height %d", txid, r.height)
 	}
-	return TxLocation{Height: r.height, Pos: uint32(n - first), BlockHash: hash}, r, nil
+	return TxLocation{Height: r.height, Pos: posIndex(n), BlockHash: hash}, r, nil
 }
 
 // TxIDAt returns the txid at a position of the main-chain block at height,
@@ -387,13 +390,13 @@ func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, erro
 	var txid chainhash.Hash
 	err := idx.db.View(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()
-		first, end, _, ok := blockRange(meta, height)
-		if !ok || uint64(pos) >= end-first {
+		count, _, ok := blockTxs(meta, height)
+		if !ok || pos >= count {
 			return ErrNotFound
 		}
-		r, ok := txRowAt(meta, first+uint64(pos))
+		r, ok := txRowAt(meta, txPos(height, int(pos)))
 		if !ok {
-			return corruptf("missing transaction %d", first+uint64(pos))
+			return corruptf("missing transaction %d of block %d", pos, height)
 		}
 		txid = r.txid
 		return nil
@@ -407,28 +410,22 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	var out []chainhash.Hash
 	err := idx.db.View(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()
-		first, end, _, ok := blockRange(meta, height)
+		count, _, ok := blockTxs(meta, height)
 		if !ok {
 			return ErrNotFound
 		}
-		out = make([]chainhash.Hash, 0, end-first)
-		seek := make([]byte, txKeyLen)
-		txKey(seek, first)
-		pre := tablePrefix(tagTx)
-		c := meta.Cursor()
-		for ok := c.Seek(seek); ok && uint64(len(out)) < end-first; ok = c.Next() {
-			k := c.Key()
-			if !bytes.HasPrefix(k, pre) || len(k) != txKeyLen {
-				break
+		out = make([]chainhash.Hash, 0, count)
+		var k [txKeyLen]byte
+		for first := 0; first < int(count); first += txChunk {
+			n := txPos(height, first)
+			txKey(k[:], n)
+			v := meta.Get(k[:])
+			if len(v) != chunkLen(first, int(count)) {
+				return corruptf("block %d: chunk at %d holds %d bytes", height, first, len(v))
 			}
-			r, ok := decodeTxVal(c.Value())
-			if !ok || getTxNum(k[pfx:]) != first+uint64(len(out)) {
-				return corruptf("transactions of block %d are not contiguous", height)
+			for i := 0; i < len(v); i += txEntryLen {
+				out = append(out, chainhash.Hash(v[i:i+chainhash.HashSize]))
 			}
-			out = append(out, r.txid)
-		}
-		if uint64(len(out)) != end-first {
-			return corruptf("block %d has %d of %d transactions", height, len(out), end-first)
 		}
 		return nil
 	})
@@ -440,11 +437,11 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
 	var n uint32
 	err := idx.db.View(func(dbTx database.Tx) error {
-		first, end, _, ok := blockRange(dbTx.Metadata(), height)
+		count, _, ok := blockTxs(dbTx.Metadata(), height)
 		if !ok {
 			return ErrNotFound
 		}
-		n = uint32(end - first)
+		n = count
 		return nil
 	})
 	return n, err

@@ -13,20 +13,26 @@ import (
 // one bucket a database transaction hands out without a lookup (a nested
 // ffldb bucket is resolved by reading the bucket index), so connecting a
 // block touches the database with writes only. All integers in keys and
-// values are big-endian, so byte order of keys is numeric order. A txnum is
-// the position of a transaction in the main chain counting from the genesis
-// coinbase (txnum 0), stored in 5 bytes (enough for 2^40 transactions). A
-// hashX is the first 11 bytes of a script hash (sha256 of the output script,
-// internal byte order); docs/ARCHITECTURE.md discusses the choice.
+// values are big-endian, so byte order of keys is numeric order. A
+// transaction's position txpos is its block's height and its index in the
+// block, height(4) pos(2): keys ordered by txpos are in chain order, and
+// consensus keeps a block far below 65,536 transactions (a transaction
+// weighs at least 240 of the 4,000,000 weight units of a block). A txnum
+// is the number of transactions in the main chain before a transaction. A
+// hashX is the first 11 bytes of a script hash (sha256 of the output
+// script, internal byte order); docs/ARCHITECTURE.md discusses the choice.
 //
 //	"Exv"                                      schema version, uint32
-//	"Ext" txnum(5)                       ->    txid(32) height(4) offset(4) size(4)
-//	      offset and size locate the serialized transaction inside its block
-//	      as btcd stores it (with witness): a raw transaction is one
-//	      block-region read.
-//	"Exi" txid[0:8] txnum(5)             ->    (empty)
+//	"Ext" txpos(6)                       ->    32 x (txid(32) offset(4) size(4))
+//	      the transactions of a block in chunks of txChunk: the key is the
+//	      position of the chunk's first transaction (pos a multiple of
+//	      txChunk), the value one entry per transaction, fewer in a block's
+//	      last chunk. offset and size locate the serialized transaction
+//	      inside its block as btcd stores it (with witness): a raw
+//	      transaction is one block-region read.
+//	"Exi" txid[0:8] txpos(6)             ->    (empty)
 //	      txid lookup: seek the 8-byte prefix, confirm the txid with "Ext".
-//	"Exh" hashX(11) txnum(5)             ->    (empty)
+//	"Exh" hashX(11) txpos(6)             ->    (empty)
 //	      one row per transaction per script it funds or spends; key order is
 //	      chain order.
 //	"Exu" hashX(11) height(4) txid(32) vout(4) -> value(8)
@@ -72,19 +78,28 @@ const (
 const (
 	// schemaVersion is bumped on any change of the layout above; an index of
 	// another version is rebuilt.
-	schemaVersion = 1
+	schemaVersion = 2
 
 	hashXLen   = 11
-	txNumLen   = 5
+	txPosLen   = 6
 	txidPrefix = 8
+
+	// txChunk is the number of transactions of an "Ext" row. Chunks cut
+	// the rows a block writes for its transactions from one per
+	// transaction to one per txChunk, and a read of one transaction
+	// copies at most txChunk entries.
+	txChunk = 32
+	// txEntryLen is the size of a transaction's entry in an "Ext" row.
+	txEntryLen = chainhash.HashSize + 4 + 4
+	// maxBlockTxs is one more than the largest pos a txpos holds.
+	maxBlockTxs = 1 << 16
 
 	// pfx is the length of a key's prefix and table tag.
 	pfx = 3
 
-	txKeyLen   = pfx + txNumLen
-	txValLen   = chainhash.HashSize + 4 + 4 + 4
-	txidKeyLen = pfx + txidPrefix + txNumLen
-	histKeyLen = pfx + hashXLen + txNumLen
+	txKeyLen   = pfx + txPosLen
+	txidKeyLen = pfx + txidPrefix + txPosLen
+	histKeyLen = pfx + hashXLen + txPosLen
 	utxoKeyLen = pfx + hashXLen + 4 + chainhash.HashSize + 4
 	utxoValLen = 8
 	blkKeyLen  = pfx + 4
@@ -105,25 +120,34 @@ func tablePrefix(tag byte) []byte {
 	return []byte{rowPrefix[0], rowPrefix[1], tag}
 }
 
-func putTxNum(b []byte, n uint64) {
-	b[0] = byte(n >> 32)
-	binary.BigEndian.PutUint32(b[1:5], uint32(n))
+// txPos packs a transaction's position: height in the high bits, pos in
+// the low 16. Packed positions order as the chain does.
+func txPos(height int32, pos int) uint64 { return uint64(uint32(height))<<16 | uint64(pos) }
+
+// posHeight and posIndex unpack a txPos.
+func posHeight(n uint64) int32 { return int32(uint32(n >> 16)) }
+func posIndex(n uint64) uint32 { return uint32(n & (maxBlockTxs - 1)) }
+
+func putTxPos(b []byte, n uint64) {
+	binary.BigEndian.PutUint32(b[0:4], uint32(n>>16))
+	binary.BigEndian.PutUint16(b[4:6], uint16(n))
 }
 
-func getTxNum(b []byte) uint64 {
-	return uint64(b[0])<<32 | uint64(binary.BigEndian.Uint32(b[1:5]))
+func getTxPos(b []byte) uint64 {
+	return uint64(binary.BigEndian.Uint32(b[0:4]))<<16 | uint64(binary.BigEndian.Uint16(b[4:6]))
 }
 
 func putPrefix(dst []byte, tag byte) {
 	dst[0], dst[1], dst[2] = rowPrefix[0], rowPrefix[1], tag
 }
 
-func txKey(dst []byte, txNum uint64) {
+// txKey is the key of the "Ext" chunk holding the transaction at n.
+func txKey(dst []byte, n uint64) {
 	putPrefix(dst, tagTx)
-	putTxNum(dst[pfx:], txNum)
+	putTxPos(dst[pfx:], n&^(txChunk-1))
 }
 
-// txRow is the decoded value of an "Ext" row.
+// txRow is one transaction's entry of an "Ext" chunk, with its height.
 type txRow struct {
 	txid   chainhash.Hash
 	height int32
@@ -131,35 +155,37 @@ type txRow struct {
 	size   uint32
 }
 
-func encodeTxVal(dst []byte, r *txRow) {
+func encodeTxEntry(dst []byte, r *txRow) {
 	copy(dst[:32], r.txid[:])
-	binary.BigEndian.PutUint32(dst[32:36], uint32(r.height))
-	binary.BigEndian.PutUint32(dst[36:40], r.offset)
-	binary.BigEndian.PutUint32(dst[40:44], r.size)
+	binary.BigEndian.PutUint32(dst[32:36], r.offset)
+	binary.BigEndian.PutUint32(dst[36:40], r.size)
 }
 
-func decodeTxVal(v []byte) (txRow, bool) {
+// decodeTxEntry returns the entry of the transaction at n from its chunk v.
+func decodeTxEntry(v []byte, n uint64) (txRow, bool) {
 	var r txRow
-	if len(v) != txValLen {
+	i := int(n&(txChunk-1)) * txEntryLen
+	if len(v)%txEntryLen != 0 || i+txEntryLen > len(v) {
 		return r, false
 	}
-	copy(r.txid[:], v[:32])
-	r.height = int32(binary.BigEndian.Uint32(v[32:36]))
-	r.offset = binary.BigEndian.Uint32(v[36:40])
-	r.size = binary.BigEndian.Uint32(v[40:44])
+	e := v[i : i+txEntryLen]
+	copy(r.txid[:], e[:32])
+	r.height = posHeight(n)
+	r.offset = binary.BigEndian.Uint32(e[32:36])
+	r.size = binary.BigEndian.Uint32(e[36:40])
 	return r, true
 }
 
-func txidKey(dst []byte, txid *chainhash.Hash, txNum uint64) {
+func txidKey(dst []byte, txid *chainhash.Hash, n uint64) {
 	putPrefix(dst, tagTxid)
 	copy(dst[pfx:pfx+txidPrefix], txid[:txidPrefix])
-	putTxNum(dst[pfx+txidPrefix:], txNum)
+	putTxPos(dst[pfx+txidPrefix:], n)
 }
 
-func histKey(dst []byte, hx *hashX, txNum uint64) {
+func histKey(dst []byte, hx *hashX, n uint64) {
 	putPrefix(dst, tagHist)
 	copy(dst[pfx:pfx+hashXLen], hx[:])
-	putTxNum(dst[pfx+hashXLen:], txNum)
+	putTxPos(dst[pfx+hashXLen:], n)
 }
 
 // histPrefix returns the key prefix of all history rows of hx.
@@ -253,11 +279,10 @@ func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {
 	return h, int32(binary.LittleEndian.Uint32(v[chainhash.HashSize:])), true
 }
 
-// valLen returns the value length of a row of the table key belongs to.
+// valLen returns the value length of a row of the table key belongs to
+// ("Ext" chunks vary: their deletes give it).
 func valLen(key []byte) int {
 	switch key[2] {
-	case tagTx:
-		return txValLen
 	case tagUtxo:
 		return utxoValLen
 	case tagBlk:

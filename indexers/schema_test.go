@@ -116,29 +116,40 @@ func TestKeyLayouts(t *testing.T) {
 	var hx hashX
 	copy(hx[:], mustHex(t, "6191c3b590bfcfa0475e87"))
 
+	// Transaction 37 of block 2472 lives in the chunk starting at 32.
+	n := txPos(2472, 37)
+	if posHeight(n) != 2472 || posIndex(n) != 37 {
+		t.Errorf("txPos %x", n)
+	}
 	k := make([]byte, txKeyLen)
-	txKey(k, 0x0123456789)
-	want(t, "tx key", k, "457874"+"0123456789")
+	txKey(k, n)
+	want(t, "tx key", k, "457874"+"000009a8"+"0020")
 
-	v := make([]byte, txValLen)
-	encodeTxVal(v, &txRow{txid: txid, height: 2472, offset: 0x51, size: 0xe1})
-	want(t, "tx value", v, internal+"000009a8"+"00000051"+"000000e1")
-	r, ok := decodeTxVal(v)
+	v := make([]byte, 6*txEntryLen)
+	encodeTxEntry(v[5*txEntryLen:], &txRow{txid: txid, offset: 0x51, size: 0xe1})
+	want(t, "tx entry", v[5*txEntryLen:], internal+"00000051"+"000000e1")
+	r, ok := decodeTxEntry(v, n)
 	if !ok || r.txid != txid || r.height != 2472 || r.offset != 0x51 || r.size != 0xe1 {
-		t.Errorf("decodeTxVal %+v", r)
+		t.Errorf("decodeTxEntry %+v", r)
+	}
+	if _, ok := decodeTxEntry(v[:5*txEntryLen], n); ok {
+		t.Error("decodeTxEntry read past its chunk")
+	}
+	if chunkLen(32, 37) != 5*txEntryLen || chunkLen(0, 37) != txChunk*txEntryLen {
+		t.Error("chunkLen")
 	}
 
 	k = make([]byte, txidKeyLen)
-	txidKey(k, &txid, 7)
-	want(t, "txid key", k, "457869"+"47a332c544c49d66"+"0000000007")
+	txidKey(k, &txid, txPos(7, 1))
+	want(t, "txid key", k, "457869"+"47a332c544c49d66"+"00000007"+"0001")
 
 	k = make([]byte, histKeyLen)
-	histKey(k, &hx, 0x10000000001)
-	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"0000000001")
-	histKey(k, &hx, 0xff00000001)
-	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"ff00000001")
-	if getTxNum(k[pfx+hashXLen:]) != 0xff00000001 {
-		t.Error("getTxNum")
+	histKey(k, &hx, txPos(0x1000000, 1))
+	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"01000000"+"0001")
+	histKey(k, &hx, txPos(0xff0000, 0xfffe))
+	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"00ff0000"+"fffe")
+	if getTxPos(k[pfx+hashXLen:]) != txPos(0xff0000, 0xfffe) {
+		t.Error("getTxPos")
 	}
 
 	k = make([]byte, utxoKeyLen)

@@ -63,7 +63,7 @@ const statusCacheEntries = 20000
 const statusCacheMin = 64
 
 // statusCache keeps, for long histories, the SHA-256 midstate after the
-// confirmed entries up to a txnum, so the status after a new block hashes
+// confirmed entries up to a txpos, so the status after a new block hashes
 // only the new entries. A midstate remembers the index tip of the read that
 // made it: the history up to that block is fixed for as long as the block
 // stays in the chain, so a later read may resume from it exactly when its
@@ -79,7 +79,7 @@ type statusCache struct {
 type statusMid struct {
 	key   hashX
 	at    Tip    // index tip of the read that made it
-	last  uint64 // txnum of the last hashed entry
+	last  uint64 // txpos of the last hashed entry
 	n     int
 	state []byte
 }
