@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -203,7 +205,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.StartTimer()
 		var idx *indexers.ElectrumIndex
 		var created atomic.Pointer[indexers.ElectrumIndex]
-		busy := make(chan float64, 1)
+		busy := make(chan [2]float64, 1)
 		go func() { busy <- coresBusy(&created) }()
 		start := time.Now()
 		h, err := testchain.OpenWith(copyDir, testchain.Options{
@@ -218,7 +220,9 @@ func BenchmarkCatchUp(b *testing.B) {
 			b.Fatal(err)
 		}
 		elapsed := time.Since(start)
-		b.ReportMetric(<-busy, "cores-busy")
+		m := <-busy
+		b.ReportMetric(m[0], "cores-busy")
+		b.ReportMetric(m[1], "peak-MiB")
 		b.StopTimer()
 		rows := indexRows(b, h.DB)
 		bytes := 0
@@ -238,9 +242,26 @@ func BenchmarkCatchUp(b *testing.B) {
 }
 
 // coresBusy returns the process's CPU time during the catch-up of the index
-// created stores, divided by the catch-up's duration: how many cores the
-// catch-up kept busy on average.
-func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) float64 {
+// created stores, divided by the catch-up's duration (how many cores the
+// catch-up kept busy on average), and the process's peak resident memory
+// in MiB from the start of the benchmark iteration to the catch-up's end
+// (Linux; 0 elsewhere).
+func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) [2]float64 {
+	// Reset the peak so it covers this iteration only.
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	peak := func() float64 {
+		st, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return 0
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
+				kb, _ := strconv.Atoi(f[1])
+				return float64(kb) / 1024
+			}
+		}
+		return 0
+	}
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -263,12 +284,12 @@ func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) float64 {
 		}
 		if !p.Finished.IsZero() {
 			if t0.IsZero() {
-				return 0
+				return [2]float64{0, peak()}
 			}
-			return (cpu() - cpu0).Seconds() / time.Since(t0).Seconds()
+			return [2]float64{(cpu() - cpu0).Seconds() / time.Since(t0).Seconds(), peak()}
 		}
 	}
-	return 0
+	return [2]float64{}
 }
 
 func rngFor(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }

@@ -43,30 +43,40 @@ const (
 	batchBytes = 72 << 20
 	// directBatches is the size of a direct batch in merged batches.
 	directBatches = 3
+	// partsPerBatch is how many parts a merged batch is handed to the
+	// committer in: it puts each part into the batch's open transaction
+	// while the next one is assembled, so it starts a fraction of a batch
+	// after the assembler does and only the commit itself waits for the
+	// batch's last block.
+	partsPerBatch = 4
 	// progressEvery is the interval of the progress log line.
 	progressEvery = 10 * time.Second
 )
 
-// batch collects the rows of many consecutive blocks for one database
-// transaction. Rows of unspent outputs created and spent inside the batch
-// cancel out in memory and never reach the database.
+// batch is a part of the rows of many consecutive blocks written in one
+// database transaction; the transaction is committed with its last part.
+// Rows of unspent outputs created and spent inside the transaction cancel
+// out in memory and never reach the database: the parts of one transaction
+// share one unspent-output map, which the last part carries to the
+// database.
 //
-// Rows are kept per table so that the sealed batch is in key order without
+// Rows are kept per table so that a sealed part is in key order without
 // one big sort: block and transaction rows arrive in key order already
-// (heights and txnums only grow), the history and txid tables are sorted
-// apart, and the unspent-output map is sorted when sealed. The tables'
-// tags order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
+// (heights only grow), the history and txid tables are sorted apart, and
+// the unspent-output map is sorted when the last part is sealed. The
+// tables' tags order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 type batch struct {
 	blk, hist, txid, tx []kv
-	utxo                map[[utxoKeyLen]byte]utxoOp
-	spent               []kv // unspent-output rows as sealed, in key order
+	utxo                map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
+	spent               []kv                        // the unspent-output rows of a sealed last part, in key order
+	last                bool                        // the transaction commits after this part
 	rows                int
 	bytes               int // rowCost of the rows outside the unspent-output map
 	tip                 chainhash.Hash
 	hgt                 int32
 	count               uint64
 	txs                 uint64
-	stats               sizeStats // the index's size after the batch
+	stats               sizeStats // the index's size after the part
 }
 
 // kv is one row to put.
@@ -77,8 +87,9 @@ type utxoOp struct {
 	k, v []byte // v == nil: delete
 }
 
-func newBatch() *batch {
-	return &batch{utxo: make(map[[utxoKeyLen]byte]utxoOp)}
+// newBatch returns an empty part writing unspent-output rows into utxo.
+func newBatch(utxo map[[utxoKeyLen]byte]utxoOp) *batch {
+	return &batch{utxo: utxo}
 }
 
 // rowCost is what ffldb counts in its write cache for a row.
@@ -87,23 +98,23 @@ func rowCost(k, v []byte) int { return 76 + len(k) + len(v) }
 // utxoCost is rowCost of an unspent-output row.
 const utxoCost = 76 + utxoKeyLen + utxoValLen
 
-// cost returns the batch's size as ffldb will count it (unspent-output
-// rows that cancel out are not counted).
-func (b *batch) cost() int { return b.bytes + len(b.utxo)*utxoCost }
-
-// seal puts the batch in the key order the committer writes it in.
+// seal puts the part in the key order the committer writes it in; the
+// last part of a transaction takes the unspent-output rows along.
 // Inserting in key order keeps ffldb's treap walks on the same hot path
 // from one key to the next, and sorting here runs on the assembler's
 // goroutine, off the committer's.
-func (b *batch) seal() {
-	b.spent = make([]kv, 0, len(b.utxo))
-	for _, op := range b.utxo {
-		b.spent = append(b.spent, kv{k: op.k, v: op.v})
+func (b *batch) seal(last bool) {
+	if last {
+		b.last = true
+		b.spent = make([]kv, 0, len(b.utxo))
+		for _, op := range b.utxo {
+			b.spent = append(b.spent, kv{k: op.k, v: op.v})
+		}
+		sortRows(b.spent)
 	}
 	b.utxo = nil
 	sortRows(b.hist)
 	sortRows(b.txid)
-	sortRows(b.spent)
 }
 
 // sortRows sorts rows of one table by key. All keys of a table share their
@@ -157,13 +168,17 @@ func (b *batch) Delete(k []byte) error {
 	return nil
 }
 
-// writes returns the number of database writes the sealed batch makes.
+// writes returns the number of database writes the sealed part makes.
 func (b *batch) writes() int {
-	return len(b.blk) + len(b.hist) + len(b.txid) + len(b.tx) + len(b.spent) + 2
+	n := len(b.blk) + len(b.hist) + len(b.txid) + len(b.tx) + len(b.spent)
+	if b.last {
+		n += 2
+	}
+	return n
 }
 
-// write applies the sealed batch, in key order, and moves the index tip, in
-// one transaction. A nil value is a delete.
+// write applies the sealed part, in key order, to the transaction; the
+// last part also moves the index tip. A nil value is a delete.
 func (b *batch) write(dbTx database.Tx) error {
 	meta := dbTx.Metadata()
 	for _, table := range [][]kv{b.blk, b.hist, b.txid, b.tx, b.spent} {
@@ -178,6 +193,9 @@ func (b *batch) write(dbTx database.Tx) error {
 				return err
 			}
 		}
+	}
+	if !b.last {
+		return nil
 	}
 	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
 		return err
@@ -292,23 +310,54 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		}()
 	}
 
-	// The committer writes batches while the next one is assembled.
-	commits := make(chan *batch, 1)
+	// The committer puts each part into its transaction while the next one
+	// is assembled and commits with a transaction's last part. The queue
+	// holds a direct batch's parts, so the assembler goes on while a merged
+	// batch commits.
+	commits := make(chan *batch, directBatches*partsPerBatch)
 	commitErr := make(chan error, 1)
 	go func() {
-		var err error
+		var (
+			err    error
+			dbTx   database.Tx
+			txs    uint64
+			writes int
+		)
 		for b := range commits {
-			if err == nil {
-				err = idx.db.Update(b.write)
+			if err != nil {
+				continue
 			}
+			if dbTx == nil {
+				if dbTx, err = idx.db.Begin(true); err != nil {
+					dbTx = nil
+					continue
+				}
+			}
+			if err = b.write(dbTx); err != nil {
+				_ = dbTx.Rollback()
+				dbTx = nil
+				continue
+			}
+			txs += b.txs
+			writes += b.writes()
+			if !b.last {
+				continue
+			}
+			err = dbTx.Commit()
+			dbTx = nil
 			if err == nil {
 				idx.mu.Lock()
 				idx.progress.Height = b.hgt
-				idx.progress.Txs += b.txs
-				idx.progress.Writes += uint64(b.writes())
+				idx.progress.Txs += txs
+				idx.progress.Writes += uint64(writes)
 				idx.progress.Batches++
 				idx.mu.Unlock()
 			}
+			txs, writes = 0, 0
+		}
+		if dbTx != nil {
+			// Only a last part commits; the assembler always sends one.
+			_ = dbTx.Rollback()
 		}
 		commitErr <- err
 	}()
@@ -316,7 +365,9 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 	var (
 		count     = start.txCount
 		stats     = start.stats
-		b         = newBatch()
+		utxo      = make(map[[utxoKeyLen]byte]utxoOp)
+		b         = newBatch(utxo)
+		sent      = 0 // rowCost of the parts of this transaction already sent
 		t0        = time.Now()
 		lastLog   = t0
 		done      = 0
@@ -341,15 +392,25 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		b.tip, b.hgt, b.count, b.stats = p.hash, p.height, count, stats
 		b.txs += uint64(len(p.txs))
 		done++
-		if b.cost() >= limit {
-			b.seal()
+		switch {
+		case sent+b.bytes+len(utxo)*utxoCost >= limit:
+			b.seal(true)
 			commits <- b
-			b = newBatch()
+			utxo = make(map[[utxoKeyLen]byte]utxoOp)
+			b, sent = newBatch(utxo), 0
 			if limit == merged {
 				limit = directBatches * merged
 			} else {
 				limit = merged
 			}
+		case b.bytes >= merged/partsPerBatch:
+			b.seal(false)
+			commits <- b
+			sent += b.bytes
+			next := newBatch(utxo)
+			// The tip so far, should the last part come without blocks.
+			next.tip, next.hgt, next.count, next.stats = b.tip, b.hgt, b.count, b.stats
+			b = next
 		}
 		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
 			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()
@@ -365,8 +426,8 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			break
 		}
 	}
-	if b.rows > 0 {
-		b.seal()
+	if b.rows > 0 || sent > 0 {
+		b.seal(true)
 		commits <- b
 	}
 	close(commits)

@@ -259,8 +259,11 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	t.Cleanup(func() { withTx.Close() })
 	eqCompare(t, "catch-up next to btcd's transaction index", want, eqIndexData(t, withTx.DB))
 
-	// Interrupted after about half of the blocks were read, then resumed.
-	mid := eqInterruptedOpen(t, idir, wantHeight)
+	// Interrupted after about half of the blocks were read, then resumed;
+	// once with one batch, once with batches of a few blocks each.
+	ldir := t.TempDir()
+	eqCopyDir(t, idir, ldir)
+	mid := eqInterruptedOpen(t, idir, wantHeight, 0)
 	t.Logf("interrupted at height %d of %d", mid.Height, wantHeight)
 	resumed, err := testchain.Open(idir, eqIndexFactory)
 	if err != nil {
@@ -268,11 +271,19 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	}
 	t.Cleanup(func() { resumed.Close() })
 	eqCompare(t, "interrupted and resumed catch-up", want, eqIndexData(t, resumed.DB))
+	mid = eqInterruptedOpen(t, ldir, wantHeight, 8<<10)
+	t.Logf("interrupted at height %d of %d with small batches", mid.Height, wantHeight)
+	resumedSmall, err := testchain.Open(ldir, eqIndexFactory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resumedSmall.Close() })
+	eqCompare(t, "interrupted and resumed catch-up in small batches", want, eqIndexData(t, resumedSmall.DB))
 
 	// Interrupted, then the chain reorganizes below the index tip while
 	// the index is off, then the index is enabled again: it must walk back
 	// off the abandoned branch and catch up to what a fresh index holds.
-	mid = eqInterruptedOpen(t, jdir, wantHeight)
+	mid = eqInterruptedOpen(t, jdir, wantHeight, 0)
 	rh, err := testchain.Open(jdir, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +345,7 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 // eqInterruptedOpen opens the unindexed chain in dir with the index and an
 // interrupt that fires after about half of the chain's blocks were read; the
 // open must fail and leave the index part-way, whose tip it returns.
-func eqInterruptedOpen(t *testing.T, dir string, height int32) indexers.Tip {
+func eqInterruptedOpen(t *testing.T, dir string, height int32, batch int) indexers.Tip {
 	t.Helper()
 	counting := &eqCountingDB{limit: int64(height), interrupt: make(chan struct{})}
 	_, err := testchain.OpenWith(dir, testchain.Options{
@@ -344,7 +355,9 @@ func eqInterruptedOpen(t *testing.T, dir string, height int32) indexers.Tip {
 			return counting
 		},
 		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
-			return &eqArmingManager{IndexManager: eqIndexFactory(db, params), db: counting}
+			idx := indexers.NewElectrumIndex(db, params)
+			idx.SetCatchUpBatch(batch)
+			return &eqArmingManager{IndexManager: indexers.NewManager(db, idx), db: counting}
 		},
 	})
 	if err == nil {
