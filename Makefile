@@ -53,6 +53,7 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench 'ConnectBlock' -benchtime 20x -timeout 30m ./indexers/
 	CATCHUP_TXS=400000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
+	CATCHUP_TXS=1000000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
 
