@@ -397,3 +397,34 @@ func eqDropIndex(t *testing.T, dir string, params *chaincfg.Params) {
 		t.Fatal(err)
 	}
 }
+
+// TestOtherSchemaVersionIsRebuilt opens an index written by another schema
+// version (here version 1, which had one "Ext" row per transaction keyed by
+// txnum): the node must drop it and build the current one, identical to an
+// index built live.
+func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
+	h := testchain.New(t, eqIndexFactory)
+	s := &eqScenario{rng: rand.New(rand.NewSource(5))}
+	s.phase1(t, h)
+	want := eqIndexData(t, h.DB)
+
+	old := []byte("Ext\x00\x00\x00\x00\x07")
+	err := h.DB.Update(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		if err := meta.Put(indexers.VersionKey, []byte{0, 0, 0, 1}); err != nil {
+			return err
+		}
+		return meta.Put(old, make([]byte, 44))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Reopen(eqIndexFactory); err != nil {
+		t.Fatal(err)
+	}
+	got := eqIndexData(t, h.DB)
+	if _, ok := got["row "+string(old)]; ok {
+		t.Fatal("a row of the old schema survived the rebuild")
+	}
+	eqCompare(t, "rebuilt from another schema version", want, got)
+}
