@@ -85,6 +85,20 @@ func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 	return decodeTxEntry(meta.Get(k[:]), n)
 }
 
+// historyEntries calls fn with the txid and height of each of sh's history
+// positions nums, in order.
+func historyEntries(meta database.Bucket, sh ScriptHash, nums []uint64, fn func(chainhash.Hash, int32)) error {
+	for _, n := range nums {
+		r, ok := txRowAt(meta, n)
+		if !ok {
+			return corruptf("history of %v names missing transaction %d of block %d",
+				sh, posIndex(n), posHeight(n))
+		}
+		fn(r.txid, r.height)
+	}
+	return nil
+}
+
 // History returns the confirmed history of a script: one entry per
 // transaction, ordered by height then position in the block. With limit > 0,
 // a history of more than limit entries fails with ErrHistoryTooLarge.
@@ -102,14 +116,9 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 			return err
 		}
 		out = make([]HistoryEntry, 0, len(nums))
-		for _, n := range nums {
-			r, ok := txRowAt(meta, n)
-			if !ok {
-				return corruptf("history of %v names missing transaction %d", sh, n)
-			}
-			out = append(out, HistoryEntry{TxHash: r.txid, Height: r.height})
-		}
-		return nil
+		return historyEntries(meta, sh, nums, func(txid chainhash.Hash, height int32) {
+			out = append(out, HistoryEntry{TxHash: txid, Height: height})
+		})
 	})
 	if err != nil {
 		return nil, tip, err
@@ -187,12 +196,8 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 	if err != nil {
 		return nil, err
 	}
-	for _, n := range nums {
-		r, ok := txRowAt(meta, n)
-		if !ok {
-			return nil, corruptf("history of %v names missing transaction %d", sh, n)
-		}
-		st.Add(r.txid, r.height)
+	if err := historyEntries(meta, sh, nums, st.Add); err != nil {
+		return nil, err
 	}
 	if len(nums) > 0 && st.Len() >= statusCacheMin {
 		if m := st.midstate(hx, tip, nums[len(nums)-1]); m != nil {
