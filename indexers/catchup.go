@@ -70,11 +70,9 @@ type batch struct {
 	utxo                map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
 	spent               []kv                        // the unspent-output rows of a sealed last part, in key order
 	last                bool                        // the transaction commits after this part
-	rows                int
-	bytes               int // rowCost of the rows outside the unspent-output map
+	bytes               int                         // rowCost of the rows outside the unspent-output map
 	tip                 chainhash.Hash
 	hgt                 int32
-	count               uint64
 	txs                 uint64
 	stats               sizeStats // the index's size after the part
 }
@@ -135,7 +133,6 @@ func sortRows(rows []kv) {
 
 // Put implements rowWriter.
 func (b *batch) Put(k, v []byte) error {
-	b.rows++
 	switch k[2] {
 	case tagUtxo:
 		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{k: k, v: v}
@@ -158,7 +155,6 @@ func (b *batch) Put(k, v []byte) error {
 // deletes are spends: of an output funded in this batch (both vanish) or of
 // an older one (a delete reaches the database).
 func (b *batch) Delete(k []byte) error {
-	b.rows++
 	a := [utxoKeyLen]byte(k)
 	if op, ok := b.utxo[a]; ok && op.v != nil {
 		delete(b.utxo, a)
@@ -389,7 +385,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		p := f.plan
 		stats = stats.add(applyConnect(b, p, count))
 		count += uint64(len(p.txs))
-		b.tip, b.hgt, b.count, b.stats = p.hash, p.height, count, stats
+		b.tip, b.hgt, b.stats = p.hash, p.height, stats
 		b.txs += uint64(len(p.txs))
 		done++
 		switch {
@@ -409,7 +405,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			sent += b.bytes
 			next := newBatch(utxo)
 			// The tip so far, should the last part come without blocks.
-			next.tip, next.hgt, next.count, next.stats = b.tip, b.hgt, b.count, b.stats
+			next.tip, next.hgt, next.stats = b.tip, b.hgt, b.stats
 			b = next
 		}
 		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
@@ -426,7 +422,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			break
 		}
 	}
-	if b.rows > 0 || sent > 0 {
+	if b.txs > 0 || sent > 0 {
 		b.seal(true)
 		commits <- b
 	}
