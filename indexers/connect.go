@@ -1,7 +1,11 @@
 package indexers
 
 import (
+	"bytes"
 	"fmt"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
 )
 
 // rowWriter is where phase 2 writes: btcd's metadata bucket inside the
@@ -106,7 +110,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 			k = s.take(utxoKeyLen)
 			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
 			v := s.take(utxoValLen)
-			putUtxoVal(v, f.value)
+			putUtxoVal(v, f.value, uint32(i))
 			mustWrite(w.Put(k, v))
 		}
 	}
@@ -135,7 +139,9 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 }
 
 // applyDisconnect is the exact inverse of applyConnect, computed from the
-// same plan: spent outputs come back, then everything the block funded goes.
+// same plan (with the positions of spent outputs filled in by
+// fillSpendPositions): spent outputs come back, then everything the block
+// funded goes.
 // It returns what the block's removal adds to the index's size (negative).
 func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	w := &sizedWriter{w: dst}
@@ -150,7 +156,7 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 			k := s.take(utxoKeyLen)
 			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
 			v := s.take(utxoValLen)
-			putUtxoVal(v, sp.value)
+			putUtxoVal(v, sp.value, sp.pos)
 			mustWrite(w.Put(k, v))
 		}
 		for j := tp.nFund; j < len(tp.scripts); j++ {
@@ -189,4 +195,61 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 
 	mustWrite(w.Delete(blkKey(p.height)))
 	return w.d
+}
+
+// fillSpendPositions looks up, for a block about to be disconnected, the
+// position in its block of every transaction whose outputs the block spends:
+// the unspent rows put back carry it. btcd's spent outputs give the creating
+// height but not the position, so this is the one read of the block path;
+// it runs only on disconnect, one txid lookup per distinct spent
+// transaction. A spent transaction missing from the index is a broken
+// invariant and panics, as every failure inside the hooks does.
+func fillSpendPositions(meta database.Bucket, p *blockPlan) {
+	c := meta.Cursor()
+	type txAt struct {
+		txid   chainhash.Hash
+		height int32
+	}
+	known := make(map[txAt]uint32)
+	for i := range p.txs {
+		for j := range p.txs[i].spends {
+			sp := &p.txs[i].spends[j]
+			at := txAt{sp.prev.Hash, sp.height}
+			pos, ok := known[at]
+			if !ok {
+				pos, ok = txPosAt(meta, c, &sp.prev.Hash, sp.height)
+				if !ok {
+					panic(fmt.Sprintf("electrum index: disconnecting block %d: spent transaction %v of height %d is not indexed",
+						p.height, sp.prev.Hash, sp.height))
+				}
+				known[at] = pos
+			}
+			sp.pos = pos
+		}
+	}
+}
+
+// txPosAt returns the index in the block at height of the transaction txid,
+// read from the "Exi" rows with cursor c of meta.
+func txPosAt(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, height int32) (uint32, bool) {
+	pre := make([]byte, pfx+txidPrefix)
+	putPrefix(pre, tagTxid)
+	copy(pre[pfx:], txid[:txidPrefix])
+	for ok := c.Seek(pre); ok; ok = c.Next() {
+		k := c.Key()
+		if !bytes.HasPrefix(k, pre) {
+			break
+		}
+		if len(k) != txidKeyLen {
+			continue
+		}
+		n := getTxPos(k[pfx+txidPrefix:])
+		if posHeight(n) != height {
+			continue
+		}
+		if r, ok := txRowAt(meta, n); ok && r.txid == *txid {
+			return posIndex(n), true
+		}
+	}
+	return 0, false
 }

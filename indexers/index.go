@@ -197,6 +197,7 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	}
 	base := end - n
 	meta := dbTx.Metadata()
+	fillSpendPositions(meta, plan)
 	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,

@@ -52,6 +52,10 @@ type spendRow struct {
 	height int32
 	prev   wire.OutPoint
 	value  int64
+	// pos is the creating transaction's index in its block, which btcd's
+	// spent output does not carry; it is looked up only to disconnect
+	// (fillSpendPositions).
+	pos uint32
 }
 
 // minParallelTxs is the block size below which phase 1 runs on the calling

@@ -86,10 +86,21 @@ func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 }
 
 // historyEntries calls fn with the txid and height of each of sh's history
-// positions nums, in order.
+// positions nums, in order. Positions come in chain order, so entries in the
+// same "Ext" chunk follow each other and share one read.
 func historyEntries(meta database.Bucket, sh ScriptHash, nums []uint64, fn func(chainhash.Hash, int32)) error {
+	var (
+		k     [txKeyLen]byte
+		chunk []byte
+		base  = ^uint64(0)
+	)
 	for _, n := range nums {
-		r, ok := txRowAt(meta, n)
+		if b := n &^ (txChunk - 1); b != base {
+			base = b
+			txKey(k[:], n)
+			chunk = meta.Get(k[:])
+		}
+		r, ok := decodeTxEntry(chunk, n)
 		if !ok {
 			return corruptf("history of %v names missing transaction %d of block %d",
 				sh, posIndex(n), posHeight(n))
@@ -215,18 +226,20 @@ func inChain(meta database.Bucket, at Tip) bool {
 
 // Unspent returns the confirmed unspent outputs of a script ordered by
 // height, position in block and output index. With limit > 0, more than
-// limit outputs fail with ErrHistoryTooLarge.
+// limit outputs fail with ErrHistoryTooLarge. It is one prefix scan: the rows
+// carry their transaction's position, so putting outputs that share a height
+// in chain order needs no other read.
 func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, error) {
 	var (
 		tip Tip
 		out []Unspent
+		pos []uint16
 	)
 	hx := sh.hashX()
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
 		pre := utxoPrefix(&hx)
-		c := meta.Cursor()
+		c := dbTx.Metadata().Cursor()
 		for ok := c.Seek(pre); ok; ok = c.Next() {
 			k := c.Key()
 			if !bytes.HasPrefix(k, pre) {
@@ -240,52 +253,51 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 				return ErrHistoryTooLarge
 			}
 			out = append(out, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
+			pos = append(pos, r.pos)
 		}
-		return orderUnspent(meta, out)
+		return nil
 	})
 	if err != nil {
 		return nil, tip, err
 	}
+	orderUnspent(out, pos)
 	return out, tip, nil
 }
 
 // orderUnspent sorts unspent outputs, which come keyed by height and txid,
-// into chain order. Only heights holding outputs of more than one
-// transaction need the transactions' positions.
-func orderUnspent(meta database.Bucket, us []Unspent) error {
-	pos := make(map[chainhash.Hash]uint64)
+// into chain order: outputs of one height by their transaction's position
+// pos[i], then by output index. Runs of one height are sorted apart, and a
+// run whose positions already ascend (one transaction, or txids that happen
+// to sort as the block does) is left as it is.
+func orderUnspent(us []Unspent, pos []uint16) {
 	for i := 0; i < len(us); {
 		j := i + 1
-		multi := false
+		sorted := true
 		for j < len(us) && us[j].Height == us[i].Height {
-			if us[j].TxHash != us[i].TxHash {
-				multi = true
+			if pos[j] < pos[j-1] {
+				sorted = false
 			}
 			j++
 		}
-		if multi {
-			for k := i; k < j; k++ {
-				if _, ok := pos[us[k].TxHash]; ok {
-					continue
-				}
-				n, _, found := locateTx(meta, &us[k].TxHash)
-				if !found {
-					return corruptf("unspent output of unknown transaction %v", us[k].TxHash)
-				}
-				pos[us[k].TxHash] = n
-			}
-			group := us[i:j]
-			sort.SliceStable(group, func(a, b int) bool {
-				pa, pb := pos[group[a].TxHash], pos[group[b].TxHash]
-				if pa != pb {
-					return pa < pb
-				}
-				return group[a].Vout < group[b].Vout
-			})
+		if !sorted {
+			sort.Stable(unspentRun{us[i:j], pos[i:j]})
 		}
 		i = j
 	}
-	return nil
+}
+
+// unspentRun sorts outputs of one height by position; a stable sort keeps
+// the outputs of one transaction in output order, as the keys have them.
+type unspentRun struct {
+	us  []Unspent
+	pos []uint16
+}
+
+func (r unspentRun) Len() int           { return len(r.us) }
+func (r unspentRun) Less(a, b int) bool { return r.pos[a] < r.pos[b] }
+func (r unspentRun) Swap(a, b int) {
+	r.us[a], r.us[b] = r.us[b], r.us[a]
+	r.pos[a], r.pos[b] = r.pos[b], r.pos[a]
 }
 
 // Balance returns the confirmed balance of a script: the sum of its unspent

@@ -156,10 +156,10 @@ func TestKeyLayouts(t *testing.T) {
 	utxoKey(k, &hx, 2472, &txid, 1)
 	want(t, "utxo key", k, "457875"+"6191c3b590bfcfa0475e87"+"000009a8"+internal+"00000001")
 	v = make([]byte, utxoValLen)
-	putUtxoVal(v, 50000000)
-	want(t, "utxo value", v, "0000000002faf080")
+	putUtxoVal(v, 50000000, 0x0102)
+	want(t, "utxo value", v, "0000000002faf080"+"0102")
 	u, ok := decodeUtxo(k, v)
-	if !ok || u.height != 2472 || u.txid != txid || u.vout != 1 || u.value != 50000000 {
+	if !ok || u.height != 2472 || u.pos != 0x0102 || u.txid != txid || u.vout != 1 || u.value != 50000000 {
 		t.Errorf("decodeUtxo %+v", u)
 	}
 
