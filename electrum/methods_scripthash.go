@@ -102,31 +102,45 @@ func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 	return out
 }
 
-// historyItem is one get_history / get_mempool entry.
-type historyItem struct {
-	TxHash string `json:"tx_hash"`
-	Height int32  `json:"height"`
-	Fee    *int64 `json:"fee,omitempty"`
+// mempoolItems encodes mempool entries as get_mempool answers them.
+func mempoolItems(es []MempoolEntry) json.RawMessage {
+	return jsonList(len(es), historyEntryLen+20, func(b []byte, i int) []byte {
+		return appendHistoryItem(b, &es[i].TxHash, es[i].Height, max(es[i].Fee, 0))
+	})
 }
 
-// mempoolItems formats mempool entries.
-func mempoolItems(es []MempoolEntry) []historyItem {
-	out := make([]historyItem, len(es))
-	for i := range es {
-		fee := es[i].Fee
-		out[i] = historyItem{TxHash: es[i].TxHash.String(), Height: es[i].Height, Fee: &fee}
+// historyItems encodes a confirmed history followed by mempool entries as
+// get_history answers them.
+func historyItems(hist []indexers.HistoryEntry, es []MempoolEntry) json.RawMessage {
+	return jsonList(len(hist)+len(es), historyEntryLen, func(b []byte, i int) []byte {
+		if i < len(hist) {
+			return appendHistoryItem(b, &hist[i].TxHash, hist[i].Height, -1)
+		}
+		e := &es[i-len(hist)]
+		return appendHistoryItem(b, &e.TxHash, e.Height, max(e.Fee, 0))
+	})
+}
+
+// gone answers a request whose session closed or whose time ran out before
+// its work started: nothing is computed for it.
+func gone(ctx context.Context) error {
+	if ctx.Err() != nil {
+		return rpcErrorf(codeServerBusy, "server busy - request cancelled")
 	}
-	return out
+	return nil
 }
 
 // hGetBalance returns the confirmed and unconfirmed balance.
-func hGetBalance(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+func hGetBalance(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
 		return nil, err
 	}
 	b := ss.srv.backend
 	for try := 0; ; try++ {
+		if err := gone(ctx); err != nil {
+			return nil, err
+		}
 		conf, tip, err := b.Balance(sh)
 		if err != nil {
 			return nil, internal("balance", err)
@@ -140,13 +154,16 @@ func hGetBalance(_ context.Context, ss *session, args []json.RawMessage) (any, e
 }
 
 // hGetHistory returns confirmed history in chain order, then the mempool.
-func hGetHistory(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+func hGetHistory(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
 		return nil, err
 	}
 	limit := ss.srv.cfg.historyLimit()
 	for try := 0; ; try++ {
+		if err := gone(ctx); err != nil {
+			return nil, err
+		}
 		hist, tip, err := ss.srv.backend.History(sh, limit)
 		if err != nil {
 			if errors.Is(err, indexers.ErrHistoryTooLarge) {
@@ -162,11 +179,7 @@ func hGetHistory(_ context.Context, ss *session, args []json.RawMessage) (any, e
 			return nil, indexers.ErrHistoryTooLarge
 		}
 		ss.charge(0.001 * float64(len(hist)+len(es)))
-		out := make([]historyItem, 0, len(hist)+len(es))
-		for _, h := range hist {
-			out = append(out, historyItem{TxHash: h.TxHash.String(), Height: h.Height})
-		}
-		return append(out, mempoolItems(es)...), nil
+		return historyItems(hist, es), nil
 	}
 }
 
@@ -184,17 +197,9 @@ func hGetMempool(_ context.Context, ss *session, args []json.RawMessage) (any, e
 	return mempoolItems(es), nil
 }
 
-// unspentItem is one listunspent entry.
-type unspentItem struct {
-	TxHash string `json:"tx_hash"`
-	TxPos  uint32 `json:"tx_pos"`
-	Height int32  `json:"height"`
-	Value  int64  `json:"value"`
-}
-
 // hListUnspent returns confirmed unspent outputs not spent in the mempool,
 // then unconfirmed outputs (height 0).
-func hListUnspent(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
 		return nil, err
@@ -202,6 +207,9 @@ func hListUnspent(_ context.Context, ss *session, args []json.RawMessage) (any, 
 	b := ss.srv.backend
 	limit := ss.srv.cfg.unspentLimit()
 	for try := 0; ; try++ {
+		if err := gone(ctx); err != nil {
+			return nil, err
+		}
 		utxos, tip, err := b.Unspent(sh, limit)
 		if err != nil {
 			if errors.Is(err, indexers.ErrHistoryTooLarge) {
@@ -217,24 +225,35 @@ func hListUnspent(_ context.Context, ss *session, args []json.RawMessage) (any, 
 			return nil, indexers.ErrHistoryTooLarge
 		}
 		ss.charge(float64(len(utxos)+len(mem)) / 50)
-		out := make([]unspentItem, 0, len(utxos)+len(mem))
-		for _, u := range utxos {
+		out := make([]byte, 0, 2+(len(utxos)+len(mem))*unspentEntryLen)
+		out = append(out, '[')
+		for i := range utxos {
+			u := &utxos[i]
 			if b.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
 				continue
 			}
-			out = append(out, unspentItem{TxHash: u.TxHash.String(), TxPos: u.Vout, Height: u.Height, Value: u.Value})
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = appendUnspentItem(out, &u.TxHash, u.Vout, u.Height, u.Value)
 		}
-		for _, u := range mem {
-			out = append(out, unspentItem{TxHash: u.TxHash.String(), TxPos: u.Vout, Height: 0, Value: u.Value})
+		for i := range mem {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = appendUnspentItem(out, &mem[i].TxHash, mem[i].Vout, 0, mem[i].Value)
 		}
-		return out, nil
+		return json.RawMessage(append(out, ']')), nil
 	}
 }
 
 // hSubscribe subscribes to a script's status and returns it.
-func hSubscribe(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
+func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := gone(ctx); err != nil {
 		return nil, err
 	}
 	srv := ss.srv
