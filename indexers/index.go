@@ -40,6 +40,8 @@ type ElectrumIndex struct {
 
 	// statuses caches SHA-256 midstates of long confirmed histories.
 	statuses *statusCache
+	// reads caches long histories, unspent lists and balances.
+	reads *readCache
 
 	// progress describes the running or last catch-up.
 	progress CatchUpProgress
@@ -71,7 +73,15 @@ type touchedBlock struct {
 
 // NewElectrumIndex returns the Electrum index over db for the given network.
 func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
-	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries)}
+	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries),
+		reads: newReadCache(DefaultReadCacheBytes)}
+}
+
+// SetReadCacheBytes bounds the cache of long histories, unspent lists and
+// balances (DefaultReadCacheBytes unless set; 0 turns it off). Call it
+// before the index serves reads.
+func (idx *ElectrumIndex) SetReadCacheBytes(n int) {
+	idx.reads = newReadCache(n)
 }
 
 // Key returns the index's key in btcd's index tips bucket.

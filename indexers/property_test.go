@@ -20,10 +20,12 @@ import (
 )
 
 // propIndex returns an index factory that records the Electrum index it
-// builds in *idx.
+// builds in *idx. Its read cache keeps every answer, so that every check
+// also checks answers served from the cache across blocks and reorgs.
 func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
 	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		*idx = indexers.NewElectrumIndex(db, params)
+		(*idx).SetReadCacheMinRows(1)
 		return indexers.NewManager(db, *idx)
 	}
 }

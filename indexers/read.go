@@ -112,24 +112,55 @@ func historyEntries(meta database.Bucket, sh ScriptHash, nums []uint64, fn func(
 
 // History returns the confirmed history of a script: one entry per
 // transaction, ordered by height then position in the block. With limit > 0,
-// a history of more than limit entries fails with ErrHistoryTooLarge.
+// a history of more than limit entries fails with ErrHistoryTooLarge. The
+// returned slice may be shared with the read cache: callers must not modify
+// it.
 func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip, error) {
 	var (
 		tip Tip
 		out []HistoryEntry
 	)
 	hx := sh.hashX()
+	key := readKey{hx: hx, kind: readHistory}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta := dbTx.Metadata()
-		nums, err := historyNums(meta, &hx, nil, room(limit, 0))
+		var (
+			have []HistoryEntry
+			from *uint64
+		)
+		if e := idx.reads.get(key); e != nil && inChain(meta, e.at) {
+			// The history up to e.at is fixed while e.at is in the chain.
+			if e.over > 0 && limit > 0 && limit <= e.over {
+				return ErrHistoryTooLarge
+			}
+			if e.over == 0 {
+				have, from = e.hist, &e.last
+			}
+		}
+		if limit > 0 && len(have) > limit {
+			return ErrHistoryTooLarge
+		}
+		nums, err := historyNums(meta, &hx, from, room(limit, len(have)))
 		if err != nil {
+			if idx.reads.worth(limit) && from == nil {
+				idx.reads.put(&readEntry{key: key, at: tip, over: limit})
+			}
 			return err
 		}
-		out = make([]HistoryEntry, 0, len(nums))
-		return historyEntries(meta, sh, nums, func(txid chainhash.Hash, height int32) {
+		if len(nums) == 0 {
+			out = have
+			return nil
+		}
+		out = make([]HistoryEntry, len(have), len(have)+len(nums))
+		copy(out, have)
+		err = historyEntries(meta, sh, nums, func(txid chainhash.Hash, height int32) {
 			out = append(out, HistoryEntry{TxHash: txid, Height: height})
 		})
+		if err == nil && idx.reads.worth(len(out)) {
+			idx.reads.put(&readEntry{key: key, at: tip, last: nums[len(nums)-1], hist: out})
+		}
+		return err
 	})
 	if err != nil {
 		return nil, tip, err
@@ -228,7 +259,8 @@ func inChain(meta database.Bucket, at Tip) bool {
 // height, position in block and output index. With limit > 0, more than
 // limit outputs fail with ErrHistoryTooLarge. It is one prefix scan: the rows
 // carry their transaction's position, so putting outputs that share a height
-// in chain order needs no other read.
+// in chain order needs no other read. The returned slice may be shared with
+// the read cache: callers must not modify it.
 func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, error) {
 	var (
 		tip Tip
@@ -236,10 +268,26 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 		pos []uint16
 	)
 	hx := sh.hashX()
+	key := readKey{hx: hx, kind: readUnspent}
+	cached := false
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		c := meta.Cursor()
+		if e := idx.reads.get(key); e != nil && unchangedSince(meta, c, &hx, e.at) {
+			if e.over > 0 {
+				if limit > 0 && limit <= e.over {
+					return ErrHistoryTooLarge
+				}
+			} else {
+				if limit > 0 && len(e.unspent) > limit {
+					return ErrHistoryTooLarge
+				}
+				out, cached = e.unspent, true
+				return nil
+			}
+		}
 		pre := utxoPrefix(&hx)
-		c := dbTx.Metadata().Cursor()
 		for ok := c.Seek(pre); ok; ok = c.Next() {
 			k := c.Key()
 			if !bytes.HasPrefix(k, pre) {
@@ -250,6 +298,9 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 				continue
 			}
 			if limit > 0 && len(out) >= limit {
+				if idx.reads.worth(limit) {
+					idx.reads.put(&readEntry{key: key, at: tip, over: limit})
+				}
 				return ErrHistoryTooLarge
 			}
 			out = append(out, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
@@ -260,7 +311,12 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 	if err != nil {
 		return nil, tip, err
 	}
-	orderUnspent(out, pos)
+	if !cached {
+		orderUnspent(out, pos)
+		if idx.reads.worth(len(out)) {
+			idx.reads.put(&readEntry{key: key, at: tip, unspent: out})
+		}
+	}
 	return out, tip, nil
 }
 
@@ -301,17 +357,24 @@ func (r unspentRun) Swap(a, b int) {
 }
 
 // Balance returns the confirmed balance of a script: the sum of its unspent
-// outputs.
+// outputs. Balances of scripts with many unspent outputs are cached.
 func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	var (
 		tip Tip
 		sum int64
 	)
 	hx := sh.hashX()
+	key := readKey{hx: hx, kind: readBalance}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
+		meta := dbTx.Metadata()
+		c := meta.Cursor()
+		if e := idx.reads.get(key); e != nil && unchangedSince(meta, c, &hx, e.at) {
+			sum = e.balance
+			return nil
+		}
 		pre := utxoPrefix(&hx)
-		c := dbTx.Metadata().Cursor()
+		rows := 0
 		for ok := c.Seek(pre); ok; ok = c.Next() {
 			k := c.Key()
 			if !bytes.HasPrefix(k, pre) {
@@ -319,7 +382,11 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 			}
 			if r, ok := decodeUtxo(k, c.Value()); ok {
 				sum += r.value
+				rows++
 			}
+		}
+		if idx.reads.worth(rows) {
+			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
 		}
 		return nil
 	})
