@@ -29,6 +29,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/btcd-electrum
+	$(GO) build -o bin/electrum-load ./cmd/electrum-load
 
 deps:
 	$(GO) mod download
