@@ -80,10 +80,12 @@
 // of their outputs are held, not spent, until a consolidation, so they keep
 // tens of thousands of unspent outputs; even ranks are hot wallets that
 // receive coinbases, fan-out change and consolidations and whose outputs are
-// spent like any other. A 1,000,000-transaction chain gets about 1.25
-// million distinct scripts, and its top three scripts more than 50,000
-// history entries each, the largest deposit script over 60,000 unspent
-// outputs.
+// spent like any other. With seed 1, a 1,000,000-transaction simnet chain
+// has 1.26 million distinct scripts; its top three scripts have 90,466,
+// 88,797 and 51,356 history entries, and the largest deposit script holds
+// 72,809 unspent outputs. Below the 1,000 popular scripts the reuse tail is
+// thin (about 1,150 other scripts have more than 10 history entries): more
+// PopularScripts thickens it at the expense of the top.
 //
 // New scripts are drawn from KindPPM, close to today's mainnet output mix:
 // P2WPKH 50%, P2PKH 15%, P2SH 12% (8.4% P2SH-P2WPKH, 3.6% 2-of-3 multisig),
@@ -104,5 +106,7 @@
 // hashing). The next block is built while btcd processes the previous one.
 // Inputs, outputs and spending data come from per-block slabs and arenas. The
 // generator keeps per script its kind, output script and statistics, and
-// per spendable coin 24 bytes.
+// per spendable coin 24 bytes. Measured on 2 busy cores: 300,000 transactions
+// in 7.4 s (peak RSS 1.1 GB), 1,000,000 in 35 s (peak RSS 1.7 GB; btcd's
+// UTXO cache is allowed Options.UtxoCacheMiB, 1 GiB by default).
 package chaingen
