@@ -36,6 +36,8 @@ import (
 type event struct {
 	tip     *tipEvent
 	touched []indexers.ScriptHash
+	// all: every subscribed script hash may have changed.
+	all bool
 	// done, when set, is closed once every event queued before it has
 	// been handled (Server.flushNotifications).
 	done chan struct{}
@@ -120,13 +122,22 @@ func (n *notifier) run() {
 func (n *notifier) pass(q []event, seq uint64) {
 	var tip *tipEvent
 	changed := make(map[indexers.ScriptHash]struct{})
+	everyone := false
 	for _, e := range q {
 		if e.tip != nil {
 			tip = e.tip
 		}
+		everyone = everyone || e.all
 		for _, sh := range e.touched {
 			changed[sh] = struct{}{}
 		}
+	}
+	if everyone {
+		n.rmu.RLock()
+		for sh := range n.byHash {
+			changed[sh] = struct{}{}
+		}
+		n.rmu.RUnlock()
 	}
 	if tip != nil {
 		n.notifyHeaders(tip, seq)

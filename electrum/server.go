@@ -207,6 +207,14 @@ func (s *Server) NotifyScriptHashes(shs []indexers.ScriptHash) {
 	s.notifier.push(event{touched: shs})
 }
 
+// NotifyAllScriptHashes tells the server that the confirmed history of any
+// script may have changed (the index caught up blocks it did not report one
+// by one): every subscribed status is recomputed and sent where it changed.
+// It never blocks.
+func (s *Server) NotifyAllScriptHashes() {
+	s.notifier.push(event{all: true})
+}
+
 // NotifyMempool tells the server that the mempool part of these script
 // hashes changed (transactions added or removed). It never blocks.
 func (s *Server) NotifyMempool(shs []indexers.ScriptHash) {

@@ -74,7 +74,14 @@ type batch struct {
 	tip                 chainhash.Hash
 	hgt                 int32
 	txs                 uint64
+	count               uint64    // transactions in the main chain up to tip
 	stats               sizeStats // the index's size after the part
+	// first and prev are the height and parent of the part's first block,
+	// hashes its blocks' hashes: a trailing batch commits only if they
+	// still extend the index tip in the main chain.
+	first  int32
+	prev   chainhash.Hash
+	hashes []chainhash.Hash
 }
 
 // kv is one row to put.
@@ -243,12 +250,33 @@ type fetched struct {
 	err  error
 }
 
+// catchUpMode says what a catch-up runs for.
+type catchUpMode int
+
+const (
+	// catchUpStart brings the index to the chain tip before the chain
+	// starts connecting blocks: nothing else writes meanwhile.
+	catchUpStart catchUpMode = iota
+	// catchUpTrailing runs beside a chain connecting blocks (trail.go):
+	// batches are handed to the committer whole, so the database's write
+	// lock is held only while one is written, each batch is checked to
+	// extend the index tip in the main chain before it commits, and the
+	// in-memory tip moves with every commit.
+	catchUpTrailing
+)
+
 // catchUp brings the index from its tip to the chain tip: parallel workers
 // read blocks and spend journals and plan their rows, one goroutine orders
 // the plans into large batches, and one committer writes each batch with the
 // new tip in a single transaction. An interrupt or a crash loses at most the
 // batch in flight; the next start resumes from the last committed tip.
 func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	return idx.catchUpWith(chain, interrupt, catchUpStart)
+}
+
+// catchUpWith is catchUp for a mode.
+func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-chan struct{}, mode catchUpMode) error {
+	trailing := mode == catchUpTrailing
 	idx.mu.Lock()
 	start := idx.tip
 	idx.mu.Unlock()
@@ -257,7 +285,11 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 	if from > best.Height {
 		return nil
 	}
-	log.Infof("Electrum index: catching up from height %d to %d", from, best.Height)
+	if trailing {
+		log.Debugf("Electrum index: trailing the chain from height %d to %d", from, best.Height)
+	} else {
+		log.Infof("Electrum index: catching up from height %d to %d", from, best.Height)
+	}
 	idx.mu.Lock()
 	idx.progress = CatchUpProgress{Running: true, From: from, Target: best.Height,
 		Height: start.height, Started: time.Now()}
@@ -318,6 +350,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			dbTx   database.Tx
 			txs    uint64
 			writes int
+			guard  batch // first, prev and hashes of the transaction's parts
 		)
 		for b := range commits {
 			if err != nil {
@@ -336,10 +369,25 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			}
 			txs += b.txs
 			writes += b.writes()
+			if len(guard.hashes) == 0 {
+				guard.first, guard.prev = b.first, b.prev
+			}
+			guard.hashes = append(guard.hashes, b.hashes...)
 			if !b.last {
 				continue
 			}
-			err = dbTx.Commit()
+			if trailing {
+				// Checked and moved while this transaction holds the
+				// write lock, so that no hook runs between the commit
+				// and the in-memory tip.
+				if err = idx.trailCommit(dbTx, guard.prev, guard.first, guard.hashes,
+					memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats}); err != nil {
+					dbTx = nil
+					continue
+				}
+			} else {
+				err = dbTx.Commit()
+			}
 			dbTx = nil
 			if err == nil {
 				idx.mu.Lock()
@@ -349,7 +397,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 				idx.progress.Batches++
 				idx.mu.Unlock()
 			}
-			txs, writes = 0, 0
+			txs, writes, guard = 0, 0, batch{}
 		}
 		if dbTx != nil {
 			// Only a last part commits; the assembler always sends one.
@@ -372,9 +420,16 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		lastLogAt = t0
 		merged    = batchBytes
 		limit     = batchBytes
+		parent    = start.hash
 	)
 	if idx.batchBytes > 0 {
 		merged, limit = idx.batchBytes, idx.batchBytes
+	}
+	parts := merged / partsPerBatch
+	if trailing {
+		// Whole batches only: the committer holds the write lock, which
+		// the chain waits for, only while it writes one.
+		parts = int(^uint(0) >> 1)
 	}
 	for out := range queue {
 		f := <-out
@@ -383,9 +438,19 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			break
 		}
 		p := f.plan
+		if trailing && p.prev != parent {
+			// The chain reorganized while its blocks were read.
+			loopErr = errTrailMoved
+			break
+		}
+		parent = p.hash
 		stats = stats.add(applyConnect(b, p, count))
 		count += uint64(len(p.txs))
-		b.tip, b.hgt, b.stats = p.hash, p.height, stats
+		if len(b.hashes) == 0 {
+			b.first, b.prev = p.height, p.prev
+		}
+		b.hashes = append(b.hashes, p.hash)
+		b.tip, b.hgt, b.stats, b.count = p.hash, p.height, stats, count
 		b.txs += uint64(len(p.txs))
 		done++
 		switch {
@@ -399,13 +464,13 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			} else {
 				limit = merged
 			}
-		case b.bytes >= merged/partsPerBatch:
+		case b.bytes >= parts:
 			b.seal(false)
 			commits <- b
 			sent += b.bytes
 			next := newBatch(utxo)
 			// The tip so far, should the last part come without blocks.
-			next.tip, next.hgt, next.stats = b.tip, b.hgt, b.stats
+			next.tip, next.hgt, next.stats, next.count = b.tip, b.hgt, b.stats, b.count
 			b = next
 		}
 		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
@@ -431,12 +496,18 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 		return err
 	}
 	if loopErr != nil {
-		if loopErr == errInterrupted {
+		if loopErr == errInterrupted && !trailing {
 			log.Infof("Electrum index: catch-up interrupted after %d blocks; it resumes on the next start", done)
 		}
 		return loopErr
 	}
 	elapsed := time.Since(t0)
+	if trailing {
+		log.Debugf("Electrum index: trailed %d blocks (%d tx) in %v (%.0f tx/s)", done,
+			count-start.txCount, elapsed.Round(time.Millisecond),
+			float64(count-start.txCount)/elapsed.Seconds())
+		return nil
+	}
 	log.Infof("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)", done,
 		count-start.txCount, elapsed.Round(time.Millisecond),
 		float64(count-start.txCount)/elapsed.Seconds())

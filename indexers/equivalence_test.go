@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
@@ -223,6 +224,29 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	want := eqIndexData(t, live.DB)
 	wantTip, wantHeight := live.Tip()
 	t.Logf("chain height %d, %d index keys", wantHeight, len(want))
+
+	// Trailing: the index left the chain's blocks to its worker, which
+	// caught up in batches of its own while the scenario went on
+	// (reorganizations included).
+	var trailIdx *indexers.ElectrumIndex
+	trail := testchain.New(t, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		trailIdx = indexers.NewElectrumIndex(db, params)
+		trailIdx.SetTrailing(indexers.DefaultTrailAge, nil)
+		trailIdx.SetTrailingTuning(1, time.Millisecond)
+		trailIdx.SetCatchUpBatch(64 << 10)
+		return indexers.NewManager(db, trailIdx)
+	})
+	t.Cleanup(trailIdx.StopTrailing)
+	s = &eqScenario{rng: rand.New(rand.NewSource(seed))}
+	s.phase1(t, trail)
+	s.phase2(t, trail)
+	if err := trailIdx.WaitCaughtUp(time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if skipped, runs, _ := trailIdx.TrailingCounts(); skipped == 0 || runs == 0 {
+		t.Fatalf("the index did not trail: %d blocks skipped, %d runs", skipped, runs)
+	}
+	eqCompare(t, "trailing", want, eqIndexData(t, trail.DB))
 
 	// Catch-up, and a copy of the unindexed chain for the interrupted run.
 	cdir := t.TempDir()

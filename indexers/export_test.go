@@ -1,6 +1,10 @@
 package indexers
 
-import "github.com/btcsuite/btcd/chainhash/v2"
+import (
+	"time"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
 
 // Internals exposed to the external tests of this package (which import
 // internal/testchain, itself an importer of this package).
@@ -29,3 +33,18 @@ func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }
 // SetReadCacheMinRows makes the read cache keep answers of at least n rows,
 // so that small test chains exercise it.
 func (idx *ElectrumIndex) SetReadCacheMinRows(n int) { idx.reads.minRows = n }
+
+// SetTrailingTuning sets the lag at which the trailing worker starts a run
+// and how long it waits for more blocks before catching up a smaller lag.
+func (idx *ElectrumIndex) SetTrailingTuning(minTxs int64, idle time.Duration) {
+	idx.trail.minTxs, idx.trail.idle = minTxs, idle
+}
+
+// TrailingCounts returns how many blocks the hooks left to the trailing
+// worker, how many of its runs committed blocks and how many were stopped
+// by a reorganization.
+func (idx *ElectrumIndex) TrailingCounts() (skipped, runs, moved int) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.trail.skipped, idx.trail.runs, idx.trail.moved
+}

@@ -52,6 +52,10 @@ type ElectrumIndex struct {
 	// batchBytes is the catch-up's merged batch size; zero means the
 	// default (tests make it small to cross many batch boundaries).
 	batchBytes int
+
+	// trail is the state of trailing the chain during initial block
+	// download (trail.go); nil when the index never trails.
+	trail *trailer
 }
 
 // memTip is the index tip with its cumulative transaction count and the

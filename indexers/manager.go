@@ -15,8 +15,10 @@ import (
 // Manager is the node's blockchain.IndexManager. Before btcd's own index
 // manager initialises, it brings the Electrum index to the chain tip with
 // the fast catch-up of catchup.go, repairing or rebuilding an index whose tip
-// is not on the main chain; afterwards every block goes through btcd's
-// manager, inside the chain's transaction.
+// is not on the main chain. Afterwards btcd's manager runs btcd's other
+// indexes and this one runs the Electrum index, inside the chain's
+// transaction, or leaves old blocks to the index's trailing worker during
+// initial block download (trail.go).
 type Manager struct {
 	db       database.DB
 	electrum *ElectrumIndex
@@ -24,14 +26,11 @@ type Manager struct {
 }
 
 // NewManager returns an index manager for the Electrum index (nil for none)
-// and btcd's other indexes (for example its TxIndex), in that order of
-// dependency as btcd's indexers.NewManager expects them.
+// and btcd's other indexes (for example its TxIndex), in the order of
+// dependency btcd's indexers.NewManager expects them in.
 func NewManager(db database.DB, electrum *ElectrumIndex, others ...btcdindexers.Indexer) *Manager {
-	all := append([]btcdindexers.Indexer(nil), others...)
-	if electrum != nil {
-		all = append(all, electrum)
-	}
-	return &Manager{db: db, electrum: electrum, btcd: btcdindexers.NewManager(db, all)}
+	return &Manager{db: db, electrum: electrum,
+		btcd: btcdindexers.NewManager(db, append([]btcdindexers.Indexer(nil), others...))}
 }
 
 // Init prepares and catches up the Electrum index, then initialises btcd's
@@ -44,21 +43,69 @@ func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) 
 			return err
 		}
 	}
-	return m.btcd.Init(chain, interrupt)
+	if err := m.btcd.Init(chain, interrupt); err != nil {
+		return err
+	}
+	if m.electrum != nil {
+		m.electrum.startTrailing(chain)
+	}
+	return nil
 }
 
 // ConnectBlock passes a connected block to every index.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
-	return m.btcd.ConnectBlock(dbTx, block, stxos)
+	if err := m.btcd.ConnectBlock(dbTx, block, stxos); err != nil {
+		return err
+	}
+	if m.electrum != nil {
+		m.electrum.connectHook(dbTx, block, stxos)
+	}
+	return nil
 }
 
 // DisconnectBlock passes a disconnected block to every index.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
-	return m.btcd.DisconnectBlock(dbTx, block, stxos)
+	if err := m.btcd.DisconnectBlock(dbTx, block, stxos); err != nil {
+		return err
+	}
+	if m.electrum != nil {
+		m.electrum.disconnectHook(dbTx, block, stxos)
+	}
+	return nil
+}
+
+// connectHook indexes a connected block and moves the index tip with it in
+// the chain's transaction, unless the block is left to the trailing worker.
+// Like ConnectBlock it never fails: a broken invariant stops the process.
+func (idx *ElectrumIndex) connectHook(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) {
+	idx.mu.Lock()
+	trails := idx.trailsConnect(block)
+	idx.mu.Unlock()
+	if trails {
+		return
+	}
+	mustWrite(idx.ConnectBlock(dbTx, block, stxos))
+	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+	mustWrite(tips.Put(electrumIndexKey, tipVal(block.Hash(), block.Height())))
+}
+
+// disconnectHook unindexes a disconnected block and moves the index tip back
+// in the chain's transaction, unless the index never held the block.
+func (idx *ElectrumIndex) disconnectHook(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) {
+	idx.mu.Lock()
+	skip := idx.trailsDisconnect(block)
+	idx.mu.Unlock()
+	if skip {
+		return
+	}
+	mustWrite(idx.DisconnectBlock(dbTx, block, stxos))
+	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+	prev := block.MsgBlock().Header.PrevBlock
+	mustWrite(tips.Put(electrumIndexKey, tipVal(&prev, block.Height()-1)))
 }
 
 // prepare makes the index ready for btcd's manager: created, of the current

@@ -18,6 +18,7 @@ import (
 // spent outputs only, never the database.
 type blockPlan struct {
 	hash   chainhash.Hash
+	prev   chainhash.Hash
 	height int32
 	txs    []txPlan
 }
@@ -73,7 +74,8 @@ func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool
 		panic(fmt.Sprintf("electrum index: block %v at height %d has %d transactions",
 			block.Hash(), height, len(txs)))
 	}
-	p := &blockPlan{hash: *block.Hash(), height: height, txs: make([]txPlan, len(txs))}
+	p := &blockPlan{hash: *block.Hash(), prev: block.MsgBlock().Header.PrevBlock, height: height,
+		txs: make([]txPlan, len(txs))}
 
 	// Where each transaction's spent outputs start, and which outpoints
 	// are created and spent inside this block: those never become rows.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -23,9 +24,20 @@ import (
 // builds in *idx. Its read cache keeps every answer, so that every check
 // also checks answers served from the cache across blocks and reorgs.
 func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
+	return propIndexTrailing(idx, false)
+}
+
+// propIndexTrailing is propIndex for an index that trails the chain (the
+// harness's blocks are old enough for it) with a worker that starts a run
+// at every block, so that its runs overlap the chain's reorganizations.
+func propIndexTrailing(idx **indexers.ElectrumIndex, trailing bool) testchain.IndexFactory {
 	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		*idx = indexers.NewElectrumIndex(db, params)
 		(*idx).SetReadCacheMinRows(1)
+		if trailing {
+			(*idx).SetTrailing(indexers.DefaultTrailAge, nil)
+			(*idx).SetTrailingTuning(1, time.Millisecond)
+		}
 		return indexers.NewManager(db, *idx)
 	}
 }
@@ -33,10 +45,14 @@ func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
 // propChecker compares an index with the reference model after every step
 // of a random chain.
 type propChecker struct {
-	t    *testing.T
-	h    *testchain.Harness
-	idx  *indexers.ElectrumIndex
-	prev *testchain.Model
+	t *testing.T
+	// trailing: the index trails the chain; each check first waits for it
+	// to catch up, and Touched (which knows only blocks indexed by the
+	// hooks) is not checked.
+	trailing bool
+	h        *testchain.Harness
+	idx      *indexers.ElectrumIndex
+	prev     *testchain.Model
 	// seen holds every script hash and txid some main chain ever had, so
 	// that what left the main chain is checked to be gone from the index.
 	seenScripts map[indexers.ScriptHash]bool
@@ -66,6 +82,12 @@ func (c *propChecker) check(step string, touched *chainhash.Hash) {
 	t := c.t
 	t.Helper()
 	c.checks++
+	if c.trailing {
+		if err := c.idx.WaitCaughtUp(time.Minute); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		touched = nil
+	}
 	m, err := testchain.BuildModel(c.h)
 	if err != nil {
 		t.Fatalf("%s: model: %v", step, err)
@@ -105,7 +127,7 @@ func (c *propChecker) check(step string, touched *chainhash.Hash) {
 	// Blocks below both tips and the deepest reorganization cannot have
 	// changed since the previous check; every tenth check covers them all.
 	from := int32(0)
-	if c.prev != nil && c.checks%10 != 0 {
+	if c.prev != nil && c.checks%10 != 0 && !c.trailing {
 		from = max(min(c.prev.Height, m.Height)-propMaxDepth-1, 0)
 	}
 	c.checkTxs(m, from, fail)
@@ -337,10 +359,16 @@ const propMaxDepth = 10
 
 // runProperty drives one random chain with the index live from genesis.
 func runProperty(t *testing.T, seed int64, steps int) {
+	runPropertyWith(t, seed, steps, false)
+}
+
+// runPropertyWith is runProperty for a trailing index or not.
+func runPropertyWith(t *testing.T, seed int64, steps int, trailing bool) {
 	rng := rand.New(rand.NewSource(seed))
 	var idx *indexers.ElectrumIndex
-	h := testchain.New(t, propIndex(&idx))
-	c := &propChecker{t: t, h: h, idx: idx,
+	h := testchain.New(t, propIndexTrailing(&idx, trailing))
+	t.Cleanup(idx.StopTrailing)
+	c := &propChecker{t: t, h: h, idx: idx, trailing: trailing,
 		seenScripts: make(map[indexers.ScriptHash]bool), seenTxs: make(map[chainhash.Hash]bool)}
 	c.check("genesis", nil)
 	if err := h.MineMature(); err != nil {
@@ -411,10 +439,15 @@ func runProperty(t *testing.T, seed int64, steps int) {
 			}
 			name, connected = "mine", b.Hash()
 		}
-		c.check(fmt.Sprintf("seed %d step %d (%s)", seed, step, name), connected)
 		if err := h.CheckWallet(); err != nil {
 			t.Fatalf("seed %d step %d: %v", seed, step, err)
 		}
+		if trailing && step%4 != 3 {
+			// Three steps in four go unchecked, so that the worker's
+			// runs overlap the next steps' reorganizations.
+			continue
+		}
+		c.check(fmt.Sprintf("seed %d step %d (%s)", seed, step, name), connected)
 	}
 	_, height := h.Tip()
 	longest := 0
@@ -423,6 +456,14 @@ func runProperty(t *testing.T, seed int64, steps int) {
 	}
 	t.Logf("seed %d: %d steps, %d reorgs, %d invalidations, height %d, %d scripts, %d txs seen, longest history %d",
 		seed, steps, reorgs, invalidations, height, len(c.seenScripts), len(c.seenTxs), longest)
+	if trailing {
+		skipped, runs, moved := idx.TrailingCounts()
+		t.Logf("seed %d: %d blocks left to the trailing worker, %d runs, %d stopped by reorganizations",
+			seed, skipped, runs, moved)
+		if skipped == 0 || runs == 0 {
+			t.Fatal("the index never trailed the chain")
+		}
+	}
 }
 
 // TestPropertyIndexMatchesModel drives random chains with reorgs through
@@ -432,6 +473,19 @@ func TestPropertyIndexMatchesModel(t *testing.T) {
 	for _, seed := range []int64{1, 2, 3} {
 		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
 			runProperty(t, seed, 32)
+		})
+	}
+}
+
+// TestPropertyTrailingIndexMatchesModel is the model check for an index
+// that trails the chain, as during initial block download: its worker
+// catches up in batches, in its own transactions, while the chain connects
+// blocks, reorganizes and invalidates them; after every step the index,
+// once caught up, must answer exactly as the model.
+func TestPropertyTrailingIndexMatchesModel(t *testing.T) {
+	for _, seed := range []int64{4, 5} {
+		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
+			runPropertyWith(t, seed, 48, true)
 		})
 	}
 }

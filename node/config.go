@@ -17,6 +17,8 @@ import (
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
 	flags "github.com/jessevdk/go-flags"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // Defaults, matching btcd's where btcd has the same option.
@@ -137,13 +139,14 @@ type Config struct {
 	TxIndex             bool   `long:"txindex" description:"Maintain a full hash-based transaction index which makes all transactions available via the getrawtransaction RPC"`
 	Prune               uint64 `long:"prune" description:"Prune already validated blocks from the database. Must specify a target size in MiB (minimum value of 1536, default value of 0 will disable pruning). Not possible with --txindex or --electrumindex"`
 
-	ElectrumIndex        bool     `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
-	ElectrumListeners    []string `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
-	ElectrumTLSListeners []string `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
-	ElectrumWSListeners  []string `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
-	ElectrumWSSListeners []string `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
-	ElectrumCert         string   `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
-	ElectrumKey          string   `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+	ElectrumIndex        bool          `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
+	ElectrumTrailAge     time.Duration `long:"electrumtrailage" description:"During initial block download, blocks older than this are left out of the chain's transaction and indexed by a background catch-up in large batches, which is several times faster; younger blocks are indexed as they connect (0: index every block as it connects)"`
+	ElectrumListeners    []string      `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
+	ElectrumTLSListeners []string      `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
+	ElectrumWSListeners  []string      `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
+	ElectrumWSSListeners []string      `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
+	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
+	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
@@ -196,6 +199,7 @@ func DefaultConfig() *Config {
 		UtxoCacheMaxSizeMiB:  defaultUtxoCacheMaxSizeMiB,
 		ElectrumCert:         defaultElecCert,
 		ElectrumKey:          defaultElecKeyFile,
+		ElectrumTrailAge:     indexers.DefaultTrailAge,
 		Electrum:             defaultElectrumLimits(),
 	}
 }

@@ -118,6 +118,9 @@ func New(cfg *Config) (*Node, error) {
 func (n *Node) assemble() error {
 	cfg := n.cfg
 	n.index = newIndexSet(n.db, cfg)
+	if idx := n.index.electrum; idx != nil && cfg.ElectrumTrailAge > 0 {
+		idx.SetTrailing(cfg.ElectrumTrailAge, n.indexCaughtUp)
+	}
 	var err error
 	n.chain, err = blockchain.New(&blockchain.Config{
 		DB:               n.db,
@@ -218,6 +221,9 @@ func (n *Node) closeAfterFailedNew() {
 	if n.srv != nil {
 		n.srv.close()
 	}
+	if n.index != nil && n.index.electrum != nil {
+		n.index.electrum.StopTrailing()
+	}
 	if n.chain != nil {
 		if err := n.chain.FlushUtxoCache(blockchain.FlushRequired); err != nil {
 			log.Errorf("Flush UTXO cache: %v", err)
@@ -288,6 +294,11 @@ func (n *Node) Stop() error {
 		log.Infof("Shutting down")
 		close(n.quit)
 		n.srv.stop()
+		if idx := n.index.electrum; idx != nil {
+			// The trailing worker writes to the database and reads the
+			// chain; what it has not committed is caught up next start.
+			idx.StopTrailing()
+		}
 		if n.started.Load() {
 			n.cpuMiner.Stop()
 			n.connManager.Stop()

@@ -26,6 +26,10 @@ type nodeEvent struct {
 	// accepted are transactions accepted into the mempool (nil for a
 	// block event).
 	accepted []*mempool.TxDesc
+
+	// caughtUp: the trailing Electrum index committed blocks the hooks
+	// left to it, whose touched scripts were never reported.
+	caughtUp bool
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -141,16 +145,17 @@ func (n *Node) dispatchEvents() {
 		if !ok {
 			return
 		}
-		blocks := false
+		blocks, caughtUp := false, false
 		var (
 			accepted []*mempool.TxDesc
 			touched  []indexers.ScriptHash
 		)
 		for _, ev := range evs {
-			if ev.block != nil {
+			if ev.block != nil || ev.caughtUp {
 				blocks = true
 				touched = append(touched, ev.touched...)
 			}
+			caughtUp = caughtUp || ev.caughtUp
 			accepted = append(accepted, ev.accepted...)
 		}
 		// The mempool view is reconciled first, so the statuses the
@@ -158,8 +163,18 @@ func (n *Node) dispatchEvents() {
 		// as the block left it.
 		n.updateMempoolView(blocks, accepted)
 		if blocks {
-			n.srv.electrumScripts(touched)
+			if caughtUp {
+				n.srv.electrumAllScripts()
+			} else {
+				n.srv.electrumScripts(touched)
+			}
 			n.srv.electrumTip()
 		}
 	}
+}
+
+// indexCaughtUp is the trailing Electrum index's callback after it committed
+// blocks of its own: every subscribed status is recomputed.
+func (n *Node) indexCaughtUp() {
+	n.events.push(nodeEvent{caughtUp: true})
 }

@@ -194,6 +194,14 @@ func (s *servers) electrumScripts(touched []indexers.ScriptHash) {
 	}
 }
 
+// electrumAllScripts tells the Electrum server that any confirmed history
+// may have changed (the trailing index committed blocks of its own).
+func (s *servers) electrumAllScripts() {
+	if s.electrum != nil {
+		s.electrum.NotifyAllScriptHashes()
+	}
+}
+
 // electrumMempool tells the Electrum server whose unconfirmed parts
 // changed.
 func (s *servers) electrumMempool(touched []indexers.ScriptHash) {

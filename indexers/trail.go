@@ -1,0 +1,382 @@
+package indexers
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+)
+
+// Trailing: the index during initial block download.
+//
+// Written block by block, the index costs far more than the block it
+// indexes: every row goes through ffldb's write cache, a persistent treap
+// that copies a path of nodes for every key it merges, at every block's
+// commit. The catch-up writes the same rows several times faster, in large
+// sorted batches that ffldb mostly writes straight to leveldb. So while the
+// chain connects old blocks (initial block download), the index trails it:
+// the hooks leave such blocks alone and a background worker brings the
+// index up to the chain in catch-up batches, each committed in its own
+// database transaction with the index tip. At the tip (a block younger than
+// TrailAge) every block is indexed inside the chain's own transaction, as
+// always.
+//
+// Nothing of the index's atomicity is lost. The index tip is always a block
+// of the main chain whose rows are all committed with it; a crash while
+// trailing leaves an index at an older tip, which the next start catches
+// up. The hooks and the worker's commits are serialized by ffldb's write
+// lock, and decide on the in-memory tip, which moves only together with the
+// rows:
+//
+//   - A connected block extending the index tip is indexed in the chain's
+//     transaction unless it is old; any other connected block (above the
+//     index tip) is left to the worker.
+//   - A disconnected block at the index tip is unindexed in the chain's
+//     transaction; one above the index tip was never indexed. Either way
+//     its hash goes into the set of disconnected blocks, which it leaves
+//     when it is connected again.
+//   - The worker reads blocks by height while the chain may reorganize
+//     (btcd's view of the chain by height moves just after the database
+//     commits). A batch's blocks must link up, and it commits only if its
+//     first block extends the index tip as it is when the batch's
+//     transaction holds the write lock, and none of its blocks is in the
+//     set of disconnected blocks: every block was in the main chain when
+//     it was read, and one that left it since is in the set. Otherwise
+//     the run stops and the worker starts again from the index tip.
+//
+// Readers are unaffected: every answer comes from one view with the index
+// tip it holds. While trailing, that tip is behind the chain's, and the
+// Electrum server answers for it (node/ reports the index tip as the
+// server's tip).
+
+// DefaultTrailAge is the age above which a connected block is left to the
+// trailing worker: the horizon within which btcd considers its chain
+// current.
+const DefaultTrailAge = 24 * time.Hour
+
+const (
+	// trailMinTxs is the lag, in transactions, at which the worker starts a
+	// run while blocks keep coming: enough for a batch of the size the
+	// catch-up writes fastest.
+	trailMinTxs = 150_000
+	// trailIdle is how long the worker waits for the next old block before
+	// it catches up a smaller lag.
+	trailIdle = time.Second
+	// trailRetry is the pause before the worker retries a failed run.
+	trailRetry = time.Second
+	// goneKeep bounds the set of disconnected block hashes.
+	goneKeep = 4096
+)
+
+// errTrailMoved stops a trailing run whose batch no longer extends the
+// index tip on the main chain.
+var errTrailMoved = errors.New("electrum index: chain reorganized under a trailing batch")
+
+// trailer is the state of trailing.
+type trailer struct {
+	age time.Duration
+	// minTxs and idle are trailMinTxs and trailIdle (tests make them
+	// small so that runs overlap the chain's reorganizations).
+	minTxs int64
+	idle   time.Duration
+
+	kick  chan bool // true: catch up now, whatever the lag
+	quit  chan struct{}
+	done  chan struct{}
+	chain *blockchain.BlockChain
+
+	// onCaughtUp, when set, is called after a run that committed blocks.
+	onCaughtUp func()
+
+	// Guarded by ElectrumIndex.mu:
+	// skipped, runs and moved count blocks the hooks left to the worker,
+	// runs that committed blocks, and runs stopped by a reorganization.
+	skipped, runs, moved int
+	gone                 map[chainhash.Hash]struct{}
+	goneOrder            []chainhash.Hash
+	running              bool
+	waiters              []chan struct{}
+}
+
+// SetTrailing makes the index trail the chain during initial block download
+// (blocks older than age; 0 turns trailing off, as it is by default).
+// onCaughtUp, when not nil, is called after the worker has committed blocks
+// (on its goroutine): the scripts those blocks touched were never reported
+// by Touched. Call it before the chain is created with the index's manager.
+func (idx *ElectrumIndex) SetTrailing(age time.Duration, onCaughtUp func()) {
+	if age <= 0 {
+		idx.trail = nil
+		return
+	}
+	idx.trail = &trailer{
+		age:        age,
+		minTxs:     trailMinTxs,
+		idle:       trailIdle,
+		kick:       make(chan bool, 1),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+		onCaughtUp: onCaughtUp,
+		gone:       make(map[chainhash.Hash]struct{}),
+	}
+}
+
+// startTrailing starts the worker once the index has caught up at start.
+func (idx *ElectrumIndex) startTrailing(chain *blockchain.BlockChain) {
+	t := idx.trail
+	if t == nil || t.chain != nil {
+		return
+	}
+	t.chain = chain
+	go idx.trailLoop()
+}
+
+// StopTrailing stops the worker, waiting for a batch being committed. The
+// node calls it before closing the database; the next start catches up
+// what is left.
+func (idx *ElectrumIndex) StopTrailing() {
+	t := idx.trail
+	if t == nil || t.chain == nil {
+		return
+	}
+	select {
+	case <-t.quit:
+	default:
+		close(t.quit)
+	}
+	<-t.done
+}
+
+// old reports whether a block is left to the worker.
+func (t *trailer) old(block *btcutil.Block) bool {
+	return time.Since(block.MsgBlock().Header.Timestamp) > t.age
+}
+
+// poke wakes the worker; now asks it to catch up whatever the lag.
+func (t *trailer) poke(now bool) {
+	select {
+	case t.kick <- now:
+	default:
+		if now {
+			// A pending plain kick is upgraded.
+			select {
+			case <-t.kick:
+			default:
+			}
+			select {
+			case t.kick <- true:
+			default:
+			}
+		}
+	}
+}
+
+// trailsConnect decides, inside the chain's transaction and with idx.mu
+// held, whether a connected block is left to the worker.
+func (idx *ElectrumIndex) trailsConnect(block *btcutil.Block) bool {
+	t := idx.trail
+	if t == nil || t.chain == nil || !idx.tip.valid {
+		return false
+	}
+	// A block connected again (reconsidered, or a reorganization back to
+	// its branch) is in the main chain once more.
+	delete(t.gone, *block.Hash())
+	prev := block.MsgBlock().Header.PrevBlock
+	extends := idx.tip.hash == prev && idx.tip.height == block.Height()-1
+	old := t.old(block)
+	switch {
+	case extends && !old:
+		return false
+	case extends || idx.tip.height < block.Height()-1:
+		t.skipped++
+		t.poke(!old)
+		return true
+	}
+	// The index is at or above the block's height: not a trailing state
+	// (ConnectBlock's own checks decide).
+	return false
+}
+
+// trailsDisconnect records a disconnected block and decides, inside the
+// chain's transaction and with idx.mu held, whether the index never held it.
+func (idx *ElectrumIndex) trailsDisconnect(block *btcutil.Block) bool {
+	t := idx.trail
+	if t == nil || t.chain == nil {
+		return false
+	}
+	h := *block.Hash()
+	if _, ok := t.gone[h]; !ok {
+		t.gone[h] = struct{}{}
+		t.goneOrder = append(t.goneOrder, h)
+		if len(t.goneOrder) > goneKeep {
+			// The oldest disconnects are long settled: no batch read
+			// before them is still on its way.
+			delete(t.gone, t.goneOrder[0])
+			t.goneOrder = t.goneOrder[1:]
+		}
+	}
+	return idx.tip.valid && block.Height() > idx.tip.height
+}
+
+// trailCommit commits a trailing batch's transaction dbTx if the batch's
+// blocks, whose first is at height first on parent prev, extend the index
+// tip and are all still in the main chain, and moves the in-memory tip to
+// tip with it. It runs while dbTx holds ffldb's write lock, so no hook runs
+// meanwhile; the in-memory tip moves before the commit, so none runs between
+// the commit and it either. A failed commit would leave the in-memory tip
+// ahead of the database, which the hooks rely on: like a failed write
+// inside them, it stops the process, and the next start catches up from
+// the committed tip.
+func (idx *ElectrumIndex) trailCommit(dbTx database.Tx, prev chainhash.Hash, first int32,
+	hashes []chainhash.Hash, tip memTip) error {
+
+	idx.mu.Lock()
+	ok := idx.tip.hash == prev && idx.tip.height == first-1
+	for _, h := range hashes {
+		if _, gone := idx.trail.gone[h]; gone {
+			ok = false
+		}
+	}
+	if !ok {
+		idx.mu.Unlock()
+		_ = dbTx.Rollback()
+		return errTrailMoved
+	}
+	idx.tip = tip
+	idx.mu.Unlock()
+	if err := dbTx.Commit(); err != nil {
+		panic(fmt.Sprintf("electrum index: commit of a trailing batch failed: %v", err))
+	}
+	return nil
+}
+
+// trailLoop is the worker: it waits for kicks and runs catch-ups while the
+// index is behind the chain.
+func (idx *ElectrumIndex) trailLoop() {
+	t := idx.trail
+	defer close(t.done)
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	for {
+		now := false
+		select {
+		case <-t.quit:
+			idx.releaseWaiters()
+			return
+		case now = <-t.kick:
+		case <-idle.C:
+			now = true
+		}
+		idx.mu.Lock()
+		have := idx.tip.txCount
+		idx.mu.Unlock()
+		best := t.chain.BestSnapshot()
+		lag := int64(best.TotalTxns) - int64(have)
+		if !now && lag < t.minTxs {
+			// Blocks are still coming: wait for more, or for a pause.
+			idle.Reset(t.idle)
+			continue
+		}
+		idle.Stop()
+		if err := idx.trailRun(); err != nil {
+			if interrupted(t.quit) {
+				idx.releaseWaiters()
+				return
+			}
+			if !errors.Is(err, errTrailMoved) {
+				log.Warnf("Electrum index: trailing catch-up: %v; retrying", err)
+			}
+			select {
+			case <-time.After(trailRetry):
+			case <-t.quit:
+				idx.releaseWaiters()
+				return
+			}
+			t.poke(true)
+			continue
+		}
+		if idx.behind() {
+			t.poke(true)
+		} else {
+			idx.releaseWaiters()
+		}
+	}
+}
+
+// trailRun runs one catch-up from the index tip to the chain's tip.
+func (idx *ElectrumIndex) trailRun() error {
+	t := idx.trail
+	idx.mu.Lock()
+	t.running = true
+	from := idx.tip.height
+	idx.mu.Unlock()
+	defer func() {
+		idx.mu.Lock()
+		t.running = false
+		idx.mu.Unlock()
+	}()
+	err := idx.catchUpWith(t.chain, t.quit, catchUpTrailing)
+	idx.mu.Lock()
+	moved := idx.tip.height != from
+	if moved {
+		t.runs++
+	}
+	if errors.Is(err, errTrailMoved) {
+		t.moved++
+	}
+	idx.mu.Unlock()
+	if moved && t.onCaughtUp != nil {
+		t.onCaughtUp()
+	}
+	return err
+}
+
+// behind reports whether the chain has blocks the index does not.
+func (idx *ElectrumIndex) behind() bool {
+	best := idx.trail.chain.BestSnapshot()
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.tip.hash != best.Hash
+}
+
+// releaseWaiters wakes every WaitCaughtUp.
+func (idx *ElectrumIndex) releaseWaiters() {
+	idx.mu.Lock()
+	ws := idx.trail.waiters
+	idx.trail.waiters = nil
+	idx.mu.Unlock()
+	for _, w := range ws {
+		close(w)
+	}
+}
+
+// WaitCaughtUp asks a trailing index to catch up with the chain now and
+// waits until it has, or until timeout. Without trailing it returns at
+// once.
+func (idx *ElectrumIndex) WaitCaughtUp(timeout time.Duration) error {
+	t := idx.trail
+	if t == nil || t.chain == nil {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if !idx.behind() {
+			return nil
+		}
+		w := make(chan struct{})
+		idx.mu.Lock()
+		t.waiters = append(t.waiters, w)
+		idx.mu.Unlock()
+		t.poke(true)
+		select {
+		case <-w:
+		case <-time.After(time.Until(deadline)):
+			return fmt.Errorf("electrum index: not caught up with the chain after %v", timeout)
+		case <-t.done:
+			return errors.New("electrum index: trailing stopped")
+		}
+	}
+}
