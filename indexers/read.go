@@ -263,10 +263,11 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 	hx := sh.hashX()
 	var from *uint64
 	st := NewStatusHasher()
+	resumed := false
 	if m := idx.statuses.get(hx); m != nil {
 		if inChain(meta, m.at) {
-			if resumed, ok := m.resume(); ok {
-				st = resumed
+			if r, ok := m.resume(); ok {
+				st, resumed = r, true
 				last := m.last
 				from = &last
 			}
@@ -276,18 +277,47 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 			idx.statuses.drop(m)
 		}
 	}
+	key := readKey{hx: hx, kind: readHistory}
+	if !resumed {
+		// A history in the read cache is hashed instead of read again,
+		// and one known to be too long fails at once.
+		if e := idx.reads.get(key); e != nil && inChain(meta, e.at) {
+			switch {
+			case e.over > 0 && limit > 0 && limit <= e.over:
+				return nil, ErrHistoryTooLarge
+			case e.over == 0 && (limit <= 0 || len(e.hist) <= limit):
+				for i := range e.hist {
+					st.Add(e.hist[i].TxHash, e.hist[i].Height)
+				}
+				last := e.last
+				from = &last
+			}
+		}
+	}
 	if limit > 0 && st.Len() > limit {
 		return nil, ErrHistoryTooLarge
 	}
 	nums, err := historyNumsWith(c, &hx, from, room(limit, st.Len()))
 	if err != nil {
+		if from == nil && idx.reads.worth(limit) {
+			idx.reads.put(&readEntry{key: key, at: tip, over: limit})
+		}
 		return nil, err
 	}
 	if err := historyEntries(meta, sh, nums, st.Add); err != nil {
 		return nil, err
 	}
-	if len(nums) > 0 && st.Len() >= statusCacheMin {
-		if m := st.midstate(hx, tip, nums[len(nums)-1]); m != nil {
+	// A new midstate is kept when entries were added to the one resumed,
+	// or when there was none to resume.
+	if (len(nums) > 0 || !resumed) && st.Len() >= statusCacheMin {
+		var last uint64
+		switch {
+		case len(nums) > 0:
+			last = nums[len(nums)-1]
+		case from != nil:
+			last = *from
+		}
+		if m := st.midstate(hx, tip, last); m != nil {
 			idx.statuses.put(m)
 		}
 	}
