@@ -98,7 +98,6 @@ type trailer struct {
 	skipped, runs, moved int
 	gone                 map[chainhash.Hash]struct{}
 	goneOrder            []chainhash.Hash
-	running              bool
 	waiters              []chan struct{}
 }
 
@@ -310,14 +309,8 @@ func (idx *ElectrumIndex) trailLoop() {
 func (idx *ElectrumIndex) trailRun() error {
 	t := idx.trail
 	idx.mu.Lock()
-	t.running = true
 	from := idx.tip.height
 	idx.mu.Unlock()
-	defer func() {
-		idx.mu.Lock()
-		t.running = false
-		idx.mu.Unlock()
-	}()
 	err := idx.catchUpWith(t.chain, t.quit, catchUpTrailing)
 	idx.mu.Lock()
 	moved := idx.tip.height != from
@@ -334,12 +327,13 @@ func (idx *ElectrumIndex) trailRun() error {
 	return err
 }
 
-// behind reports whether the chain has blocks the index does not.
+// behind reports whether the chain has blocks the index has not committed.
+// It reads the committed tip: the in-memory one moves just before a
+// trailing batch commits.
 func (idx *ElectrumIndex) behind() bool {
 	best := idx.trail.chain.BestSnapshot()
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	return idx.tip.hash != best.Hash
+	tip, err := idx.Tip()
+	return err != nil || tip.Hash != best.Hash
 }
 
 // releaseWaiters wakes every WaitCaughtUp.
