@@ -35,16 +35,11 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 	return t, err
 }
 
-// historyNums returns the txpos of hx's history after position from (all when
-// from is nil), failing with ErrHistoryTooLarge past room entries (room < 0:
-// no bound).
-func historyNums(meta database.Bucket, hx *hashX, from *uint64, room int) ([]uint64, error) {
-	return historyNumsWith(meta.Cursor(), hx, from, room)
-}
-
-// historyNumsWith is historyNums on a cursor of the metadata bucket, which
-// a caller reading many scripts in one view reuses: creating an ffldb cursor
-// costs more than a seek.
+// historyNumsWith returns the txpos of hx's history after position from (all
+// when from is nil), failing with ErrHistoryTooLarge past room entries (room
+// < 0: no bound). It reads with cursor c of the metadata bucket, which the
+// caller goes on using (for the history's chunks, or the next scripts of
+// one view): creating an ffldb cursor costs more than a seek.
 func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
 	pre := histPrefix(hx)
 	seek := pre
@@ -86,24 +81,41 @@ func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 }
 
 // historyEntries calls fn with the txid and height of each of sh's history
-// positions nums, in order. Positions come in chain order, so their "Ext"
-// chunks are read with one cursor moving forward: entries in one chunk share
-// a read, and a chunk a few keys ahead (the next transactions of a block,
-// the next block) is reached by stepping, which costs a fraction of a seek
-// or a get.
-func historyEntries(meta database.Bucket, sh ScriptHash, nums []uint64, fn func(chainhash.Hash, int32)) error {
+// positions nums, in order, reading their "Ext" chunks. Entries in one
+// chunk share a read. Positions come in chain order, so chunks ascend; a
+// chunk in the same or the next block as the one before is reached by
+// stepping cursor c (a fraction of the cost of a seek or a get), and a chunk
+// far from both neighbours is read with a get, which, unlike a seek, stops
+// at the first table holding the key.
+func historyEntries(meta database.Bucket, c database.Cursor, sh ScriptHash, nums []uint64,
+	fn func(chainhash.Hash, int32)) error {
+
 	var (
 		k     [txKeyLen]byte
 		chunk []byte
 		base  = ^uint64(0)
-		c     chunkCursor
+		cc    = chunkCursor{c: c}
 	)
-	c.init(meta)
-	for _, n := range nums {
+	for i, n := range nums {
 		if b := n &^ (txChunk - 1); b != base {
+			prev := base
 			base = b
 			txKey(k[:], n)
-			chunk = c.get(k[:])
+			next := ^uint64(0)
+			for _, m := range nums[i+1:] {
+				if mb := m &^ (txChunk - 1); mb != b {
+					next = mb
+					break
+				}
+			}
+			switch {
+			case prev != ^uint64(0) && nearChunk(prev, b) && cc.at != nil:
+				chunk = cc.step(k[:])
+			case next != ^uint64(0) && nearChunk(b, next):
+				chunk = cc.seek(k[:])
+			default:
+				chunk = meta.Get(k[:])
+			}
 		}
 		r, ok := decodeTxEntry(chunk, n)
 		if !ok {
@@ -115,37 +127,47 @@ func historyEntries(meta database.Bucket, sh ScriptHash, nums []uint64, fn func(
 	return nil
 }
 
+// nearChunk reports whether the chunk at txpos b is in the same block as the
+// one at a, or in the next.
+func nearChunk(a, b uint64) bool {
+	ha, hb := posHeight(a), posHeight(b)
+	return hb == ha || hb == ha+1
+}
+
 // chunkSteps is how many rows a chunkCursor steps over before it seeks.
 const chunkSteps = 8
 
-// chunkCursor reads "Ext" chunks in ascending key order.
+// chunkCursor reads "Ext" chunks in ascending key order with a cursor.
 type chunkCursor struct {
-	c     database.Cursor
-	at    []byte // the key the cursor is at; nil before the first read
-	valid bool
+	c  database.Cursor
+	at []byte // the key the cursor is at; nil when not positioned
 }
 
-func (cc *chunkCursor) init(meta database.Bucket) { cc.c = meta.Cursor() }
-
-// get returns the value of key k, which must not be below the previous
-// key asked for; nil when there is no such row.
-func (cc *chunkCursor) get(k []byte) []byte {
-	if cc.valid && cc.at != nil {
-		for i := 0; i < chunkSteps; i++ {
-			switch cmp := bytes.Compare(cc.at, k); {
-			case cmp == 0:
-				return cc.c.Value()
-			case cmp > 0:
-				return nil
-			}
-			if cc.valid = cc.c.Next(); !cc.valid {
-				return nil
-			}
-			cc.at = cc.c.Key()
+// step returns the value of key k, at or after the cursor's position,
+// stepping a few rows before it falls back to a seek; nil when there is no
+// such row.
+func (cc *chunkCursor) step(k []byte) []byte {
+	for i := 0; i < chunkSteps && cc.at != nil; i++ {
+		switch cmp := bytes.Compare(cc.at, k); {
+		case cmp == 0:
+			return cc.c.Value()
+		case cmp > 0:
+			return nil
 		}
+		if !cc.c.Next() {
+			cc.at = nil
+			return nil
+		}
+		cc.at = cc.c.Key()
 	}
-	cc.valid = cc.c.Seek(k)
-	if !cc.valid {
+	return cc.seek(k)
+}
+
+// seek positions the cursor at k and returns its value; nil when there is
+// no such row.
+func (cc *chunkCursor) seek(k []byte) []byte {
+	cc.at = nil
+	if !cc.c.Seek(k) {
 		return nil
 	}
 	cc.at = cc.c.Key()
@@ -186,7 +208,8 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		if limit > 0 && len(have) > limit {
 			return ErrHistoryTooLarge
 		}
-		nums, err := historyNums(meta, &hx, from, room(limit, len(have)))
+		c := meta.Cursor()
+		nums, err := historyNumsWith(c, &hx, from, room(limit, len(have)))
 		if err != nil {
 			if idx.reads.worth(limit) && from == nil {
 				idx.reads.put(&readEntry{key: key, at: tip, over: limit})
@@ -199,7 +222,7 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		}
 		out = make([]HistoryEntry, len(have), len(have)+len(nums))
 		copy(out, have)
-		err = historyEntries(meta, sh, nums, func(txid chainhash.Hash, height int32) {
+		err = historyEntries(meta, c, sh, nums, func(txid chainhash.Hash, height int32) {
 			out = append(out, HistoryEntry{TxHash: txid, Height: height})
 		})
 		if err == nil && idx.reads.worth(len(out)) {
@@ -304,7 +327,7 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 		}
 		return nil, err
 	}
-	if err := historyEntries(meta, sh, nums, st.Add); err != nil {
+	if err := historyEntries(meta, c, sh, nums, st.Add); err != nil {
 		return nil, err
 	}
 	// A new midstate is kept when entries were added to the one resumed,
