@@ -408,7 +408,7 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 			next.tip, next.hgt, next.stats = b.tip, b.hgt, b.stats
 			b = next
 		}
-		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
+		if now := time.Now(); now.Sub(lastLog) >= idx.progressInterval() {
 			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()
 			eta := "unknown"
 			if rate > 0 && best.TotalTxns > count {

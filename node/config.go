@@ -1,11 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,10 +16,13 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
 	flags "github.com/jessevdk/go-flags"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // Defaults, matching btcd's where btcd has the same option.
@@ -101,6 +107,7 @@ type Config struct {
 	BlocksOnly          bool          `long:"blocksonly" description:"Do not accept transactions from remote peers."`
 	DisableStallHandler bool          `long:"nostalldetect" description:"Disables the stall handler system for each peer, useful in simnet/regtest integration tests frameworks"`
 	DisableCheckpoints  bool          `long:"nocheckpoints" description:"Disable built-in checkpoints.  Don't do this unless you know what you're doing."`
+	AddCheckpoints      []string      `long:"addcheckpoint" description:"Add a custom checkpoint.  Format: '<height>:<hash>'"`
 	TrickleInterval     time.Duration `long:"trickleinterval" description:"Minimum time between attempts to send new inventory to a connected peer"`
 	UserAgentComments   []string      `long:"uacomment" description:"Comment to add to the user agent -- See BIP 14 for more information."`
 	V2Transport         bool          `long:"v2transport" description:"Enable P2P v2 encrypted transport protocol (BIP324) (default: false)"`
@@ -137,13 +144,14 @@ type Config struct {
 	TxIndex             bool   `long:"txindex" description:"Maintain a full hash-based transaction index which makes all transactions available via the getrawtransaction RPC"`
 	Prune               uint64 `long:"prune" description:"Prune already validated blocks from the database. Must specify a target size in MiB (minimum value of 1536, default value of 0 will disable pruning). Not possible with --txindex or --electrumindex"`
 
-	ElectrumIndex        bool     `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
-	ElectrumListeners    []string `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
-	ElectrumTLSListeners []string `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
-	ElectrumWSListeners  []string `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
-	ElectrumWSSListeners []string `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
-	ElectrumCert         string   `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
-	ElectrumKey          string   `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+	ElectrumIndex        bool          `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
+	ElectrumListeners    []string      `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
+	ElectrumTLSListeners []string      `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
+	ElectrumWSListeners  []string      `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
+	ElectrumWSSListeners []string      `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
+	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
+	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
@@ -163,6 +171,7 @@ type Config struct {
 	netDataDir    string
 	netLogDir     string
 	miningAddrs   []address.Address
+	checkpoints   []chaincfg.Checkpoint // from --addcheckpoint, in the order given
 	minRelayTxFee btcutil.Amount
 	normalized    bool
 }
@@ -196,6 +205,7 @@ func DefaultConfig() *Config {
 		UtxoCacheMaxSizeMiB:  defaultUtxoCacheMaxSizeMiB,
 		ElectrumCert:         defaultElecCert,
 		ElectrumKey:          defaultElecKeyFile,
+		ElectrumProgress:     indexers.DefaultProgressInterval,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -316,6 +326,16 @@ func (cfg *Config) Normalize() error {
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")
 	}
+
+	if cfg.ElectrumProgress <= 0 {
+		return fmt.Errorf("electrumprogress must be positive, not %v", cfg.ElectrumProgress)
+	}
+
+	checkpoints, err := parseCheckpoints(cfg.AddCheckpoints)
+	if err != nil {
+		return fmt.Errorf("error parsing checkpoints: %w", err)
+	}
+	cfg.checkpoints = checkpoints
 
 	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
 	if err != nil || amt < 0 {
@@ -449,6 +469,65 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// parseCheckpoints parses --addcheckpoint values, each "<height>:<hash>"
+// as in btcd.
+func parseCheckpoints(strs []string) ([]chaincfg.Checkpoint, error) {
+	var out []chaincfg.Checkpoint
+	for _, s := range strs {
+		heightStr, hashStr, ok := strings.Cut(s, ":")
+		if !ok || strings.Contains(hashStr, ":") {
+			return nil, fmt.Errorf("unable to parse checkpoint %q -- use the syntax <height>:<hash>", s)
+		}
+		height, err := strconv.ParseInt(heightStr, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to malformed height", s)
+		}
+		if hashStr == "" {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to missing hash", s)
+		}
+		hash, err := chainhash.NewHashFromStr(hashStr)
+		if err != nil {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to malformed hash", s)
+		}
+		out = append(out, chaincfg.Checkpoint{Height: int32(height), Hash: hash})
+	}
+	return out, nil
+}
+
+// mergeCheckpoints returns the network's checkpoints with the added ones, in
+// height order. An added checkpoint replaces the network's at its height, and
+// of added checkpoints at one height the last given wins (as btcd).
+func mergeCheckpoints(network, added []chaincfg.Checkpoint) []chaincfg.Checkpoint {
+	if len(added) == 0 {
+		return network
+	}
+	byHeight := make(map[int32]chaincfg.Checkpoint, len(added))
+	for _, c := range added {
+		byHeight[c.Height] = c
+	}
+	out := make([]chaincfg.Checkpoint, 0, len(network)+len(byHeight))
+	for _, c := range network {
+		if _, ok := byHeight[c.Height]; !ok {
+			out = append(out, c)
+		}
+	}
+	for _, c := range byHeight {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b chaincfg.Checkpoint) int { return cmp.Compare(a.Height, b.Height) })
+	return out
+}
+
+// Checkpoints returns the checkpoints the chain is built with: none with
+// --nocheckpoints, otherwise the network's merged with --addcheckpoint
+// (after Normalize).
+func (cfg *Config) Checkpoints() []chaincfg.Checkpoint {
+	if cfg.DisableCheckpoints {
+		return nil
+	}
+	return mergeCheckpoints(cfg.params.Checkpoints, cfg.checkpoints)
 }
 
 // utxoCacheBytes is the UTXO cache size in bytes for blockchain.Config.
