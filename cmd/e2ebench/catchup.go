@@ -187,6 +187,7 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 		}
 		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),
 			"--electrumprogress="+progress.String())
+		args = append(args, c.nodeArgs...)
 	case kindAddrIndex:
 		args = append(args, "--addrindex")
 	case kindTxIndex:

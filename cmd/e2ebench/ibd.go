@@ -67,13 +67,19 @@ type ibdReport struct {
 
 func runIBD(args []string) error {
 	var (
-		c   common
-		big int
+		c    common
+		big  int
+		only string
 	)
 	fs := flag.NewFlagSet("ibd", flag.ExitOnError)
 	c.register(fs)
 	fs.IntVar(&big, "big", 2500, "blocks with at least this many transactions get latency percentiles")
+	fs.StringVar(&only, "index", "both", "which nodes to run: both, with (the Electrum index) or without")
 	fs.Parse(args)
+	configs := map[string][]bool{"both": {true, false}, "with": {true}, "without": {false}}[only]
+	if configs == nil {
+		return fmt.Errorf("-index %q: both, with or without", only)
+	}
 
 	ci, scratch, cleanup, err := c.setup()
 	if err != nil {
@@ -89,7 +95,7 @@ func runIBD(args []string) error {
 
 	rep := &ibdReport{Kind: "ibd", Machine: machine(), Chain: ci, BigBlockTxs: big, BigBlocks: bigBlocks}
 	for r := 1; r <= c.runs; r++ {
-		for _, withIndex := range []bool{true, false} {
+		for _, withIndex := range configs {
 			run, err := ibdOnce(&c, ci, scratch, withIndex, r, big)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", ibdName(withIndex), r, err)
@@ -182,6 +188,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 		}
 		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", ePort))
 	}
+	args = append(args, c.nodeArgs...)
 
 	var (
 		mu      sync.Mutex

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -87,6 +88,8 @@ type common struct {
 	keep    bool
 	timeout time.Duration
 	verbose bool
+	// nodeArgs are extra flags for this node (not for btcd).
+	nodeArgs []string
 }
 
 func (c *common) register(fs *flag.FlagSet) {
@@ -100,6 +103,10 @@ func (c *common) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.keep, "keep", false, "keep each run's scratch datadir and log")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Hour, "give up on a run after this long")
 	fs.BoolVar(&c.verbose, "v", false, "echo the nodes' log lines")
+	fs.Func("nodeargs", "extra flags for this node, space-separated (e.g. \"--cpuprofile=/tmp/node.prof\"); not passed to btcd", func(s string) error {
+		c.nodeArgs = append(c.nodeArgs, strings.Fields(s)...)
+		return nil
+	})
 }
 
 // setup checks the flags and loads the chain; it returns the chain and the

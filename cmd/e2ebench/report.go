@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -88,6 +90,20 @@ func fmtMs(ms float64, n int) string {
 	return fmt.Sprintf("%.1f", ms)
 }
 
+// commas formats v rounded to a whole number with thousands separators.
+func commas(v float64) string {
+	s := strconv.FormatInt(int64(math.Round(v)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
 func fmtRatio(r float64) string {
 	if r == 0 {
 		return "-"
@@ -158,8 +174,8 @@ func (rep *catchupReport) markdown(svg string) string {
 	var b strings.Builder
 	ci := rep.Chain
 	fmt.Fprintf(&b, "\n## End to end: index catch-up (`e2ebench catchup`)\n\n")
-	fmt.Fprintf(&b, "Chain `%s`: %s, %d blocks, %d transactions (tip %d). Machine: %s.\n", filepath.Base(ci.Dir), ci.Network,
-		ci.Blocks, ci.Txs, ci.TipHeight, rep.Machine)
+	fmt.Fprintf(&b, "Chain `%s`: %s, %d blocks, %s transactions (tip %d). Machine: %s.\n", filepath.Base(ci.Dir), ci.Network,
+		ci.Blocks, commas(float64(ci.Txs)), ci.TipHeight, rep.Machine)
 	fmt.Fprintf(&b, "Each run copies the chain's database and times the process from start until the index is at the tip "+
 		"(ours: the Electrum port answers `blockchain.headers.subscribe` with the tip; btcd: \"Indexes caught up\"). "+
 		"tx/s is the chain's transactions over those seconds; peak RSS the highest 100 ms sample of VmRSS; index bytes "+
@@ -168,11 +184,11 @@ func (rep *catchupReport) markdown(svg string) string {
 	for _, k := range rep.kinds() {
 		for _, r := range rep.Runs {
 			if r.Kind == k {
-				fmt.Fprintf(&b, "| %s | %d | %.2f | %.0f | %.0f | %.1f |\n", kindLabel(k), r.Run, r.Seconds, r.TxPerSec, r.PeakRSSMB, r.BytesPerTx)
+				fmt.Fprintf(&b, "| %s | %d | %.2f | %s | %.0f | %.1f |\n", kindLabel(k), r.Run, r.Seconds, commas(r.TxPerSec), r.PeakRSSMB, r.BytesPerTx)
 			}
 		}
 		m := rep.Median[k]
-		fmt.Fprintf(&b, "| **%s** | median | **%.2f** | **%.0f** | %.0f | %.1f |\n", kindLabel(k), m.Seconds, m.TxPerSec, m.PeakRSSMB, m.BytesPerTx)
+		fmt.Fprintf(&b, "| **%s** | median | **%.2f** | **%s** | %.0f | %.1f |\n", kindLabel(k), m.Seconds, commas(m.TxPerSec), m.PeakRSSMB, m.BytesPerTx)
 	}
 	b.WriteString("\n")
 	for _, k := range []string{kindAddrIndex, kindTxIndex} {
@@ -220,8 +236,8 @@ func (rep *ibdReport) markdown() string {
 	var b strings.Builder
 	ci := rep.Chain
 	fmt.Fprintf(&b, "\n## End to end: initial block download (`e2ebench ibd`)\n\n")
-	fmt.Fprintf(&b, "Chain `%s`: %s, %d blocks, %d transactions, %d blocks of %d or more. Machine: %s.\n", filepath.Base(ci.Dir),
-		ci.Network, ci.Blocks, ci.Txs, rep.BigBlocks, rep.BigBlockTxs, rep.Machine)
+	fmt.Fprintf(&b, "Chain `%s`: %s, %d blocks, %s transactions, %d blocks of %s or more. Machine: %s.\n", filepath.Base(ci.Dir),
+		ci.Network, ci.Blocks, commas(float64(ci.Txs)), rep.BigBlocks, commas(float64(rep.BigBlockTxs)), rep.Machine)
 	fmt.Fprintf(&b, "A fresh node with `--addcheckpoint` at the tip (no script validation, as below a checkpoint) is sent "+
 		"blocks.dat with `submitblock`, one block at a time over one connection. Latencies are of the blocks of %d or more "+
 		"transactions, all runs together: the submitblock round trip, and the Electrum index's own time from its "+
@@ -236,16 +252,16 @@ func (rep *ibdReport) markdown() string {
 	for _, with := range []bool{true, false} {
 		for _, r := range rep.Runs {
 			if r.Index == with {
-				fmt.Fprintf(&b, "| %s | %d | %.2f | %.1f | %.0f | %.0f | %s | %s |\n", ibdName(with), r.Run, r.Seconds, r.BlocksPerSec,
-					r.TxPerSec, r.PeakRSSMB, lat(r.SubmitBig), lat(r.IndexBig))
+				fmt.Fprintf(&b, "| %s | %d | %.2f | %.1f | %s | %.0f | %s | %s |\n", ibdName(with), r.Run, r.Seconds, r.BlocksPerSec,
+					commas(r.TxPerSec), r.PeakRSSMB, lat(r.SubmitBig), lat(r.IndexBig))
 			}
 		}
 		s := rep.Without
 		if with {
 			s = rep.With
 		}
-		fmt.Fprintf(&b, "| **%s** | median | **%.2f** | %.1f | **%.0f** | %.0f | %s | %s |\n", ibdName(with), s.Seconds,
-			s.BlocksPerSec, s.TxPerSec, s.PeakRSSMB, lat(s.SubmitBig), lat(s.IndexBig))
+		fmt.Fprintf(&b, "| **%s** | median | **%.2f** | %.1f | **%s** | %.0f | %s | %s |\n", ibdName(with), s.Seconds,
+			s.BlocksPerSec, commas(s.TxPerSec), s.PeakRSSMB, lat(s.SubmitBig), lat(s.IndexBig))
 	}
 	fmt.Fprintf(&b, "\nOverhead of the index (median seconds with / without): **%s**.\n", fmtRatio(rep.Overhead))
 	return b.String()

@@ -99,7 +99,7 @@ func writeChart(w io.Writer, title string, maxHeight int32, series []chartSeries
 			v := yMax * float64(t) / chartTicks
 			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#eee"/>`+"\n", marginL, y(v), marginL+plotW, y(v))
 			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", marginL-6, y(v)+4, fmtTick(v))
-			h := xMax * float64(t) / chartTicks
+			h := math.Round(xMax * float64(t) / chartTicks) // heights are whole
 			fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle">%s</text>`+"\n", x(h), top+panelH+16, fmtTick(h))
 		}
 		fmt.Fprintf(&b, `<text x="16" y="%.0f" transform="rotate(-90 16 %.0f)" text-anchor="middle">%s</text>`+"\n",
