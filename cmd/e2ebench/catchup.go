@@ -29,12 +29,16 @@ type catchupRun struct {
 	// Seconds is from process start until the index was at the tip: for
 	// this node the Electrum port answering blockchain.headers.subscribe
 	// with the tip, for btcd its "Indexes caught up to height N" line.
-	Seconds         float64 `json:"seconds"`
-	TxPerSec        float64 `json:"tx_per_sec"`
-	PeakRSSMB       float64 `json:"peak_rss_mb"` // highest 100 ms sample
-	HWMMB           float64 `json:"hwm_mb"`      // VmHWM at the end
-	IndexBytes      int64   `json:"index_bytes"` // database size after minus before
+	Seconds   float64 `json:"seconds"`
+	TxPerSec  float64 `json:"tx_per_sec"`
+	PeakRSSMB float64 `json:"peak_rss_mb"` // highest 100 ms sample
+	HWMMB     float64 `json:"hwm_mb"`      // VmHWM at the end
+	// IndexBytes is the database's compacted size after the run minus
+	// the chain's, compacted the same way; RawIndexBytes is plain du after
+	// minus before, which leveldb's compaction schedule blurs.
+	IndexBytes      int64   `json:"index_bytes"`
 	BytesPerTx      float64 `json:"index_bytes_per_tx"`
+	RawIndexBytes   int64   `json:"raw_index_bytes"`
 	ShutdownSeconds float64 `json:"shutdown_seconds"`
 	// The Electrum index's own catch-up window, from its log.
 	IndexSeconds  float64         `json:"index_seconds,omitempty"`
@@ -119,10 +123,14 @@ func runCatchup(args []string) error {
 	fmt.Fprintf(os.Stderr, "chain %s: %s, %d blocks, %d tx, tip %d; database %.0f MB; scratch %s\n",
 		ci.Dir, ci.Network, ci.Blocks, ci.Txs, ci.TipHeight, float64(srcBytes)/1e6, scratch)
 
+	base, err := compactedBaseline(ci, scratch)
+	if err != nil {
+		return err
+	}
 	rep := &catchupReport{Kind: "catchup", Machine: machine(), Chain: ci}
 	for r := 1; r <= c.runs; r++ {
 		for _, k := range kinds {
-			run, err := catchupOnce(&c, ci, scratch, k, r, progress)
+			run, err := catchupOnce(&c, ci, scratch, k, r, progress, base)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", k, r, err)
 			}
@@ -154,7 +162,7 @@ func runCatchup(args []string) error {
 
 // catchupOnce copies the chain's database to a scratch datadir and measures
 // one configuration catching its index up.
-func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, progress time.Duration) (catchupRun, error) {
+func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, progress time.Duration, base int64) (catchupRun, error) {
 	run := catchupRun{Kind: kind, Run: runNo}
 	dir := filepath.Join(scratch, fmt.Sprintf("catchup-%s-%d", kind, runNo))
 	if err := os.RemoveAll(dir); err != nil {
@@ -267,17 +275,36 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	if err != nil {
 		return run, err
 	}
+	compacted, err := compactedSize(dbPath)
+	if err != nil {
+		return run, err
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	run.Seconds = took.Seconds()
 	run.TxPerSec = float64(ci.Txs) / run.Seconds
 	run.PeakRSSMB = float64(p.PeakKB()) / 1024
 	run.HWMMB = float64(hwm) / 1024
-	run.IndexBytes = after - before
+	run.IndexBytes = compacted - base
 	run.BytesPerTx = float64(run.IndexBytes) / float64(ci.Txs)
+	run.RawIndexBytes = after - before
 	run.ShutdownSeconds = shutdown.Seconds()
 	run.Progress = points
 	return run, nil
+}
+
+// compactedBaseline returns the compacted size of the chain's database,
+// measured on a copy of its own.
+func compactedBaseline(ci *chainInfo, scratch string) (int64, error) {
+	dir := filepath.Join(scratch, "baseline")
+	if err := os.RemoveAll(dir); err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	if err := copyTree(ci.DBPath(), dir); err != nil {
+		return 0, fmt.Errorf("copy chain: %w", err)
+	}
+	return compactedSize(dir)
 }
 
 // waitElectrumTip polls the Electrum port until blockchain.headers.subscribe

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 )
 
 const tipHash = "0a0451e3fc3ab1d52f51d023659842da762ffe36e03c7d13d48a6eeb9453f408"
@@ -329,5 +332,42 @@ func TestCommas(t *testing.T) {
 		if got := commas(v); got != want {
 			t.Errorf("commas(%v) = %q, want %q", v, got, want)
 		}
+	}
+}
+
+// TestCompactedSize checks that rows deleted before compaction no longer
+// count.
+func TestCompactedSize(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "blocks_ffldb")
+	ldb, err := leveldb.OpenFile(filepath.Join(dir, "metadata"), &opt.Options{Compression: opt.NoCompression})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := bytes.Repeat([]byte{7}, 1000)
+	for i := range 4000 {
+		ldb.Put([]byte(fmt.Sprintf("k%06d", i)), val, nil)
+	}
+	ldb.Close()
+	full, err := compactedSize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full < 4000*1000 {
+		t.Fatalf("compacted size %d of 4 MB of rows", full)
+	}
+	ldb, _ = leveldb.OpenFile(filepath.Join(dir, "metadata"), nil)
+	for i := range 3000 {
+		ldb.Delete([]byte(fmt.Sprintf("k%06d", i)), nil)
+	}
+	ldb.Close()
+	small, err := compactedSize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if small > full/2 {
+		t.Errorf("after deleting 3/4 of the rows: %d bytes, before %d", small, full)
+	}
+	if _, err := compactedSize(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("a missing database was created")
 	}
 }

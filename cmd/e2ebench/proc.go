@@ -15,6 +15,11 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/filter"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // sampleEvery is the interval of the resident-memory sampler.
@@ -317,4 +322,44 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// compactedSize compacts the block database's metadata (leveldb, opened
+// with ffldb's options) and returns the database's size on disk. Plain du
+// depends on when leveldb last compacted: a run that triggers compaction of
+// the chain's own rows can even shrink the directory. Compacted, the
+// difference between two copies is the rows they differ by.
+func compactedSize(dbPath string) (int64, error) {
+	open := func() (*leveldb.DB, error) {
+		ldb, err := leveldb.OpenFile(filepath.Join(dbPath, "metadata"), &opt.Options{
+			ErrorIfMissing: true,
+			Strict:         opt.DefaultStrict,
+			Compression:    opt.NoCompression,
+			Filter:         filter.NewBloomFilter(10),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", dbPath, err)
+		}
+		return ldb, nil
+	}
+	ldb, err := open()
+	if err != nil {
+		return 0, err
+	}
+	if err := ldb.CompactRange(util.Range{}); err != nil {
+		ldb.Close()
+		return 0, fmt.Errorf("compact %s: %w", dbPath, err)
+	}
+	if err := ldb.Close(); err != nil {
+		return 0, err
+	}
+	// leveldb removes the tables a compaction made obsolete in the
+	// background; opening the database again removes any left over.
+	if ldb, err = open(); err != nil {
+		return 0, err
+	}
+	if err := ldb.Close(); err != nil {
+		return 0, err
+	}
+	return diskUsage(dbPath)
 }
