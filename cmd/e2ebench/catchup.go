@@ -91,7 +91,8 @@ func runCatchup(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	done := false
+	defer func() { finish(done, cleanup, scratch) }()
 	var kinds []string
 	for _, k := range strings.Split(kindsArg, ",") {
 		switch k = strings.TrimSpace(k); k {
@@ -157,25 +158,28 @@ func runCatchup(args []string) error {
 			return err
 		}
 	}
+	done = true
 	return nil
 }
 
 // catchupOnce copies the chain's database to a scratch datadir and measures
 // one configuration catching its index up.
-func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, progress time.Duration, base int64) (catchupRun, error) {
-	run := catchupRun{Kind: kind, Run: runNo}
+func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, progress time.Duration, base int64) (run catchupRun, err error) {
+	run = catchupRun{Kind: kind, Run: runNo}
 	dir := filepath.Join(scratch, fmt.Sprintf("catchup-%s-%d", kind, runNo))
 	if err := os.RemoveAll(dir); err != nil {
 		return run, err
 	}
 	dataDir := filepath.Join(dir, "data")
 	dbPath := filepath.Join(dataDir, ci.NetDir(), "blocks_ffldb")
-	if err := copyTree(ci.DBPath(), dbPath); err != nil {
+	if err = copyTree(ci.DBPath(), dbPath); err != nil {
 		return run, fmt.Errorf("copy chain: %w", err)
 	}
-	if !c.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if err == nil && !c.keep {
+			os.RemoveAll(dir)
+		}
+	}()
 	before, err := diskUsage(dbPath)
 	if err != nil {
 		return run, err

@@ -85,7 +85,8 @@ func runIBD(args []string) error {
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	done := false
+	defer func() { finish(done, cleanup, scratch) }()
 	bigBlocks, err := countBigBlocks(ci, big)
 	if err != nil {
 		return err
@@ -119,6 +120,7 @@ func runIBD(args []string) error {
 			return err
 		}
 	}
+	done = true
 	return nil
 }
 
@@ -158,8 +160,8 @@ func countBigBlocks(ci *chainInfo, big int) (int, error) {
 
 // ibdOnce starts a node on an empty datadir and replays blocks.dat into it
 // with submitblock, one block at a time over one connection.
-func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, big int) (ibdRun, error) {
-	run := ibdRun{Index: withIndex, Run: runNo}
+func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, big int) (run ibdRun, err error) {
+	run = ibdRun{Index: withIndex, Run: runNo}
 	name := "noindex"
 	if withIndex {
 		name = "electrum"
@@ -171,9 +173,11 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return run, err
 	}
-	if !c.keep {
-		defer os.RemoveAll(dir)
-	}
+	defer func() {
+		if err == nil && !c.keep {
+			os.RemoveAll(dir)
+		}
+	}()
 	rpcPort, err := freePort()
 	if err != nil {
 		return run, err

@@ -143,3 +143,13 @@ func (c *common) setup() (*chainInfo, string, func(), error) {
 	}
 	return ci, scratch, cleanup, nil
 }
+
+// finish removes the scratch directory after a successful benchmark, and
+// keeps it (with the nodes' logs) after a failed one.
+func finish(ok bool, cleanup func(), scratch string) {
+	if ok {
+		cleanup()
+		return
+	}
+	fmt.Fprintf(os.Stderr, "e2ebench: the scratch directory %s is kept for inspection (the nodes' logs are in it)\n", scratch)
+}
