@@ -23,7 +23,20 @@ FUZZTIME  ?= 10s
 FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage ./electrum/:FuzzLineFraming \
 	./electrum/:FuzzStatusNotification ./rpcext/:FuzzProcessBody
 
-.PHONY: all build test test-unit deps lint bench fmt clean run fuzz
+# `make bench-e2e`: the built node end to end on a generated mainnet-shaped
+# chain (cmd/e2ebench), beside btcd v0.26.2's --addrindex and --txindex. The
+# chain is generated into E2E_CHAIN (git-ignored under bin/) when missing;
+# results go to E2E_OUT (tables on stdout, JSON, an SVG chart and a Markdown
+# section for docs/BENCHMARKS.md). A chain generated elsewhere:
+# make bench-e2e E2E_CHAIN=/path/to/chain.
+BTCD_BIN  := bin/btcd-v0.26.2/btcd
+E2E_TXS   ?= 300000
+E2E_CHAIN ?= bin/chains/mainnet-$(E2E_TXS)
+E2E_RUNS  ?= 2
+E2E_OUT   ?= bin/e2e
+CHAINGEN  ?= $(GO) run ./cmd/chaingen
+
+.PHONY: all build test test-unit deps lint bench bench-e2e btcd-v0.26.2 fmt clean run fuzz
 
 all: build
 
@@ -57,6 +70,20 @@ bench:
 	CATCHUP_TXS=1000000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
+
+# btcd v0.26.2 itself, for the end-to-end comparison.
+btcd-v0.26.2: $(BTCD_BIN)
+
+$(BTCD_BIN):
+	GOBIN=$(CURDIR)/bin/btcd-v0.26.2 $(GO) install github.com/btcsuite/btcd@v0.26.2
+
+bench-e2e: build $(BTCD_BIN)
+	$(GO) build -o bin/e2ebench ./cmd/e2ebench
+	@test -f $(E2E_CHAIN)/chain.json || $(CHAINGEN) -out $(E2E_CHAIN) -txs $(E2E_TXS)
+	mkdir -p $(E2E_OUT)
+	bin/e2ebench catchup -chain $(E2E_CHAIN) -runs $(E2E_RUNS) -svg $(E2E_OUT)/catchup.svg \
+		-json $(E2E_OUT)/catchup.json -md $(E2E_OUT)/e2e.md
+	bin/e2ebench ibd -chain $(E2E_CHAIN) -runs $(E2E_RUNS) -json $(E2E_OUT)/ibd.json -md $(E2E_OUT)/e2e.md
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -473,7 +473,7 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 			next.tip, next.hgt, next.stats, next.count = b.tip, b.hgt, b.stats, b.count
 			b = next
 		}
-		if now := time.Now(); now.Sub(lastLog) >= progressEvery {
+		if now := time.Now(); now.Sub(lastLog) >= idx.progressInterval() {
 			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()
 			eta := "unknown"
 			if rate > 0 && best.TotalTxns > count {

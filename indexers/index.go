@@ -56,6 +56,29 @@ type ElectrumIndex struct {
 	// trail is the state of trailing the chain during initial block
 	// download (trail.go); nil when the index never trails.
 	trail *trailer
+
+	// logEvery is the interval of the catch-up's progress line; zero means
+	// DefaultProgressInterval.
+	logEvery time.Duration
+}
+
+// DefaultProgressInterval is the default interval of the catch-up's progress
+// log line ("Electrum index: height H/T, N tx/s, ETA ...").
+const DefaultProgressInterval = progressEvery
+
+// SetProgressInterval sets the interval of the catch-up's progress log line
+// (DefaultProgressInterval when d is not positive). Call it before the
+// catch-up starts.
+func (idx *ElectrumIndex) SetProgressInterval(d time.Duration) {
+	idx.logEvery = d
+}
+
+// progressInterval is the interval of the catch-up's progress log line.
+func (idx *ElectrumIndex) progressInterval() time.Duration {
+	if idx.logEvery <= 0 {
+		return progressEvery
+	}
+	return idx.logEvery
 }
 
 // memTip is the index tip with its cumulative transaction count and the

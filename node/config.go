@@ -1,11 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -103,6 +107,7 @@ type Config struct {
 	BlocksOnly          bool          `long:"blocksonly" description:"Do not accept transactions from remote peers."`
 	DisableStallHandler bool          `long:"nostalldetect" description:"Disables the stall handler system for each peer, useful in simnet/regtest integration tests frameworks"`
 	DisableCheckpoints  bool          `long:"nocheckpoints" description:"Disable built-in checkpoints.  Don't do this unless you know what you're doing."`
+	AddCheckpoints      []string      `long:"addcheckpoint" description:"Add a custom checkpoint.  Format: '<height>:<hash>'"`
 	TrickleInterval     time.Duration `long:"trickleinterval" description:"Minimum time between attempts to send new inventory to a connected peer"`
 	UserAgentComments   []string      `long:"uacomment" description:"Comment to add to the user agent -- See BIP 14 for more information."`
 	V2Transport         bool          `long:"v2transport" description:"Enable P2P v2 encrypted transport protocol (BIP324) (default: false)"`
@@ -147,6 +152,7 @@ type Config struct {
 	ElectrumWSSListeners []string      `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
 	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
@@ -166,6 +172,7 @@ type Config struct {
 	netDataDir    string
 	netLogDir     string
 	miningAddrs   []address.Address
+	checkpoints   []chaincfg.Checkpoint // from --addcheckpoint, in the order given
 	minRelayTxFee btcutil.Amount
 	normalized    bool
 }
@@ -200,6 +207,7 @@ func DefaultConfig() *Config {
 		ElectrumCert:         defaultElecCert,
 		ElectrumKey:          defaultElecKeyFile,
 		ElectrumTrailAge:     indexers.DefaultTrailAge,
+		ElectrumProgress:     indexers.DefaultProgressInterval,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -320,6 +328,16 @@ func (cfg *Config) Normalize() error {
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")
 	}
+
+	if cfg.ElectrumProgress <= 0 {
+		return fmt.Errorf("electrumprogress must be positive, not %v", cfg.ElectrumProgress)
+	}
+
+	checkpoints, err := parseCheckpoints(cfg.AddCheckpoints)
+	if err != nil {
+		return fmt.Errorf("error parsing checkpoints: %w", err)
+	}
+	cfg.checkpoints = checkpoints
 
 	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
 	if err != nil || amt < 0 {
@@ -453,6 +471,65 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// parseCheckpoints parses --addcheckpoint values, each "<height>:<hash>"
+// as in btcd.
+func parseCheckpoints(strs []string) ([]chaincfg.Checkpoint, error) {
+	var out []chaincfg.Checkpoint
+	for _, s := range strs {
+		heightStr, hashStr, ok := strings.Cut(s, ":")
+		if !ok || strings.Contains(hashStr, ":") {
+			return nil, fmt.Errorf("unable to parse checkpoint %q -- use the syntax <height>:<hash>", s)
+		}
+		height, err := strconv.ParseInt(heightStr, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to malformed height", s)
+		}
+		if hashStr == "" {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to missing hash", s)
+		}
+		hash, err := chainhash.NewHashFromStr(hashStr)
+		if err != nil {
+			return nil, fmt.Errorf("unable to parse checkpoint %q due to malformed hash", s)
+		}
+		out = append(out, chaincfg.Checkpoint{Height: int32(height), Hash: hash})
+	}
+	return out, nil
+}
+
+// mergeCheckpoints returns the network's checkpoints with the added ones, in
+// height order. An added checkpoint replaces the network's at its height, and
+// of added checkpoints at one height the last given wins (as btcd).
+func mergeCheckpoints(network, added []chaincfg.Checkpoint) []chaincfg.Checkpoint {
+	if len(added) == 0 {
+		return network
+	}
+	byHeight := make(map[int32]chaincfg.Checkpoint, len(added))
+	for _, c := range added {
+		byHeight[c.Height] = c
+	}
+	out := make([]chaincfg.Checkpoint, 0, len(network)+len(byHeight))
+	for _, c := range network {
+		if _, ok := byHeight[c.Height]; !ok {
+			out = append(out, c)
+		}
+	}
+	for _, c := range byHeight {
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b chaincfg.Checkpoint) int { return cmp.Compare(a.Height, b.Height) })
+	return out
+}
+
+// Checkpoints returns the checkpoints the chain is built with: none with
+// --nocheckpoints, otherwise the network's merged with --addcheckpoint
+// (after Normalize).
+func (cfg *Config) Checkpoints() []chaincfg.Checkpoint {
+	if cfg.DisableCheckpoints {
+		return nil
+	}
+	return mergeCheckpoints(cfg.params.Checkpoints, cfg.checkpoints)
 }
 
 // utxoCacheBytes is the UTXO cache size in bytes for blockchain.Config.

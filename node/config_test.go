@@ -3,8 +3,12 @@ package node
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
 )
 
 // writeConfigFile writes a config file and returns the --configfile flag
@@ -127,5 +131,97 @@ func TestLoadConfigRejects(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAddCheckpoint checks --addcheckpoint as btcd has it: "<height>:<hash>",
+// repeatable, merged into the network's checkpoints in height order, an added
+// checkpoint replacing the network's at its height and the last given
+// winning among added ones; bad syntax is refused with btcd's messages.
+func TestAddCheckpoint(t *testing.T) {
+	const (
+		h1 = "0000000000000000000000000000000000000000000000000000000000000001"
+		h2 = "0000000000000000000000000000000000000000000000000000000000000002"
+		h3 = "0000000000000000000000000000000000000000000000000000000000000003"
+	)
+	cfg, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--simnet",
+		"--addcheckpoint=500:" + h1, "--addcheckpoint=20:" + h2, "--addcheckpoint=500:" + h3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := cfg.Checkpoints()
+	if len(got) != 2 || got[0].Height != 20 || got[0].Hash.String() != h2 ||
+		got[1].Height != 500 || got[1].Hash.String() != h3 {
+		t.Fatalf("simnet checkpoints %v", got)
+	}
+
+	// On mainnet the added ones join the built-in list; one at a built-in
+	// height replaces it.
+	builtin := chaincfg.MainNetParams.Checkpoints
+	cfg, _, err = LoadConfig([]string{writeConfigFile(t, ""), "--datadir=/d",
+		"--addcheckpoint=" + strconv.Itoa(int(builtin[1].Height)) + ":" + h1, "--addcheckpoint=1:" + h2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = cfg.Checkpoints()
+	if len(got) != len(builtin)+1 {
+		t.Fatalf("%d checkpoints, want %d", len(got), len(builtin)+1)
+	}
+	if got[0].Height != 1 || got[0].Hash.String() != h2 {
+		t.Errorf("first checkpoint %d %v", got[0].Height, got[0].Hash)
+	}
+	if got[2].Height != builtin[1].Height || got[2].Hash.String() != h1 {
+		t.Errorf("replaced checkpoint %d %v", got[2].Height, got[2].Hash)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Height <= got[i-1].Height {
+			t.Fatalf("checkpoints out of order at %d: %d after %d", i, got[i].Height, got[i-1].Height)
+		}
+	}
+	if len(chaincfg.MainNetParams.Checkpoints) != len(builtin) || builtin[1].Hash.String() == h1 {
+		t.Fatal("the network's parameters were changed")
+	}
+
+	// --nocheckpoints turns all of them off.
+	cfg, _, err = LoadConfig([]string{writeConfigFile(t, ""), "--simnet", "--nocheckpoints", "--addcheckpoint=5:" + h1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cps := cfg.Checkpoints(); len(cps) != 0 {
+		t.Errorf("--nocheckpoints left %v", cps)
+	}
+
+	for _, tc := range []struct{ arg, want string }{
+		{"500", "use the syntax <height>:<hash>"},
+		{"500:" + h1 + ":1", "use the syntax <height>:<hash>"},
+		{"x:" + h1, "malformed height"},
+		{"99999999999:" + h1, "malformed height"},
+		{"500:", "missing hash"},
+		{"500:zz", "malformed hash"},
+	} {
+		_, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--simnet", "--addcheckpoint=" + tc.arg})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "checkpoint") {
+			t.Errorf("--addcheckpoint=%s: error %v, want one containing %q", tc.arg, err, tc.want)
+		}
+	}
+}
+
+// TestElectrumProgressFlag checks the progress interval's default and that a
+// non-positive one is refused.
+func TestElectrumProgressFlag(t *testing.T) {
+	cfg, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--simnet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ElectrumProgress != 10*time.Second {
+		t.Errorf("default progress interval %v", cfg.ElectrumProgress)
+	}
+	cfg, _, err = LoadConfig([]string{writeConfigFile(t, ""), "--simnet", "--electrumprogress=1s"})
+	if err != nil || cfg.ElectrumProgress != time.Second {
+		t.Fatalf("--electrumprogress=1s: %v %v", cfg, err)
+	}
+	if _, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--simnet", "--electrumprogress=0s"}); err == nil ||
+		!strings.Contains(err.Error(), "electrumprogress") {
+		t.Errorf("--electrumprogress=0s: error %v", err)
 	}
 }

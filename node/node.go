@@ -247,12 +247,10 @@ func (n *Node) acceptNonStd() bool {
 	}
 }
 
-// checkpoints returns the network's checkpoints unless disabled.
+// checkpoints returns the network's checkpoints merged with --addcheckpoint,
+// or none with --nocheckpoints.
 func (n *Node) checkpoints() []chaincfg.Checkpoint {
-	if n.cfg.DisableCheckpoints {
-		return nil
-	}
-	return n.params.Checkpoints
+	return n.cfg.Checkpoints()
 }
 
 // Start starts the peer server (listeners, sync manager, permanent peers,

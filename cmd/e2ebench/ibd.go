@@ -1,0 +1,339 @@
+package main
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ibdRun is one replay of blocks.dat into a fresh node.
+type ibdRun struct {
+	Index bool `json:"electrum_index"`
+	Run   int  `json:"run"`
+	// StartupSeconds is from process start until the RPC server answered.
+	StartupSeconds float64 `json:"startup_seconds"`
+	// Seconds is the replay's wall clock: first submitblock sent to last
+	// answered.
+	Seconds      float64 `json:"seconds"`
+	Blocks       int     `json:"blocks"`
+	Txs          int64   `json:"txs"`
+	BlocksPerSec float64 `json:"blocks_per_sec"`
+	TxPerSec     float64 `json:"tx_per_sec"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	HWMMB        float64 `json:"hwm_mb"`
+	// SubmitBig is submitblock's latency for the blocks of at least
+	// -big transactions; IndexBig the Electrum index's own time for them,
+	// from the node's "Indexed block" lines.
+	SubmitBig       latency `json:"submit_big"`
+	IndexBig        latency `json:"index_big"`
+	SubmitAll       latency `json:"submit_all"`
+	Connections     int32   `json:"connections"` // TCP connections the client made to the node
+	ShutdownSeconds float64 `json:"shutdown_seconds"`
+
+	submitBigMs, indexBigMs []float64
+}
+
+// ibdSummary holds the medians of one configuration's runs, and the
+// big-block latencies of all its runs together.
+type ibdSummary struct {
+	Runs         int     `json:"runs"`
+	Seconds      float64 `json:"seconds"`
+	BlocksPerSec float64 `json:"blocks_per_sec"`
+	TxPerSec     float64 `json:"tx_per_sec"`
+	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	SubmitBig    latency `json:"submit_big"`
+	IndexBig     latency `json:"index_big"`
+}
+
+type ibdReport struct {
+	Kind        string      `json:"benchmark"`
+	Machine     machineInfo `json:"machine"`
+	Chain       *chainInfo  `json:"chain"`
+	BigBlockTxs int         `json:"big_block_txs"`
+	BigBlocks   int         `json:"big_blocks"`
+	Runs        []ibdRun    `json:"runs"`
+	With        ibdSummary  `json:"with_index"`
+	Without     ibdSummary  `json:"without_index"`
+	// Overhead is the median replay time with the index over without.
+	Overhead float64 `json:"overhead"`
+}
+
+func runIBD(args []string) error {
+	var (
+		c    common
+		big  int
+		only string
+	)
+	fs := flag.NewFlagSet("ibd", flag.ExitOnError)
+	c.register(fs)
+	fs.IntVar(&big, "big", 2500, "blocks with at least this many transactions get latency percentiles")
+	fs.StringVar(&only, "index", "both", "which nodes to run: both, with (the Electrum index) or without")
+	fs.Parse(args)
+	configs := map[string][]bool{"both": {true, false}, "with": {true}, "without": {false}}[only]
+	if configs == nil {
+		return fmt.Errorf("-index %q: both, with or without", only)
+	}
+
+	ci, scratch, cleanup, err := c.setup()
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() { finish(done, cleanup, scratch) }()
+	bigBlocks, err := countBigBlocks(ci, big)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "chain %s: %s, %d blocks, %d tx (%d blocks of >= %d tx), checkpoint %s; scratch %s\n",
+		ci.Dir, ci.Network, ci.Blocks, ci.Txs, bigBlocks, big, ci.Checkpoint, scratch)
+
+	rep := &ibdReport{Kind: "ibd", Machine: machine(), Chain: ci, BigBlockTxs: big, BigBlocks: bigBlocks}
+	for r := 1; r <= c.runs; r++ {
+		for _, withIndex := range configs {
+			run, err := ibdOnce(&c, ci, scratch, withIndex, r, big)
+			if err != nil {
+				return fmt.Errorf("%s run %d: %w", ibdName(withIndex), r, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-13s run %d: %7.2f s  %7.1f blocks/s  %8.0f tx/s  peak %6.0f MB  big-block submit p50 %s\n",
+				ibdName(withIndex), r, run.Seconds, run.BlocksPerSec, run.TxPerSec, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
+			rep.Runs = append(rep.Runs, run)
+		}
+	}
+	rep.With, rep.Without = rep.summary(true), rep.summary(false)
+	rep.Overhead = div(rep.With.Seconds, rep.Without.Seconds)
+
+	rep.writeTable(os.Stdout)
+	if c.jsonOut != "" {
+		if err := writeJSON(c.jsonOut, rep); err != nil {
+			return err
+		}
+	}
+	if c.mdOut != "" {
+		if err := appendFile(c.mdOut, rep.markdown()); err != nil {
+			return err
+		}
+	}
+	done = true
+	return nil
+}
+
+func ibdName(withIndex bool) string {
+	if withIndex {
+		return "electrumindex"
+	}
+	return "no index"
+}
+
+// countBigBlocks counts the blocks of blocks.dat with at least big
+// transactions.
+func countBigBlocks(ci *chainInfo, big int) (int, error) {
+	br, err := openBlocks(ci.BlocksFile())
+	if err != nil {
+		return 0, err
+	}
+	defer br.Close()
+	n := 0
+	for {
+		raw, err := br.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		ntx, err := blockTxCount(raw)
+		if err != nil {
+			return 0, err
+		}
+		if ntx >= big {
+			n++
+		}
+	}
+}
+
+// ibdOnce starts a node on an empty datadir and replays blocks.dat into it
+// with submitblock, one block at a time over one connection.
+func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, big int) (run ibdRun, err error) {
+	run = ibdRun{Index: withIndex, Run: runNo}
+	name := "noindex"
+	if withIndex {
+		name = "electrum"
+	}
+	dir := filepath.Join(scratch, fmt.Sprintf("ibd-%s-%d", name, runNo))
+	if err := os.RemoveAll(dir); err != nil {
+		return run, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return run, err
+	}
+	defer func() {
+		if err == nil && !c.keep {
+			os.RemoveAll(dir)
+		}
+	}()
+	rpcPort, err := freePort()
+	if err != nil {
+		return run, err
+	}
+	args := []string{ci.NetFlag(), "--datadir=" + filepath.Join(dir, "data"), "--logdir=" + filepath.Join(dir, "logs"),
+		"--nolisten", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
+		fmt.Sprintf("--rpclisten=127.0.0.1:%d", rpcPort), "--rpcuser=" + rpcUser, "--rpcpass=" + rpcPass, "--notls"}
+	if withIndex {
+		ePort, err := freePort()
+		if err != nil {
+			return run, err
+		}
+		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", ePort))
+	}
+	args = append(args, c.nodeArgs...)
+
+	var (
+		mu      sync.Mutex
+		indexed = map[int32]time.Duration{}
+	)
+	onLine := func(t time.Duration, line string) {
+		if c.verbose {
+			fmt.Fprintf(os.Stderr, "  [%s %6.1fs] %s\n", name, t.Seconds(), line)
+		}
+		if h, _, d, ok := parseIndexedBlock(line); ok {
+			mu.Lock()
+			indexed[h] = d
+			mu.Unlock()
+		}
+	}
+	p, err := startProc(c.node, args, filepath.Join(dir, "node.log"), onLine)
+	if err != nil {
+		return run, err
+	}
+	replayErr := func() error {
+		rc := newRPCClient(rpcPort)
+		if _, err := waitRPC(rc, p, 5*time.Minute); err != nil {
+			return err
+		}
+		run.StartupSeconds = time.Since(p.start).Seconds()
+		br, err := openBlocks(ci.BlocksFile())
+		if err != nil {
+			return err
+		}
+		defer br.Close()
+		var (
+			all    []float64
+			bigs   = map[int32]bool{}
+			height int32
+			hexBuf []byte
+			t0     = time.Now()
+		)
+		for {
+			raw, err := br.next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return err
+			}
+			if isGenesisHeader(raw) {
+				continue
+			}
+			height++
+			ntx, err := blockTxCount(raw)
+			if err != nil {
+				return fmt.Errorf("block %d: %w", height, err)
+			}
+			hexBuf = hex.AppendEncode(hexBuf[:0], raw)
+			body := rc.submitBody(hexBuf)
+			start := time.Now()
+			res, err := rc.post(body)
+			took := time.Since(start)
+			if err != nil {
+				return fmt.Errorf("submitblock %d: %w", height, err)
+			}
+			if string(res) != "null" {
+				return fmt.Errorf("submitblock %d rejected: %s", height, res)
+			}
+			ms := float64(took.Microseconds()) / 1000
+			all = append(all, ms)
+			if ntx >= big {
+				run.submitBigMs = append(run.submitBigMs, ms)
+				bigs[height] = true
+			}
+			run.Blocks++
+			run.Txs += int64(ntx)
+			select {
+			case <-p.Exited():
+				return p.ExitError()
+			default:
+			}
+		}
+		run.Seconds = time.Since(t0).Seconds()
+		res, err := rc.call("getblockcount")
+		if err != nil {
+			return err
+		}
+		var count int32
+		if err := json.Unmarshal(res, &count); err != nil {
+			return err
+		}
+		if count != ci.TipHeight {
+			return fmt.Errorf("node at height %d after the replay, chain.json says %d", count, ci.TipHeight)
+		}
+		run.SubmitAll = summarize(all)
+		run.SubmitBig = summarize(run.submitBigMs)
+		run.Connections = rc.dials.Load()
+		if withIndex {
+			// The index logs a block before submitblock answers.
+			mu.Lock()
+			for h := range bigs {
+				if d, ok := indexed[h]; ok {
+					run.indexBigMs = append(run.indexBigMs, float64(d.Microseconds())/1000)
+				}
+			}
+			mu.Unlock()
+			if len(run.indexBigMs) < len(bigs) {
+				return fmt.Errorf("only %d of %d big blocks have an \"Indexed block\" line", len(run.indexBigMs), len(bigs))
+			}
+			run.IndexBig = summarize(run.indexBigMs)
+		}
+		return nil
+	}()
+	hwm := p.HWMKB()
+	shutdown, stopErr := p.Stop(5 * time.Minute)
+	if replayErr != nil {
+		return run, replayErr
+	}
+	if stopErr != nil {
+		return run, stopErr
+	}
+	if run.Seconds <= 0 {
+		return run, errors.New("no blocks replayed")
+	}
+	run.BlocksPerSec = float64(run.Blocks) / run.Seconds
+	run.TxPerSec = float64(run.Txs) / run.Seconds
+	run.PeakRSSMB = float64(p.PeakKB()) / 1024
+	run.HWMMB = float64(hwm) / 1024
+	run.ShutdownSeconds = shutdown.Seconds()
+	return run, nil
+}
+
+func (rep *ibdReport) summary(withIndex bool) ibdSummary {
+	var secs, bps, tps, rss, sub, idx []float64
+	for _, r := range rep.Runs {
+		if r.Index != withIndex {
+			continue
+		}
+		secs = append(secs, r.Seconds)
+		bps = append(bps, r.BlocksPerSec)
+		tps = append(tps, r.TxPerSec)
+		rss = append(rss, r.PeakRSSMB)
+		sub = append(sub, r.submitBigMs...)
+		idx = append(idx, r.indexBigMs...)
+	}
+	return ibdSummary{Runs: len(secs), Seconds: median(secs), BlocksPerSec: median(bps), TxPerSec: median(tps),
+		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx)}
+}
