@@ -15,19 +15,24 @@ import (
 
 // ibdRun is one replay of blocks.dat into a fresh node.
 type ibdRun struct {
-	Index bool `json:"electrum_index"`
-	Run   int  `json:"run"`
+	// Kind is the node's configuration: ibdNoIndex, ibdTrailing or ibdLive.
+	Kind string `json:"kind"`
+	Run  int    `json:"run"`
 	// StartupSeconds is from process start until the RPC server answered.
 	StartupSeconds float64 `json:"startup_seconds"`
-	// Seconds is the replay's wall clock: first submitblock sent to last
+	// Seconds is the replay's wall clock: from the first submitblock sent
+	// until the last was answered and, with the index, the Electrum port
+	// reports the tip (a trailing index catches up after the chain).
+	Seconds float64 `json:"seconds"`
+	// ReplaySeconds is from the first submitblock sent to the last
 	// answered.
-	Seconds      float64 `json:"seconds"`
-	Blocks       int     `json:"blocks"`
-	Txs          int64   `json:"txs"`
-	BlocksPerSec float64 `json:"blocks_per_sec"`
-	TxPerSec     float64 `json:"tx_per_sec"`
-	PeakRSSMB    float64 `json:"peak_rss_mb"`
-	HWMMB        float64 `json:"hwm_mb"`
+	ReplaySeconds float64 `json:"replay_seconds"`
+	Blocks        int     `json:"blocks"`
+	Txs           int64   `json:"txs"`
+	BlocksPerSec  float64 `json:"blocks_per_sec"`
+	TxPerSec      float64 `json:"tx_per_sec"`
+	PeakRSSMB     float64 `json:"peak_rss_mb"`
+	HWMMB         float64 `json:"hwm_mb"`
 	// SubmitBig is submitblock's latency for the blocks of at least
 	// -big transactions; IndexBig the Electrum index's own time for them,
 	// from the node's "Indexed block" lines.
@@ -59,11 +64,24 @@ type ibdReport struct {
 	BigBlockTxs int         `json:"big_block_txs"`
 	BigBlocks   int         `json:"big_blocks"`
 	Runs        []ibdRun    `json:"runs"`
-	With        ibdSummary  `json:"with_index"`
-	Without     ibdSummary  `json:"without_index"`
-	// Overhead is the median replay time with the index over without.
-	Overhead float64 `json:"overhead"`
+	// With is the node as operators run it (the index trails the chain
+	// during initial block download), Live the index written in every
+	// block's transaction (--electrumtrailage=0, as at the chain tip).
+	With    ibdSummary `json:"with_index"`
+	Live    ibdSummary `json:"with_index_every_block"`
+	Without ibdSummary `json:"without_index"`
+	// Overhead is the median replay time with the index over without;
+	// LiveOverhead the same for Live.
+	Overhead     float64 `json:"overhead"`
+	LiveOverhead float64 `json:"overhead_every_block"`
 }
+
+// The node configurations of an ibd run.
+const (
+	ibdNoIndex  = "noindex"
+	ibdTrailing = "electrum"
+	ibdLive     = "electrum-every-block"
+)
 
 func runIBD(args []string) error {
 	var (
@@ -74,11 +92,18 @@ func runIBD(args []string) error {
 	fs := flag.NewFlagSet("ibd", flag.ExitOnError)
 	c.register(fs)
 	fs.IntVar(&big, "big", 2500, "blocks with at least this many transactions get latency percentiles")
-	fs.StringVar(&only, "index", "both", "which nodes to run: both, with (the Electrum index) or without")
+	fs.StringVar(&only, "index", "all", "which nodes to run: all, both (with the Electrum index as configured by default, "+
+		"and without), with, every-block (--electrumtrailage=0) or without")
 	fs.Parse(args)
-	configs := map[string][]bool{"both": {true, false}, "with": {true}, "without": {false}}[only]
+	configs := map[string][]string{
+		"all":         {ibdTrailing, ibdLive, ibdNoIndex},
+		"both":        {ibdTrailing, ibdNoIndex},
+		"with":        {ibdTrailing},
+		"every-block": {ibdLive},
+		"without":     {ibdNoIndex},
+	}[only]
 	if configs == nil {
-		return fmt.Errorf("-index %q: both, with or without", only)
+		return fmt.Errorf("-index %q: all, both, with, every-block or without", only)
 	}
 
 	ci, scratch, cleanup, err := c.setup()
@@ -96,18 +121,19 @@ func runIBD(args []string) error {
 
 	rep := &ibdReport{Kind: "ibd", Machine: machine(), Chain: ci, BigBlockTxs: big, BigBlocks: bigBlocks}
 	for r := 1; r <= c.runs; r++ {
-		for _, withIndex := range configs {
-			run, err := ibdOnce(&c, ci, scratch, withIndex, r, big)
+		for _, kind := range configs {
+			run, err := ibdOnce(&c, ci, scratch, kind, r, big)
 			if err != nil {
-				return fmt.Errorf("%s run %d: %w", ibdName(withIndex), r, err)
+				return fmt.Errorf("%s run %d: %w", ibdName(kind), r, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-13s run %d: %7.2f s  %7.1f blocks/s  %8.0f tx/s  peak %6.0f MB  big-block submit p50 %s\n",
-				ibdName(withIndex), r, run.Seconds, run.BlocksPerSec, run.TxPerSec, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
+			fmt.Fprintf(os.Stderr, "%-26s run %d: %7.2f s (replay %7.2f s)  %8.0f tx/s  peak %6.0f MB  big-block submit p50 %s\n",
+				ibdName(kind), r, run.Seconds, run.ReplaySeconds, run.TxPerSec, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
 			rep.Runs = append(rep.Runs, run)
 		}
 	}
-	rep.With, rep.Without = rep.summary(true), rep.summary(false)
+	rep.With, rep.Live, rep.Without = rep.summary(ibdTrailing), rep.summary(ibdLive), rep.summary(ibdNoIndex)
 	rep.Overhead = div(rep.With.Seconds, rep.Without.Seconds)
+	rep.LiveOverhead = div(rep.Live.Seconds, rep.Without.Seconds)
 
 	rep.writeTable(os.Stdout)
 	if c.jsonOut != "" {
@@ -124,9 +150,13 @@ func runIBD(args []string) error {
 	return nil
 }
 
-func ibdName(withIndex bool) string {
-	if withIndex {
+// ibdName is how a configuration is shown.
+func ibdName(kind string) string {
+	switch kind {
+	case ibdTrailing:
 		return "electrumindex"
+	case ibdLive:
+		return "electrumindex every block"
 	}
 	return "no index"
 }
@@ -160,12 +190,10 @@ func countBigBlocks(ci *chainInfo, big int) (int, error) {
 
 // ibdOnce starts a node on an empty datadir and replays blocks.dat into it
 // with submitblock, one block at a time over one connection.
-func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, big int) (run ibdRun, err error) {
-	run = ibdRun{Index: withIndex, Run: runNo}
-	name := "noindex"
-	if withIndex {
-		name = "electrum"
-	}
+func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big int) (run ibdRun, err error) {
+	run = ibdRun{Kind: kind, Run: runNo}
+	name := kind
+	withIndex := kind != ibdNoIndex
 	dir := filepath.Join(scratch, fmt.Sprintf("ibd-%s-%d", name, runNo))
 	if err := os.RemoveAll(dir); err != nil {
 		return run, err
@@ -185,12 +213,15 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 	args := []string{ci.NetFlag(), "--datadir=" + filepath.Join(dir, "data"), "--logdir=" + filepath.Join(dir, "logs"),
 		"--nolisten", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
 		fmt.Sprintf("--rpclisten=127.0.0.1:%d", rpcPort), "--rpcuser=" + rpcUser, "--rpcpass=" + rpcPass, "--notls"}
+	var ePort int
 	if withIndex {
-		ePort, err := freePort()
-		if err != nil {
+		if ePort, err = freePort(); err != nil {
 			return run, err
 		}
 		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", ePort))
+	}
+	if kind == ibdLive {
+		args = append(args, "--electrumtrailage=0")
 	}
 	args = append(args, c.nodeArgs...)
 
@@ -271,6 +302,14 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 			default:
 			}
 		}
+		run.ReplaySeconds = time.Since(t0).Seconds()
+		if withIndex {
+			// A trailing index catches up after the chain: the replay
+			// is done when the Electrum server reports the tip.
+			if _, err := waitElectrumTip(p, ePort, ci.TipHeight, time.After(c.timeout)); err != nil {
+				return err
+			}
+		}
 		run.Seconds = time.Since(t0).Seconds()
 		res, err := rc.call("getblockcount")
 		if err != nil {
@@ -286,8 +325,9 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 		run.SubmitAll = summarize(all)
 		run.SubmitBig = summarize(run.submitBigMs)
 		run.Connections = rc.dials.Load()
-		if withIndex {
-			// The index logs a block before submitblock answers.
+		if kind == ibdLive {
+			// The index logs a block before submitblock answers. A
+			// trailing index writes old blocks in batches instead.
 			mu.Lock()
 			for h := range bigs {
 				if d, ok := indexed[h]; ok {
@@ -321,10 +361,10 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, withIndex bool, runNo, bi
 	return run, nil
 }
 
-func (rep *ibdReport) summary(withIndex bool) ibdSummary {
+func (rep *ibdReport) summary(kind string) ibdSummary {
 	var secs, bps, tps, rss, sub, idx []float64
 	for _, r := range rep.Runs {
-		if r.Index != withIndex {
+		if r.Kind != kind {
 			continue
 		}
 		secs = append(secs, r.Seconds)
