@@ -36,7 +36,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit deps lint bench bench-e2e btcd-v0.26.2 fmt clean run fuzz
+.PHONY: all build test test-unit deps lint bench bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
 
 all: build
 
@@ -63,13 +63,17 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
 
-# Benchmarks behind docs/BENCHMARKS.md (about 5 minutes on 2 cores).
+# Benchmarks behind docs/BENCHMARKS.md: the in-process ones (about 5 minutes
+# on 2 cores), then the built binary end to end on a generated mainnet-shaped
+# chain (bench-e2e, bench-load: about 25 minutes with the default 1,000,000
+# transactions; the chain is generated once into E2E_CHAIN).
 bench:
 	$(GO) test -run '^$$' -bench 'ConnectBlock' -benchtime 20x -timeout 30m ./indexers/
 	CATCHUP_TXS=400000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	CATCHUP_TXS=1000000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
+	$(MAKE) bench-e2e bench-load
 
 # btcd v0.26.2 itself, for the end-to-end comparison.
 btcd-v0.26.2: $(BTCD_BIN)
@@ -84,6 +88,15 @@ bench-e2e: build $(BTCD_BIN)
 	bin/e2ebench catchup -chain $(E2E_CHAIN) -runs $(E2E_RUNS) -svg $(E2E_OUT)/catchup.svg \
 		-json $(E2E_OUT)/catchup.json -md $(E2E_OUT)/e2e.md
 	bin/e2ebench ibd -chain $(E2E_CHAIN) -runs $(E2E_RUNS) -json $(E2E_OUT)/ibd.json -md $(E2E_OUT)/e2e.md
+
+# The Electrum server under wallet load on the generated chain: the node on a
+# copy of it, then bin/electrum-load's request mix at 20 and 100 sessions and
+# single requests of the heaviest scripts.
+bench-load: build
+	$(GO) build -o bin/e2ebench ./cmd/e2ebench
+	@test -f $(E2E_CHAIN)/chain.json || $(CHAINGEN) -out $(E2E_CHAIN) -txs $(E2E_TXS)
+	mkdir -p $(E2E_OUT)
+	bin/e2ebench load -chain $(E2E_CHAIN) -sessions 20,100 -duration 20s -single 10 -json $(E2E_OUT)/load.json
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -41,6 +41,8 @@ func main() {
 		err = runCatchup(os.Args[2:])
 	case "ibd":
 		err = runIBD(os.Args[2:])
+	case "load":
+		err = runLoad(os.Args[2:])
 	case "mkchain":
 		err = runMkchain(os.Args[2:])
 	case "-h", "-help", "--help", "help":
@@ -60,6 +62,7 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   e2ebench catchup -chain DIR [-runs 2] [-kinds electrum,addrindex,txindex] [-svg FILE] [-json FILE] [-md FILE]
   e2ebench ibd     -chain DIR [-runs 2] [-json FILE] [-md FILE]
+  e2ebench load    -chain DIR [-sessions 20,100] [-duration 20s] [-single 10] [-json FILE]
   e2ebench mkchain -out DIR [-blocks 300] [-net simnet]
 Run a subcommand with -h for its flags.
 `)

@@ -363,3 +363,6 @@ func compactedSize(dbPath string) (int64, error) {
 	}
 	return diskUsage(dbPath)
 }
+
+// Pid returns the process id of the node.
+func (p *proc) Pid() int { return p.cmd.Process.Pid }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// runLoad measures the Electrum server as wallets use it: the node is
+// started with the index on a copy of the chain (whose index it first
+// builds), and once its Electrum port reports the tip, the project's load
+// tool (cmd/electrum-load) runs its request mix against it over TCP and
+// times single requests of the heaviest scripts. Its report is the tool's
+// own; -json and -md are passed on.
+func runLoad(args []string) error {
+	var (
+		c        common
+		load     string
+		sessions string
+		duration time.Duration
+		single   int
+		extra    string
+	)
+	fs := flag.NewFlagSet("load", flag.ExitOnError)
+	c.register(fs)
+	fs.StringVar(&load, "load", "bin/electrum-load", "the load tool binary")
+	fs.StringVar(&sessions, "sessions", "20,100", "sessions of each load phase")
+	fs.DurationVar(&duration, "duration", 20*time.Second, "measured length of each phase")
+	fs.IntVar(&single, "single", 10, "heavy scripts whose single requests are timed")
+	fs.StringVar(&extra, "loadargs", "", "extra flags for the load tool, space-separated")
+	fs.Parse(args)
+
+	ci, scratch, cleanup, err := c.setup()
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() { finish(done, cleanup, scratch) }()
+	if load, err = filepath.Abs(load); err != nil {
+		return err
+	}
+	if _, err := os.Stat(load); err != nil {
+		return fmt.Errorf("load tool: %w (make build)", err)
+	}
+	scripts := filepath.Join(ci.Dir, "scripts.txt")
+	if _, err := os.Stat(scripts); err != nil {
+		return fmt.Errorf("the chain has no scripts file: %w", err)
+	}
+
+	dir := filepath.Join(scratch, "load")
+	dataDir := filepath.Join(dir, "data")
+	if err := copyTree(ci.DBPath(), filepath.Join(dataDir, ci.NetDir(), "blocks_ffldb")); err != nil {
+		return fmt.Errorf("copy chain: %w", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	// The per-IP and cost limits are for the public: the load comes from
+	// one address and is meant to run flat out.
+	nodeArgs := append([]string{ci.NetFlag(), "--datadir=" + dataDir, "--logdir=" + filepath.Join(dir, "logs"),
+		"--nolisten", "--norpc", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
+		"--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),
+		"--electrummaxsessionsperip=-1", "--electrumcosthardlimit=-1"}, c.nodeArgs...)
+	onLine := func(t time.Duration, line string) {
+		if c.verbose {
+			fmt.Fprintf(os.Stderr, "  [node %6.1fs] %s\n", t.Seconds(), line)
+		}
+	}
+	p, err := startProc(c.node, nodeArgs, filepath.Join(dir, "node.log"), onLine)
+	if err != nil {
+		return err
+	}
+	defer p.Stop(5 * time.Minute)
+	fmt.Fprintf(os.Stderr, "chain %s: %s, %d tx; building the index and waiting for the Electrum port\n", ci.Dir, ci.Network, ci.Txs)
+	ready, err := waitElectrumTip(p, port, ci.TipHeight, time.After(c.timeout))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "serving the tip after %.1f s; running the load\n", ready.Seconds())
+
+	largs := []string{"-server", fmt.Sprintf("127.0.0.1:%d", port), "-scripts", scripts,
+		"-sessions", sessions, "-duration", duration.String(), "-single", strconv.Itoa(single),
+		"-pid", strconv.Itoa(p.Pid())}
+	if c.jsonOut != "" {
+		largs = append(largs, "-json", c.jsonOut)
+	}
+	largs = append(largs, strings.Fields(extra)...)
+	cmd := exec.Command(load, largs...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("load tool: %w", err)
+	}
+	done = true
+	return nil
+}
