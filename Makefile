@@ -30,7 +30,7 @@ FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage ./electrum/:FuzzLineFraming \
 # section for docs/BENCHMARKS.md). A chain generated elsewhere:
 # make bench-e2e E2E_CHAIN=/path/to/chain.
 BTCD_BIN  := bin/btcd-v0.26.2/btcd
-E2E_TXS   ?= 300000
+E2E_TXS   ?= 1000000
 E2E_CHAIN ?= bin/chains/mainnet-$(E2E_TXS)
 E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
