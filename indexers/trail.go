@@ -298,7 +298,9 @@ func (idx *ElectrumIndex) trailLoop() {
 			continue
 		}
 		if idx.behind() {
-			t.poke(true)
+			// Blocks came meanwhile: they wait for a lag worth a
+			// batch, or for a pause, like any others.
+			t.poke(false)
 		} else {
 			idx.releaseWaiters()
 		}
