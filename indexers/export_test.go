@@ -25,3 +25,7 @@ func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount u
 // SetCatchUpBatch sets the size of the catch-up's merged batches (as ffldb
 // counts them), so a small chain crosses many batch boundaries.
 func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }
+
+// SetAfterCatchUpCommit sets a function the catch-up's committer calls after
+// each commit, before Progress reports it.
+func (idx *ElectrumIndex) SetAfterCatchUpCommit(f func()) { idx.afterCommit = f }

@@ -41,8 +41,12 @@ type ElectrumIndex struct {
 	// statuses caches SHA-256 midstates of long confirmed histories.
 	statuses *statusCache
 
-	// progress describes the running or last catch-up.
-	progress CatchUpProgress
+	// progress describes the running or last catch-up, committed
+	// records its recent commits for the rate, and catchUpMiB is its
+	// memory budget (SetCatchUpMemory); all three are guarded by mu.
+	progress   CatchUpProgress
+	committed  commitWindow
+	catchUpMiB int
 
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
@@ -50,6 +54,10 @@ type ElectrumIndex struct {
 	// batchBytes is the catch-up's merged batch size; zero means the
 	// default (tests make it small to cross many batch boundaries).
 	batchBytes int
+
+	// afterCommit, when set (tests), runs after each catch-up commit and
+	// before Progress shows it.
+	afterCommit func()
 }
 
 // memTip is the index tip with its cumulative transaction count and the

@@ -17,6 +17,8 @@ import (
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
 	flags "github.com/jessevdk/go-flags"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // Defaults, matching btcd's where btcd has the same option.
@@ -144,6 +146,7 @@ type Config struct {
 	ElectrumWSSListeners []string `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
 	ElectrumCert         string   `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
 	ElectrumKey          string   `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
+	ElectrumCatchUpMem   int      `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
@@ -196,6 +199,7 @@ func DefaultConfig() *Config {
 		UtxoCacheMaxSizeMiB:  defaultUtxoCacheMaxSizeMiB,
 		ElectrumCert:         defaultElecCert,
 		ElectrumKey:          defaultElecKeyFile,
+		ElectrumCatchUpMem:   indexers.DefaultCatchUpMemory,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -312,6 +316,9 @@ func (cfg *Config) Normalize() error {
 
 	if cfg.Prune != 0 && cfg.Prune < pruneMinSize {
 		return fmt.Errorf("the minimum value for --prune is %d MiB, not %d", pruneMinSize, cfg.Prune)
+	}
+	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
+		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
 	}
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")
