@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -174,6 +176,9 @@ func BenchmarkCatchUp(b *testing.B) {
 	}
 	// CATCHUP_CHAIN keeps the generated chain in a directory across runs
 	// (generating 400,000 transactions takes longer than indexing them).
+	// CATCHUP_MEM is the catch-up's memory budget in MiB (default: the
+	// index's default).
+	memMiB, _ := strconv.Atoi(os.Getenv("CATCHUP_MEM"))
 	dir := os.Getenv("CATCHUP_CHAIN")
 	if dir == "" {
 		dir = filepath.Join(b.TempDir(), "chain")
@@ -205,13 +210,14 @@ func BenchmarkCatchUp(b *testing.B) {
 		b.StartTimer()
 		var idx *indexers.ElectrumIndex
 		var created atomic.Pointer[indexers.ElectrumIndex]
-		busy := make(chan [2]float64, 1)
+		busy := make(chan [4]float64, 1)
 		go func() { busy <- coresBusy(&created) }()
 		start := time.Now()
 		h, err := testchain.OpenWith(copyDir, testchain.Options{
 			Pool: testchain.BulkScriptPool(),
 			Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 				idx = indexers.NewElectrumIndex(db, params)
+				idx.SetCatchUpMemory(memMiB)
 				created.Store(idx)
 				return indexers.NewManager(db, idx)
 			},
@@ -223,6 +229,8 @@ func BenchmarkCatchUp(b *testing.B) {
 		m := <-busy
 		b.ReportMetric(m[0], "cores-busy")
 		b.ReportMetric(m[1], "peak-MiB")
+		b.ReportMetric(m[2], "live-MiB")
+		b.ReportMetric(m[3], "heap-MiB")
 		b.StopTimer()
 		rows := indexRows(b, h.DB)
 		bytes := 0
@@ -233,6 +241,7 @@ func BenchmarkCatchUp(b *testing.B) {
 		// The catch-up itself; opening the chain around it (and the test
 		// harness rebuilding its wallet) is reported apart.
 		b.ReportMetric(float64(idx.Progress().Txs)/idx.Progress().Duration().Seconds(), "tx/s")
+		b.ReportMetric(float64(idx.Progress().MemoryLimit)/(1<<20), "limit-MiB")
 		b.ReportMetric(elapsed.Seconds(), "open-s")
 		b.ReportMetric(float64(len(rows))/float64(total), "rows/tx")
 		b.ReportMetric(float64(idx.Progress().Writes)/float64(total), "writes/tx")
@@ -241,27 +250,17 @@ func BenchmarkCatchUp(b *testing.B) {
 	}
 }
 
-// coresBusy returns the process's CPU time during the catch-up of the index
-// created stores, divided by the catch-up's duration (how many cores the
-// catch-up kept busy on average), and the process's peak resident memory
-// in MiB from the start of the benchmark iteration to the catch-up's end
-// (Linux; 0 elsewhere).
-func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) [2]float64 {
-	// Reset the peak so it covers this iteration only.
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-	peak := func() float64 {
-		st, err := os.ReadFile("/proc/self/status")
-		if err != nil {
-			return 0
-		}
-		for _, line := range strings.Split(string(st), "\n") {
-			if f := strings.Fields(line); len(f) == 3 && f[0] == "VmHWM:" {
-				kb, _ := strconv.Atoi(f[1])
-				return float64(kb) / 1024
-			}
-		}
-		return 0
-	}
+// coresBusy returns, for the catch-up of the index created stores: the
+// process's CPU time during it divided by its duration (how many cores it
+// kept busy on average), the process's peak resident memory in MiB while it
+// ran (sampled every 2 ms; Linux, 0 elsewhere), and the peaks in MiB of the
+// Go heap's live bytes (as the last collection marked them) and of its
+// objects (live and not yet collected) while it ran.
+func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) [4]float64 {
+	samples := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+	var live, heap uint64
+	var rss float64
+	profile := os.Getenv("CATCHUP_HEAPPROFILE")
 	cpu := func() time.Duration {
 		var ru syscall.Rusage
 		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -279,17 +278,58 @@ func coresBusy(created *atomic.Pointer[indexers.ElectrumIndex]) [2]float64 {
 			continue
 		}
 		p := idx.Progress()
-		if t0.IsZero() && p.Running {
+		if !p.Running && p.Finished.IsZero() {
+			continue
+		}
+		if t0.IsZero() {
 			cpu0, t0 = cpu(), time.Now()
+			writeHeapProfile(profile, ".start")
 		}
 		if !p.Finished.IsZero() {
-			if t0.IsZero() {
-				return [2]float64{0, peak()}
-			}
-			return [2]float64{(cpu() - cpu0).Seconds() / time.Since(t0).Seconds(), peak()}
+			// With the start's, the allocations of the catch-up.
+			writeHeapProfile(profile, ".end")
+			return [4]float64{(cpu() - cpu0).Seconds() / time.Since(t0).Seconds(), rss,
+				float64(live) / (1 << 20), float64(heap) / (1 << 20)}
+		}
+		rss = max(rss, residentMiB())
+		metrics.Read(samples)
+		if l := samples[0].Value.Uint64(); l > live*21/20 && profile != "" {
+			// CATCHUP_HEAPPROFILE keeps the heap profile of the
+			// largest live heap seen.
+			writeHeapProfile(profile, "")
+		}
+		live = max(live, samples[0].Value.Uint64())
+		heap = max(heap, samples[1].Value.Uint64())
+	}
+	return [4]float64{}
+}
+
+// writeHeapProfile writes the heap profile to name+suffix unless name is
+// empty.
+func writeHeapProfile(name, suffix string) {
+	if name == "" {
+		return
+	}
+	if f, err := os.Create(name + suffix); err == nil {
+		_ = pprof.Lookup("heap").WriteTo(f, 0)
+		f.Close()
+	}
+}
+
+// residentMiB returns the process's resident memory in MiB (Linux; 0
+// elsewhere).
+func residentMiB() float64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(st), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return float64(kb) / 1024
 		}
 	}
-	return [2]float64{}
+	return 0
 }
 
 func rngFor(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }

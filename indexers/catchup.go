@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"time"
 
@@ -36,22 +39,94 @@ const (
 	// (a persistent treap), and the next commit writes the cache and
 	// itself straight to leveldb once the cache holds more than two thirds
 	// of its 100 MiB. So batches alternate: a merged batch a little above
-	// that mark, then a direct batch directBatches times its size. Only a
-	// quarter of the rows take the merge path, every merge starts from an
-	// empty cache, and the committer's transactions stay few
-	// (docs/BENCHMARKS.md has the measurements).
+	// that mark, then a direct batch some merged batches large (how many
+	// follows the memory budget, catchUpSizes). Every merge starts from
+	// an empty cache, only the merged batches' rows take the dearer merge
+	// path, and the committer's transactions stay few (docs/BENCHMARKS.md
+	// has the measurements).
 	batchBytes = 72 << 20
-	// directBatches is the size of a direct batch in merged batches.
-	directBatches = 3
+	// maxDirectBatches bounds a direct batch in merged batches: beyond it
+	// the merged rows saved no longer pay for the memory.
+	maxDirectBatches = 3
 	// partsPerBatch is how many parts a merged batch is handed to the
 	// committer in: it puts each part into the batch's open transaction
 	// while the next one is assembled, so it starts a fraction of a batch
 	// after the assembler does and only the commit itself waits for the
 	// batch's last block.
 	partsPerBatch = 4
+	// maxQueuedParts bounds the queue of parts between assembler and
+	// committer.
+	maxQueuedParts = 12
 	// progressEvery is the interval of the progress log line.
 	progressEvery = 10 * time.Second
+	// rateWindow is how far back the catch-up's rate looks.
+	rateWindow = 30 * time.Second
 )
+
+// DefaultCatchUpMemory is the memory, in MiB, a catch-up may take on top of
+// what the process holds when it starts, unless SetCatchUpMemory says
+// otherwise. With btcd's default UTXO cache (whose map btcd allocates in
+// full at start) the node stays under about 500 MB.
+const DefaultCatchUpMemory = 320
+
+// MinCatchUpMemory is the smallest budget worth giving a catch-up (MiB):
+// below it the rows a catch-up must hold at once (ffldb's cache of a merged
+// batch while the next transaction is built) fill it, and the garbage
+// collector runs all the time.
+const MinCatchUpMemory = 200
+
+// liveShare is the share of the budget the catch-up's rows may take while
+// they are live; the rest is room for the garbage collector (the budget is
+// the process's soft memory limit during catch-up, and a heap that lives
+// close to its limit is collected all the time).
+const liveShare = 0.6
+
+// liveBytesPerCost is how many bytes of Go heap a row in flight takes per
+// byte of rowCost: the treap node ffldb counts, plus the bucketed key
+// ffldb copies, our own row entries and the allocators' rounding
+// (measured with runtime/metrics at the peak of a catch-up).
+const liveBytesPerCost = 1.3
+
+// catchUpSizes are the batch and queue sizes of a catch-up, derived from its
+// memory budget.
+type catchUpSizes struct {
+	merged int // rowCost of a merged batch
+	direct int // rowCost of a direct batch
+	part   int // rowCost of a part
+	queue  int // parts queued between assembler and committer
+}
+
+// limit returns the size of a direct or merged batch.
+func (z catchUpSizes) limit(direct bool) int {
+	if direct {
+		return z.direct
+	}
+	return z.merged
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// sizesFor derives the sizes from a memory budget in bytes. At its peak a
+// catch-up holds ffldb's cache (a merged batch), the open transaction of a
+// direct batch, the queue and the part being assembled; the direct batch
+// and the queue take what the budget leaves beside the merged batch, never
+// less than one merged batch and two parts.
+func sizesFor(budget int64, merged int) catchUpSizes {
+	z := catchUpSizes{merged: merged, part: max(merged/partsPerBatch, 1)}
+	rows := int64(float64(budget) * liveShare / liveBytesPerCost)
+	left := rows - int64(merged) - 2*int64(z.part)
+	k := int(min(max(left/int64(merged)-1, 1), maxDirectBatches))
+	z.direct = k * merged
+	left -= int64(z.direct)
+	z.queue = int(min(max(left/int64(z.part)+1, 2), maxQueuedParts))
+	return z
+}
 
 // batch is a part of the rows of many consecutive blocks written in one
 // database transaction; the transaction is committed with its last part.
@@ -66,16 +141,18 @@ const (
 // the unspent-output map is sorted when the last part is sealed. The
 // tables' tags order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 type batch struct {
-	blk, hist, txid, tx []kv
-	utxo                map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
-	spent               []kv                        // the unspent-output rows of a sealed last part, in key order
-	last                bool                        // the transaction commits after this part
-	bytes               int                         // rowCost of the rows outside the unspent-output map
-	tip                 chainhash.Hash
-	hgt                 int32
-	txs                 uint64
-	count               uint64    // transactions in the main chain up to tip
-	stats               sizeStats // the index's size after the part
+	blk, tx []kv
+	hist    []histRow
+	txid    []txidRow
+	utxo    map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
+	spent   []utxoWrite                 // the unspent-output rows of a sealed last part, in key order
+	last    bool                        // the transaction commits after this part
+	bytes   int                         // rowCost of the rows outside the unspent-output map
+	tip     chainhash.Hash
+	hgt     int32
+	txs     uint64
+	count   uint64    // transactions in the main chain up to tip
+	stats   sizeStats // the index's size after the part
 	// first and prev are the height and parent of the part's first block,
 	// hashes its blocks' hashes: a trailing batch commits only if they
 	// still extend the index tip in the main chain.
@@ -87,15 +164,45 @@ type batch struct {
 // kv is one row to put.
 type kv struct{ k, v []byte }
 
-// utxoOp is the net effect of a batch on one unspent-output row.
-type utxoOp struct {
-	k, v []byte // v == nil: delete
+// Rows of the tables that hold most of a batch are kept in arrays without
+// pointers, which the garbage collector does not scan: history and txid
+// rows have empty values, and unspent-output values are 10 bytes.
+type (
+	histRow [histKeyLen]byte
+	txidRow [txidKeyLen]byte
+	// utxoOp is the net effect of a batch on one unspent-output row.
+	utxoOp struct {
+		v   [utxoValLen]byte
+		put bool // false: delete
+	}
+	utxoWrite struct {
+		k [utxoKeyLen]byte
+		utxoOp
+	}
+)
+
+// emptyVal is the value of history and txid rows.
+var emptyVal = []byte{}
+
+// newBatch returns an empty part writing unspent-output rows into utxo,
+// with room for about as many rows as prev (nil: none) holds: parts are of
+// one size, and tables grown by appending would allocate several times
+// their size on the way.
+func newBatch(utxo map[[utxoKeyLen]byte]utxoOp, prev *batch) *batch {
+	b := &batch{utxo: utxo}
+	if prev != nil {
+		room := func(n int) int { return n + n/8 }
+		b.hist = make([]histRow, 0, room(len(prev.hist)))
+		b.txid = make([]txidRow, 0, room(len(prev.txid)))
+		b.tx = make([]kv, 0, room(len(prev.tx)))
+		b.blk = make([]kv, 0, room(len(prev.blk)))
+	}
+	return b
 }
 
-// newBatch returns an empty part writing unspent-output rows into utxo.
-func newBatch(utxo map[[utxoKeyLen]byte]utxoOp) *batch {
-	return &batch{utxo: utxo}
-}
+// copiesRows marks the batch as a rowWriter that keeps no slice it is
+// given, so applyConnect builds every key and value in scratch buffers.
+func (b *batch) copiesRows() {}
 
 // rowCost is what ffldb counts in its write cache for a row.
 func rowCost(k, v []byte) int { return 76 + len(k) + len(v) }
@@ -111,50 +218,48 @@ const utxoCost = 76 + utxoKeyLen + utxoValLen
 func (b *batch) seal(last bool) {
 	if last {
 		b.last = true
-		b.spent = make([]kv, 0, len(b.utxo))
-		for _, op := range b.utxo {
-			b.spent = append(b.spent, kv{k: op.k, v: op.v})
+		b.spent = make([]utxoWrite, 0, len(b.utxo))
+		for k, op := range b.utxo {
+			b.spent = append(b.spent, utxoWrite{k: k, utxoOp: op})
 		}
-		sortRows(b.spent)
+		slices.SortFunc(b.spent, func(x, y utxoWrite) int { return cmpKeys(x.k[:], y.k[:]) })
 	}
 	b.utxo = nil
-	sortRows(b.hist)
-	sortRows(b.txid)
+	slices.SortFunc(b.hist, func(x, y histRow) int { return cmpKeys(x[:], y[:]) })
+	slices.SortFunc(b.txid, func(x, y txidRow) int { return cmpKeys(x[:], y[:]) })
 }
 
-// sortRows sorts rows of one table by key. All keys of a table share their
+// cmpKeys orders two keys of one table. All keys of a table share their
 // three-byte prefix and the next eight bytes are hash bytes, so comparing
 // them as one integer settles almost every comparison.
-func sortRows(rows []kv) {
-	slices.SortFunc(rows, func(x, y kv) int {
-		a, b := binary.BigEndian.Uint64(x.k[pfx:]), binary.BigEndian.Uint64(y.k[pfx:])
-		if a != b {
-			if a < b {
-				return -1
-			}
-			return 1
+func cmpKeys(x, y []byte) int {
+	a, b := binary.BigEndian.Uint64(x[pfx:]), binary.BigEndian.Uint64(y[pfx:])
+	if a != b {
+		if a < b {
+			return -1
 		}
-		return bytes.Compare(x.k[pfx+8:], y.k[pfx+8:])
-	})
+		return 1
+	}
+	return bytes.Compare(x[pfx+8:], y[pfx+8:])
 }
 
-// Put implements rowWriter.
+// Put implements rowWriter. It copies every key and value: applyConnect
+// hands a batch rows in reused buffers.
 func (b *batch) Put(k, v []byte) error {
 	switch k[2] {
 	case tagUtxo:
-		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{k: k, v: v}
+		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{v: [utxoValLen]byte(v), put: true}
+		return nil
 	case tagHist:
-		b.hist = append(b.hist, kv{k, v})
+		b.hist = append(b.hist, histRow(k))
 	case tagTxid:
-		b.txid = append(b.txid, kv{k, v})
+		b.txid = append(b.txid, txidRow(k))
 	case tagTx:
-		b.tx = append(b.tx, kv{k, v})
+		b.tx = append(b.tx, kv{bytes.Clone(k), bytes.Clone(v)})
 	default:
-		b.blk = append(b.blk, kv{k, v})
+		b.blk = append(b.blk, kv{bytes.Clone(k), bytes.Clone(v)})
 	}
-	if k[2] != tagUtxo {
-		b.bytes += rowCost(k, v)
-	}
+	b.bytes += rowCost(k, v)
 	return nil
 }
 
@@ -163,11 +268,11 @@ func (b *batch) Put(k, v []byte) error {
 // an older one (a delete reaches the database).
 func (b *batch) Delete(k []byte) error {
 	a := [utxoKeyLen]byte(k)
-	if op, ok := b.utxo[a]; ok && op.v != nil {
+	if op, ok := b.utxo[a]; ok && op.put {
 		delete(b.utxo, a)
 		return nil
 	}
-	b.utxo[a] = utxoOp{k: k}
+	b.utxo[a] = utxoOp{}
 	return nil
 }
 
@@ -181,20 +286,40 @@ func (b *batch) writes() int {
 }
 
 // write applies the sealed part, in key order, to the transaction; the
-// last part also moves the index tip. A nil value is a delete.
+// last part also moves the index tip. The tables' tags order them:
+// "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 func (b *batch) write(dbTx database.Tx) error {
 	meta := dbTx.Metadata()
-	for _, table := range [][]kv{b.blk, b.hist, b.txid, b.tx, b.spent} {
-		for _, p := range table {
-			var err error
-			if p.v == nil {
-				err = meta.Delete(p.k)
-			} else {
-				err = meta.Put(p.k, p.v)
-			}
-			if err != nil {
-				return err
-			}
+	for _, p := range b.blk {
+		if err := meta.Put(p.k, p.v); err != nil {
+			return err
+		}
+	}
+	for i := range b.hist {
+		if err := meta.Put(b.hist[i][:], emptyVal); err != nil {
+			return err
+		}
+	}
+	for i := range b.txid {
+		if err := meta.Put(b.txid[i][:], emptyVal); err != nil {
+			return err
+		}
+	}
+	for _, p := range b.tx {
+		if err := meta.Put(p.k, p.v); err != nil {
+			return err
+		}
+	}
+	for i := range b.spent {
+		r := &b.spent[i]
+		var err error
+		if r.put {
+			err = meta.Put(r.k[:], r.v[:])
+		} else {
+			err = meta.Delete(r.k[:])
+		}
+		if err != nil {
+			return err
 		}
 	}
 	if !b.last {
@@ -208,19 +333,35 @@ func (b *batch) write(dbTx database.Tx) error {
 }
 
 // CatchUpProgress describes the index's catch-up: the one running, or the
-// last one that ran.
+// last one that ran. Every figure except Assembled counts committed work
+// only, what a reader of the database sees.
 type CatchUpProgress struct {
 	// Running is true while blocks are being caught up.
 	Running bool
 	// From and Target are the first and last heights of the catch-up.
 	From, Target int32
-	// Height is the last height committed.
+	// Height is the last height committed to the database.
 	Height int32
-	// Txs is the number of transactions indexed and Writes the number of
-	// rows put or deleted in the database.
-	Txs, Writes uint64
+	// Assembled is the last height handed on to the committer; the blocks
+	// between Height and Assembled are in flight and lost on a crash.
+	Assembled int32
+	// Txs is the number of transactions committed, TargetTxs the number
+	// the catch-up indexes in all, and Writes the number of rows put or
+	// deleted in the database.
+	Txs, TargetTxs, Writes uint64
 	// Batches is the number of database transactions committed.
 	Batches int
+	// Rate is the transactions committed per second over the last 30 s
+	// (from the start while it is younger), measured up to the moment of
+	// reading; ETA is how long the remaining transactions take at that
+	// rate. Both are zero while unknown; once the catch-up has finished,
+	// Rate is its average and ETA zero.
+	Rate float64
+	ETA  time.Duration
+	// MemoryLimit is the process's soft memory limit (bytes) the catch-up
+	// ran under; zero when it set none (a limit set before, such as
+	// GOMEMLIMIT, is left alone).
+	MemoryLimit int64
 	// Started and Finished bound the catch-up (Finished is zero while it
 	// runs).
 	Started, Finished time.Time
@@ -241,7 +382,121 @@ func (p CatchUpProgress) Duration() time.Duration {
 func (idx *ElectrumIndex) Progress() CatchUpProgress {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	return idx.progress
+	p := idx.progress
+	switch {
+	case p.Running:
+		p.Rate, p.ETA = idx.committed.rate(time.Now(), p.Txs, p.TargetTxs)
+	case !p.Finished.IsZero() && p.Duration() > 0:
+		p.Rate = float64(p.Txs) / p.Duration().Seconds()
+	}
+	return p
+}
+
+// commitSample is the number of transactions committed at a moment.
+type commitSample struct {
+	at  time.Time
+	txs uint64
+}
+
+// commitWindow holds the catch-up's commits of the last rateWindow, and the
+// last one before it (or the start) as the anchor a rate is measured from.
+type commitWindow struct{ samples []commitSample }
+
+// add records that txs transactions were committed by at.
+func (w *commitWindow) add(at time.Time, txs uint64) {
+	w.samples = append(w.samples, commitSample{at, txs})
+	for len(w.samples) > 2 && at.Sub(w.samples[1].at) >= rateWindow {
+		w.samples = w.samples[1:]
+	}
+}
+
+// rate returns the transactions committed per second from the newest
+// sample at least rateWindow old (the oldest there is, when none is) to
+// now, and the time the rest of target takes at that rate. The time since
+// the last commit counts: work not committed yet is not progress.
+func (w *commitWindow) rate(now time.Time, txs, target uint64) (float64, time.Duration) {
+	if len(w.samples) == 0 {
+		return 0, 0
+	}
+	anchor := w.samples[0]
+	for i := len(w.samples) - 1; i > 0; i-- {
+		if now.Sub(w.samples[i].at) >= rateWindow {
+			anchor = w.samples[i]
+			break
+		}
+	}
+	el := now.Sub(anchor.at).Seconds()
+	if el <= 0 || txs <= anchor.txs {
+		return 0, 0
+	}
+	r := float64(txs-anchor.txs) / el
+	var eta time.Duration
+	if target > txs {
+		eta = time.Duration(float64(target-txs) / r * float64(time.Second))
+	}
+	return r, eta
+}
+
+// logProgress logs the catch-up's committed progress.
+func (idx *ElectrumIndex) logProgress() {
+	p := idx.Progress()
+	eta := "unknown"
+	if p.ETA > 0 {
+		eta = p.ETA.Round(time.Second).String()
+	}
+	log.Infof("Electrum index: height %d/%d committed (%d/%d tx), %.0f tx/s, ETA %s; assembled to %d",
+		p.Height, p.Target, p.Txs, p.TargetTxs, p.Rate, eta, p.Assembled)
+}
+
+// SetCatchUpMemory sets the memory, in MiB, a catch-up may take on top of
+// what the process holds when it starts (zero or less: the default,
+// DefaultCatchUpMemory). It sizes the catch-up's batches and queue, and the
+// process runs under a soft memory limit of its memory at the start plus
+// this much while it catches up. More memory buys larger direct batches
+// (fewer rows take ffldb's merge path) and a deeper queue.
+func (idx *ElectrumIndex) SetCatchUpMemory(mib int) {
+	idx.mu.Lock()
+	idx.catchUpMiB = mib
+	idx.mu.Unlock()
+}
+
+// limitMemory derives the catch-up's sizes from its budget and, unless the
+// process already has a soft memory limit, sets one for the catch-up. The
+// returned function restores the limit and returns the memory the catch-up
+// freed to the operating system.
+func (idx *ElectrumIndex) limitMemory() (catchUpSizes, int64, func()) {
+	idx.mu.Lock()
+	mib, merged := idx.catchUpMiB, idx.batchBytes
+	idx.mu.Unlock()
+	if mib <= 0 {
+		mib = DefaultCatchUpMemory
+	}
+	if merged <= 0 {
+		merged = batchBytes
+	}
+	budget := int64(mib) << 20
+	sz := sizesFor(budget, merged)
+	old := debug.SetMemoryLimit(-1)
+	if old != math.MaxInt64 {
+		return sz, 0, func() {}
+	}
+	// Collect and return what is free first, so the limit starts from
+	// what the process holds.
+	debug.FreeOSMemory()
+	limit := goMemory() + budget
+	debug.SetMemoryLimit(limit)
+	return sz, limit, func() {
+		debug.SetMemoryLimit(old)
+		debug.FreeOSMemory()
+	}
+}
+
+// goMemory returns the memory the Go runtime holds from the operating
+// system, as its soft memory limit counts it.
+func goMemory() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64() - s[1].Value.Uint64())
 }
 
 // fetched is one block read and planned by a catch-up worker.
@@ -285,14 +540,25 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	if from > best.Height {
 		return nil
 	}
+	sz, limit, release := idx.limitMemory()
+	defer release()
 	if trailing {
-		log.Debugf("Electrum index: trailing the chain from height %d to %d", from, best.Height)
+		// Whole batches only: the committer holds the write lock, which
+		// the chain waits for, only while it writes one.
+		sz.part = int(^uint(0) >> 1)
+		log.Debugf("Electrum index: trailing the chain from height %d to %d (batches of %d and %d MiB, memory limit %s)",
+			from, best.Height, sz.merged>>20, sz.direct>>20, limitString(limit))
 	} else {
-		log.Infof("Electrum index: catching up from height %d to %d", from, best.Height)
+		log.Infof("Electrum index: catching up from height %d to %d (batches of %d and %d MiB, memory limit %s)",
+			from, best.Height, sz.merged>>20, sz.direct>>20, limitString(limit))
 	}
+	now := time.Now()
 	idx.mu.Lock()
 	idx.progress = CatchUpProgress{Running: true, From: from, Target: best.Height,
-		Height: start.height, Started: time.Now()}
+		Height: start.height, Assembled: start.height, TargetTxs: best.TotalTxns - start.txCount,
+		MemoryLimit: limit, Started: now}
+	idx.committed = commitWindow{}
+	idx.committed.add(now, 0)
 	idx.mu.Unlock()
 	defer func() {
 		idx.mu.Lock()
@@ -304,6 +570,20 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	workers := runtime.GOMAXPROCS(0)
 	stop := make(chan struct{})
 	defer close(stop)
+
+	// The progress line, from committed work.
+	go func() {
+		t := time.NewTicker(idx.progressInterval())
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				idx.logProgress()
+			case <-stop:
+				return
+			}
+		}
+	}()
 
 	// Dispatch heights in order; each job carries its own result channel and
 	// the queue of those channels keeps the order for the assembler.
@@ -340,9 +620,8 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 
 	// The committer puts each part into its transaction while the next one
 	// is assembled and commits with a transaction's last part. The queue
-	// holds a direct batch's parts, so the assembler goes on while a merged
-	// batch commits.
-	commits := make(chan *batch, directBatches*partsPerBatch)
+	// lets the assembler go on while a batch commits.
+	commits := make(chan *batch, sz.queue)
 	commitErr := make(chan error, 1)
 	go func() {
 		var (
@@ -380,21 +659,22 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 				// Checked and moved while this transaction holds the
 				// write lock, so that no hook runs between the commit
 				// and the in-memory tip.
-				if err = idx.trailCommit(dbTx, guard.prev, guard.first, guard.hashes,
-					memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats}); err != nil {
-					dbTx = nil
-					continue
-				}
+				err = idx.trailCommit(dbTx, guard.prev, guard.first, guard.hashes,
+					memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats})
 			} else {
 				err = dbTx.Commit()
 			}
 			dbTx = nil
 			if err == nil {
+				if idx.afterCommit != nil {
+					idx.afterCommit()
+				}
 				idx.mu.Lock()
 				idx.progress.Height = b.hgt
 				idx.progress.Txs += txs
 				idx.progress.Writes += uint64(writes)
 				idx.progress.Batches++
+				idx.committed.add(time.Now(), idx.progress.Txs)
 				idx.mu.Unlock()
 			}
 			txs, writes, guard = 0, 0, batch{}
@@ -407,30 +687,18 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	}()
 
 	var (
-		count     = start.txCount
-		stats     = start.stats
-		utxo      = make(map[[utxoKeyLen]byte]utxoOp)
-		b         = newBatch(utxo)
-		sent      = 0 // rowCost of the parts of this transaction already sent
-		t0        = time.Now()
-		lastLog   = t0
-		done      = 0
-		loopErr   error
-		lastTxs   = count
-		lastLogAt = t0
-		merged    = batchBytes
-		limit     = batchBytes
-		parent    = start.hash
+		count   = start.txCount
+		stats   = start.stats
+		utxo    = make(map[[utxoKeyLen]byte]utxoOp)
+		b       = newBatch(utxo, nil)
+		mapSize [2]int // the unspent-output maps' sizes of the last merged and direct batches
+		sent    = 0    // rowCost of the parts of this transaction already sent
+		t0      = time.Now()
+		done    = 0
+		loopErr error
+		direct  = false // whether the transaction being assembled is a direct batch
+		parent  = start.hash
 	)
-	if idx.batchBytes > 0 {
-		merged, limit = idx.batchBytes, idx.batchBytes
-	}
-	parts := merged / partsPerBatch
-	if trailing {
-		// Whole batches only: the committer holds the write lock, which
-		// the chain waits for, only while it writes one.
-		parts = int(^uint(0) >> 1)
-	}
 	for out := range queue {
 		f := <-out
 		if f.err != nil {
@@ -452,35 +720,32 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 		b.hashes = append(b.hashes, p.hash)
 		b.tip, b.hgt, b.stats, b.count = p.hash, p.height, stats, count
 		b.txs += uint64(len(p.txs))
+		// Before the block can reach the committer.
+		idx.mu.Lock()
+		idx.progress.Assembled = p.height
+		idx.mu.Unlock()
+		// The batch copied every row: the plan's arrays serve another
+		// block.
+		planPool.Put(p.bufs)
 		done++
 		switch {
-		case sent+b.bytes+len(utxo)*utxoCost >= limit:
+		case sent+b.bytes+len(utxo)*utxoCost >= sz.limit(direct):
+			mapSize[b2i(direct)] = len(utxo)
 			b.seal(true)
+			next := newBatch(nil, b)
 			commits <- b
-			utxo = make(map[[utxoKeyLen]byte]utxoOp)
-			b, sent = newBatch(utxo), 0
-			if limit == merged {
-				limit = directBatches * merged
-			} else {
-				limit = merged
-			}
-		case b.bytes >= parts:
+			direct = !direct
+			utxo = make(map[[utxoKeyLen]byte]utxoOp, mapSize[b2i(direct)])
+			next.utxo = utxo
+			b, sent = next, 0
+		case b.bytes >= sz.part:
 			b.seal(false)
+			next := newBatch(utxo, b)
 			commits <- b
 			sent += b.bytes
-			next := newBatch(utxo)
 			// The tip so far, should the last part come without blocks.
 			next.tip, next.hgt, next.stats, next.count = b.tip, b.hgt, b.stats, b.count
 			b = next
-		}
-		if now := time.Now(); now.Sub(lastLog) >= idx.progressInterval() {
-			rate := float64(count-lastTxs) / now.Sub(lastLogAt).Seconds()
-			eta := "unknown"
-			if rate > 0 && best.TotalTxns > count {
-				eta = (time.Duration(float64(best.TotalTxns-count)/rate) * time.Second).Round(time.Second).String()
-			}
-			log.Infof("Electrum index: height %d/%d, %.0f tx/s, ETA %s", p.height, best.Height, rate, eta)
-			lastLog, lastLogAt, lastTxs = now, now, count
 		}
 		if interrupted(interrupt) {
 			loopErr = errInterrupted
@@ -514,6 +779,14 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	return idx.Init()
 }
 
+// limitString formats a memory limit for the log.
+func limitString(limit int64) string {
+	if limit <= 0 {
+		return "as set before"
+	}
+	return fmt.Sprintf("%d MiB", limit>>20)
+}
+
 // fetchAndPlan reads the main-chain block at height and its spent outputs
 // and plans its rows.
 func fetchAndPlan(chain *blockchain.BlockChain, height int32) fetched {
@@ -528,5 +801,9 @@ func fetchAndPlan(chain *blockchain.BlockChain, height int32) fetched {
 			return fetched{err: fmt.Errorf("electrum index catch-up: spend journal of block %d: %w", height, err)}
 		}
 	}
-	return fetched{plan: planBlock(block, stxos, height == 0)}
+	raw, err := block.Bytes()
+	if err != nil {
+		return fetched{err: fmt.Errorf("electrum index catch-up: block %d: %w", height, err)}
+	}
+	return fetched{plan: planBlockRaw(block, raw, stxos, height == 0, planPool.Get().(*planBufs))}
 }

@@ -38,8 +38,11 @@ func (s *sizedWriter) deleteLen(k []byte, vlen int) error {
 	return s.w.Delete(k)
 }
 
-// slab hands out the key and value buffers of one block from a single
-// allocation. ffldb keeps the slices it is given until the transaction
+// rowCopier is a rowWriter that keeps no key or value slice it is given.
+type rowCopier interface{ copiesRows() }
+
+// slab hands out the key or value buffers of one block from a few large
+// allocations. ffldb keeps the slices it is given until the transaction
 // commits, so no buffer is ever reused.
 type slab struct{ buf []byte }
 
@@ -73,14 +76,25 @@ func chunkLen(first, n int) int {
 // returns what the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
-	var s slab
+	// Keys and values come from separate slabs: ffldb copies every key
+	// it is given but keeps the value slices, so a slab of values alone
+	// is all a block pins in a transaction or in ffldb's cache.
+	var s, vs slab
 	empty := []byte{}
+	// A writer that copies rows gets them in two scratch buffers.
+	key, val := s.take, vs.take
+	if _, ok := dst.(rowCopier); ok {
+		var ks [utxoKeyLen]byte
+		var vb [txChunk * txEntryLen]byte
+		key = func(n int) []byte { return ks[:n:n] }
+		val = func(n int) []byte { return vb[:n:n] }
+	}
 
 	// The block's transaction chunks.
 	for first := 0; first < len(p.txs); first += txChunk {
-		k := s.take(txKeyLen)
+		k := key(txKeyLen)
 		txKey(k, txPos(p.height, first))
-		v := s.take(chunkLen(first, len(p.txs)))
+		v := val(chunkLen(first, len(p.txs)))
 		for i := first; i < first+txChunk && i < len(p.txs); i++ {
 			tp := &p.txs[i]
 			encodeTxEntry(v[(i-first)*txEntryLen:], &txRow{txid: tp.txid, offset: tp.offset, size: tp.size})
@@ -94,22 +108,22 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		tp := &p.txs[i]
 		txNum := txPos(p.height, i)
 
-		k := s.take(txidKeyLen)
+		k := key(txidKeyLen)
 		txidKey(k, &tp.txid, txNum)
 		mustWrite(w.Put(k, empty))
 
 		for j := 0; j < tp.nFund; j++ {
 			hx := tp.scripts[j].hashX()
-			k = s.take(histKeyLen)
+			k = key(histKeyLen)
 			histKey(k, &hx, txNum)
 			mustWrite(w.Put(k, empty))
 		}
 		for j := range tp.funds {
 			f := &tp.funds[j]
 			hx := f.script.hashX()
-			k = s.take(utxoKeyLen)
+			k = key(utxoKeyLen)
 			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
-			v := s.take(utxoValLen)
+			v := val(utxoValLen)
 			putUtxoVal(v, f.value, uint32(i))
 			mustWrite(w.Put(k, v))
 		}
@@ -121,14 +135,14 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		txNum := txPos(p.height, i)
 		for j := tp.nFund; j < len(tp.scripts); j++ {
 			hx := tp.scripts[j].hashX()
-			k := s.take(histKeyLen)
+			k := key(histKeyLen)
 			histKey(k, &hx, txNum)
 			mustWrite(w.Put(k, empty))
 		}
 		for j := range tp.spends {
 			sp := &tp.spends[j]
 			hx := sp.script.hashX()
-			k := s.take(utxoKeyLen)
+			k := key(utxoKeyLen)
 			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
 			mustWrite(w.Delete(k))
 		}

@@ -2,8 +2,10 @@ package indexers_test
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -286,6 +288,87 @@ func testCatchUpMatchesBlockPath(t *testing.T, batch int) {
 	}
 	if hash, height := h.Tip(); tip.Hash != hash || tip.Height != height {
 		t.Fatalf("index tip %v/%d, chain tip %v/%d", tip.Hash, tip.Height, hash, height)
+	}
+}
+
+// Progress reports committed work only: sampled at any moment of a catch-up
+// (and right after each commit, before Progress learns of it), its height
+// never exceeds the index tip a reader of the database sees, and its
+// transaction count never exceeds the transactions up to that tip.
+func TestCatchUpProgressIsCommitted(t *testing.T) {
+	h := randomChain(t, 3, 30)
+	var (
+		live    *indexers.ElectrumIndex
+		stop    = make(chan struct{})
+		sampled = make(chan [2]int, 1)
+		fail    atomic.Pointer[string]
+	)
+	check := func() bool {
+		p := live.Progress()
+		tip, err := live.Tip()
+		var msg string
+		switch {
+		case err != nil:
+			msg = err.Error()
+		case p.Started.IsZero():
+			// No catch-up yet: nothing to report.
+		case p.Height > tip.Height:
+			msg = fmt.Sprintf("progress height %d, committed index tip %d", p.Height, tip.Height)
+		case p.Assembled < p.Height:
+			msg = fmt.Sprintf("assembled %d below committed %d", p.Assembled, p.Height)
+		case p.Txs > p.TargetTxs:
+			msg = fmt.Sprintf("%d of %d transactions", p.Txs, p.TargetTxs)
+		case p.Rate < 0 || p.ETA < 0:
+			msg = fmt.Sprintf("rate %v, ETA %v", p.Rate, p.ETA)
+		}
+		if msg != "" {
+			fail.CompareAndSwap(nil, &msg)
+		}
+		return p.Running && p.Height < p.Target
+	}
+	commits := 0
+	err := h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		live = indexers.NewElectrumIndex(db, params)
+		live.SetCatchUpBatch(16 << 10)
+		live.SetAfterCatchUpCommit(func() {
+			commits++
+			check()
+		})
+		go func() {
+			n, mid := 0, 0
+			for {
+				select {
+				case <-stop:
+					sampled <- [2]int{n, mid}
+					return
+				default:
+				}
+				if check() {
+					mid++
+				}
+				n++
+			}
+		}()
+		return indexers.NewManager(db, live)
+	})
+	close(stop)
+	s := <-sampled
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := fail.Load(); msg != nil {
+		t.Fatal(*msg)
+	}
+	p := live.Progress()
+	t.Logf("%d commits, %d samples, %d of them in the middle of the catch-up", commits, s[0], s[1])
+	if commits < 6 || s[1] == 0 {
+		t.Fatalf("%d commits and %d samples in the middle: want many commits, seen before the end", commits, s[1])
+	}
+	if p.Running || p.Height != p.Target || p.Assembled != p.Target || p.Txs != p.TargetTxs || p.ETA != 0 {
+		t.Fatalf("finished catch-up: %+v", p)
+	}
+	if hash, height := h.Tip(); height != p.Target {
+		t.Fatalf("catch-up target %d, chain tip %v/%d", p.Target, hash, height)
 	}
 }
 

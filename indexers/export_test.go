@@ -48,3 +48,7 @@ func (idx *ElectrumIndex) TrailingCounts() (skipped, runs, moved int) {
 	defer idx.mu.Unlock()
 	return idx.trail.skipped, idx.trail.runs, idx.trail.moved
 }
+
+// SetAfterCatchUpCommit sets a function the catch-up's committer calls after
+// each commit, before Progress reports it.
+func (idx *ElectrumIndex) SetAfterCatchUpCommit(f func()) { idx.afterCommit = f }

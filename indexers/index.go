@@ -43,8 +43,12 @@ type ElectrumIndex struct {
 	// reads caches long histories, unspent lists and balances.
 	reads *readCache
 
-	// progress describes the running or last catch-up.
-	progress CatchUpProgress
+	// progress describes the running or last catch-up, committed
+	// records its recent commits for the rate, and catchUpMiB is its
+	// memory budget (SetCatchUpMemory); all three are guarded by mu.
+	progress   CatchUpProgress
+	committed  commitWindow
+	catchUpMiB int
 
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
@@ -52,6 +56,10 @@ type ElectrumIndex struct {
 	// batchBytes is the catch-up's merged batch size; zero means the
 	// default (tests make it small to cross many batch boundaries).
 	batchBytes int
+
+	// afterCommit, when set (tests), runs after each catch-up commit and
+	// before Progress shows it.
+	afterCommit func()
 
 	// trail is the state of trailing the chain during initial block
 	// download (trail.go); nil when the index never trails.

@@ -21,6 +21,7 @@ type blockPlan struct {
 	prev   chainhash.Hash
 	height int32
 	txs    []txPlan
+	bufs   *planBufs // the arrays txs and its rows live in
 }
 
 // txPlan holds one transaction's part of a blockPlan.
@@ -67,6 +68,43 @@ const minParallelTxs = 64
 // outputs of the block (one per input of every non-coinbase transaction, in
 // order); a mismatch is a broken invariant of the caller and panics.
 func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool) *blockPlan {
+	return planBlockRaw(block, nil, stxos, genesis, nil)
+}
+
+// planBufs are the arrays of a blockPlan. Catch-up recycles them from one
+// block to the next (planPool) instead of allocating them for every block.
+type planBufs struct {
+	txs                 []txPlan
+	stxoStart, outStart []int
+	funds               []fundRow
+	spends              []spendRow
+	scripts             []ScriptHash
+}
+
+// planPool holds catch-up's planBufs between blocks.
+var planPool = sync.Pool{New: func() any { return new(planBufs) }}
+
+// resize returns s with n elements, reusing its array when it is large
+// enough; the elements are not cleared.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, n+n/4)
+	}
+	return s[:n]
+}
+
+// planBlockRaw is planBlock given the block's serialization as well (nil:
+// none), from which the txids are hashed in place: a block read from disk
+// carries its bytes, and serializing every transaction again to hash it
+// costs an allocation per transaction. The block path's blocks have their
+// txids computed already by btcd. The plan's arrays come from bufs when it
+// is not nil; the plan then owns bufs and must not be used once they are
+// recycled.
+func planBlockRaw(block *btcutil.Block, raw []byte, stxos []blockchain.SpentTxOut, genesis bool,
+	bufs *planBufs) *blockPlan {
+	if bufs == nil {
+		bufs = new(planBufs)
+	}
 	txs := block.Transactions()
 	height := block.Height()
 	if len(txs) >= maxBlockTxs {
@@ -74,21 +112,29 @@ func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool
 		panic(fmt.Sprintf("electrum index: block %v at height %d has %d transactions",
 			block.Hash(), height, len(txs)))
 	}
+	bufs.txs = resize(bufs.txs, len(txs))
+	clear(bufs.txs)
 	p := &blockPlan{hash: *block.Hash(), prev: block.MsgBlock().Header.PrevBlock, height: height,
-		txs: make([]txPlan, len(txs))}
+		txs: bufs.txs, bufs: bufs}
 
 	// Where each transaction's spent outputs start, and which outpoints
 	// are created and spent inside this block: those never become rows.
 	// Every transaction's rows are slices of three block-wide arrays, so
 	// a block costs three allocations instead of several per transaction.
-	stxoStart := make([]int, len(txs)+1)
-	outStart := make([]int, len(txs)+1)
+	bufs.stxoStart = resize(bufs.stxoStart, len(txs)+1)
+	bufs.outStart = resize(bufs.outStart, len(txs)+1)
+	stxoStart, outStart := bufs.stxoStart, bufs.outStart
 	var sameBlock map[wire.OutPoint]struct{}
 	n, outs := 0, 0
+	// Offsets of the transactions inside the serialized block.
+	off := uint32(blockHeaderLen + wire.VarIntSerializeSize(uint64(len(txs))))
 	for i, tx := range txs {
 		stxoStart[i] = n
 		outStart[i] = outs
 		outs += len(tx.MsgTx().TxOut)
+		p.txs[i].offset = off
+		p.txs[i].size = uint32(tx.MsgTx().SerializeSize())
+		off += p.txs[i].size
 		if i == 0 {
 			continue
 		}
@@ -108,22 +154,31 @@ func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool
 		panic(fmt.Sprintf("electrum index: block %v at height %d has %d inputs but %d spent outputs",
 			p.hash, height, n, len(stxos)))
 	}
-	fundArr := make([]fundRow, outs)
-	spendArr := make([]spendRow, n)
-	scriptArr := make([]ScriptHash, outs+n)
+	bufs.funds = resize(bufs.funds, outs)
+	bufs.spends = resize(bufs.spends, n)
+	bufs.scripts = resize(bufs.scripts, outs+n)
+	fundArr, spendArr, scriptArr := bufs.funds, bufs.spends, bufs.scripts
 
-	planTx := func(i int) {
+	if raw != nil && int(off) != len(raw) {
+		panic(fmt.Sprintf("electrum index: block %v at height %d is %d bytes, its transactions end at %d",
+			p.hash, height, len(raw), off))
+	}
+
+	planTx := func(i int, buf *[]byte) {
 		tx := txs[i]
 		tp := &p.txs[i]
-		tp.txid = *tx.Hash()
 		msg := tx.MsgTx()
+		if raw != nil {
+			tp.txid = txidOf(raw[tp.offset:tp.offset+tp.size], msg, buf)
+		} else {
+			tp.txid = *tx.Hash()
+		}
 		o0, o1 := outStart[i], outStart[i+1]
 		s0, s1 := stxoStart[i], stxoStart[i+1]
 		tp.funds = fundArr[o0:o0:o1]
 		tp.spends = spendArr[s0:s0:s1]
 		tp.scripts = scriptArr[o0+s0 : o0+s0 : o1+s1]
 		var set map[ScriptHash]struct{}
-		tp.size = uint32(msg.SerializeSize())
 		if genesis {
 			// The genesis coinbase is not spendable and not indexed.
 			return
@@ -159,8 +214,9 @@ func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool
 
 	workers := runtime.GOMAXPROCS(0)
 	if workers <= 1 || len(txs) < minParallelTxs {
+		var buf []byte
 		for i := range txs {
-			planTx(i)
+			planTx(i, &buf)
 		}
 	} else {
 		var wg sync.WaitGroup
@@ -176,21 +232,32 @@ func planBlock(block *btcutil.Block, stxos []blockchain.SpentTxOut, genesis bool
 			wg.Add(1)
 			go func(lo, hi int) {
 				defer wg.Done()
+				var buf []byte
 				for i := lo; i < hi; i++ {
-					planTx(i)
+					planTx(i, &buf)
 				}
 			}(lo, hi)
 		}
 		wg.Wait()
 	}
 
-	// Offsets of the transactions inside the serialized block.
-	off := uint32(blockHeaderLen + wire.VarIntSerializeSize(uint64(len(txs))))
-	for i := range p.txs {
-		p.txs[i].offset = off
-		off += p.txs[i].size
-	}
 	return p
+}
+
+// txidOf returns the txid of msg, whose serialization is b: the double
+// SHA-256 of b itself, or for a transaction serialized with witnesses
+// (marker 0x00 and flag 0x01 after the version) of b without marker, flag
+// and witnesses, assembled in buf.
+func txidOf(b []byte, msg *wire.MsgTx, buf *[]byte) chainhash.Hash {
+	if len(b) < 6 || b[4] != 0 || b[5] != 1 {
+		return chainhash.DoubleHashH(b)
+	}
+	n := msg.SerializeSizeStripped()
+	s := append((*buf)[:0], b[:4]...)
+	s = append(s, b[6:6+n-8]...)
+	s = append(s, b[len(b)-4:]...)
+	*buf = s
+	return chainhash.DoubleHashH(s)
 }
 
 // blockHeaderLen is the size of a serialized block header.

@@ -153,6 +153,7 @@ type Config struct {
 	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
+	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
@@ -208,6 +209,7 @@ func DefaultConfig() *Config {
 		ElectrumKey:          defaultElecKeyFile,
 		ElectrumTrailAge:     indexers.DefaultTrailAge,
 		ElectrumProgress:     indexers.DefaultProgressInterval,
+		ElectrumCatchUpMem:   indexers.DefaultCatchUpMemory,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -324,6 +326,9 @@ func (cfg *Config) Normalize() error {
 
 	if cfg.Prune != 0 && cfg.Prune < pruneMinSize {
 		return fmt.Errorf("the minimum value for --prune is %d MiB, not %d", pruneMinSize, cfg.Prune)
+	}
+	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
+		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
 	}
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/chaincfg/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // writeConfigFile writes a config file and returns the --configfile flag
@@ -94,6 +96,9 @@ func TestLoadConfigFileAndFlags(t *testing.T) {
 	if len(cfg.ElectrumListeners) != 1 || cfg.ElectrumListeners[0] != "127.0.0.1:50001" {
 		t.Errorf("default Electrum listener %v", cfg.ElectrumListeners)
 	}
+	if cfg.ElectrumCatchUpMem != indexers.DefaultCatchUpMemory {
+		t.Errorf("catch-up memory %d MiB, want the default %d", cfg.ElectrumCatchUpMem, indexers.DefaultCatchUpMemory)
+	}
 
 	// Without credentials there is no RPC server, as btcd.
 	cfg, _, err = LoadConfig([]string{writeConfigFile(t, ""), "--regtest"})
@@ -118,6 +123,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"mainnet mining address on regtest", []string{"--regtest", "--miningaddr=1BoatSLRHtKNngkdXEeobR76b53LETtpyT"}, "mining address"},
 		{"notls off localhost", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--notls", "--rpclisten=0.0.0.0"}, "--notls"},
 		{"tiny maxsend", []string{"--regtest", "--electrummaxsend=1000"}, "electrummaxsend"},
+		{"catch-up memory too small", []string{"--regtest", "--electrumcatchupmem=50"}, "--electrumcatchupmem"},
 		{"no peers", []string{"--regtest", "--maxpeers=0"}, "maxpeers"},
 		{"prune too small", []string{"--regtest", "--prune=100"}, "--prune"},
 		{"prune with the Electrum index", []string{"--regtest", "--prune=2000", "--electrumindex"}, "--prune"},

@@ -37,6 +37,7 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 		indxLog.Info("Electrum index is enabled")
 		s.electrum = indexers.NewElectrumIndex(db, cfg.params)
 		s.electrum.SetProgressInterval(cfg.ElectrumProgress)
+		s.electrum.SetCatchUpMemory(cfg.ElectrumCatchUpMem)
 		// The Electrum index logs its own per-block timing line.
 		s.manager = indexers.NewManager(db, s.electrum, others...)
 		return s
