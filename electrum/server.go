@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -28,6 +29,9 @@ type Server struct {
 	headers   *headerMerkle
 	notifier  *notifier
 	methods   map[string]*method
+
+	// requests counts the requests answered (RequestCount).
+	requests atomic.Uint64
 
 	mu          sync.Mutex
 	started     bool
@@ -170,6 +174,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// RequestCount returns the number of requests the server has handled.
+func (s *Server) RequestCount() uint64 { return s.requests.Load() }
 
 // SessionCount returns the number of open sessions.
 func (s *Server) SessionCount() int {

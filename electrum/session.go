@@ -526,6 +526,7 @@ type afterAnswer struct {
 // call runs the method of r within the request timeout and cost limits.
 // after, when not nil, must be called once the answer is queued.
 func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
+	ss.srv.requests.Add(1)
 	if r.err != nil {
 		return nil, r.err, nil
 	}

@@ -153,6 +153,7 @@ type Config struct {
 	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
+	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// Electrum holds the protocol server's limit options.
@@ -210,6 +211,7 @@ func DefaultConfig() *Config {
 		ElectrumTrailAge:     indexers.DefaultTrailAge,
 		ElectrumProgress:     indexers.DefaultProgressInterval,
 		ElectrumCatchUpMem:   indexers.DefaultCatchUpMemory,
+		ElectrumServeMem:     DefaultServeMemory,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -326,6 +328,9 @@ func (cfg *Config) Normalize() error {
 
 	if cfg.Prune != 0 && cfg.Prune < pruneMinSize {
 		return fmt.Errorf("the minimum value for --prune is %d MiB, not %d", pruneMinSize, cfg.Prune)
+	}
+	if cfg.ElectrumServeMem < 0 {
+		return fmt.Errorf("--electrumservemem=%d: must not be negative", cfg.ElectrumServeMem)
 	}
 	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
 		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)

@@ -124,6 +124,7 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"notls off localhost", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--notls", "--rpclisten=0.0.0.0"}, "--notls"},
 		{"tiny maxsend", []string{"--regtest", "--electrummaxsend=1000"}, "electrummaxsend"},
 		{"catch-up memory too small", []string{"--regtest", "--electrumcatchupmem=50"}, "--electrumcatchupmem"},
+		{"negative serving memory", []string{"--regtest", "--electrumservemem=-1"}, "--electrumservemem"},
 		{"no peers", []string{"--regtest", "--maxpeers=0"}, "maxpeers"},
 		{"prune too small", []string{"--regtest", "--prune=100"}, "--prune"},
 		{"prune with the Electrum index", []string{"--regtest", "--prune=2000", "--electrumindex"}, "--prune"},

@@ -262,6 +262,10 @@ func (n *Node) Start() error {
 		n.wg.Add(2)
 		go n.dispatchEvents()
 		go n.rebroadcastLoop()
+		if n.srv.electrum != nil {
+			n.wg.Add(1)
+			go n.releaseMemoryWhenIdle()
+		}
 
 		n.addrManager.Start()
 		n.syncManager.Start()

@@ -104,6 +104,12 @@ func run(args []string) error {
 		_ = n.Stop()
 		return err
 	}
+	if cfg.ElectrumIndex {
+		if limit := node.SetServeMemoryLimit(cfg.ElectrumServeMem); limit > 0 {
+			log.Infof("Memory: soft limit %d MiB (%d MiB over what the node holds after start-up)",
+				limit>>20, cfg.ElectrumServeMem)
+		}
+	}
 	select {
 	case <-interrupt:
 	case <-n.StopRequested():
