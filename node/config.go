@@ -145,7 +145,7 @@ type Config struct {
 	Prune               uint64 `long:"prune" description:"Prune already validated blocks from the database. Must specify a target size in MiB (minimum value of 1536, default value of 0 will disable pruning). Not possible with --txindex or --electrumindex"`
 
 	ElectrumIndex        bool          `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
-	ElectrumTrailAge     time.Duration `long:"electrumtrailage" description:"During initial block download, blocks older than this are left out of the chain's transaction and indexed by a background catch-up in large batches, which is several times faster; younger blocks are indexed as they connect (0: index every block as it connects)"`
+	ElectrumTrailAge     time.Duration `long:"electrumtrailage" description:"During initial block download, blocks older than this are left out of the chain's transaction and indexed by a background catch-up in large batches, which is faster; younger blocks are indexed as they connect (0: index every block as it connects)"`
 	ElectrumListeners    []string      `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
 	ElectrumTLSListeners []string      `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
 	ElectrumWSListeners  []string      `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
