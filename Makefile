@@ -36,7 +36,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit deps lint bench bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
+.PHONY: all build test test-unit deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
 
 all: build
 
@@ -73,6 +73,9 @@ bench:
 	CATCHUP_TXS=1000000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
+	$(MAKE) bench-chain
+	CATCHUP_GENCHAIN=$(E2E_CHAIN) $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
+	CATCHUP_GENCHAIN=$(E2E_CHAIN) CATCHUP_MEM=1000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(MAKE) bench-e2e bench-load
 
 # btcd v0.26.2 itself, for the end-to-end comparison.
@@ -81,9 +84,12 @@ btcd-v0.26.2: $(BTCD_BIN)
 $(BTCD_BIN):
 	GOBIN=$(CURDIR)/bin/btcd-v0.26.2 $(GO) install github.com/btcsuite/btcd@v0.26.2
 
-bench-e2e: build $(BTCD_BIN)
-	$(GO) build -o bin/e2ebench ./cmd/e2ebench
+# The generated mainnet-shaped chain the end-to-end benchmarks run on.
+bench-chain:
 	@test -f $(E2E_CHAIN)/chain.json || $(CHAINGEN) -out $(E2E_CHAIN) -txs $(E2E_TXS)
+
+bench-e2e: build $(BTCD_BIN) bench-chain
+	$(GO) build -o bin/e2ebench ./cmd/e2ebench
 	mkdir -p $(E2E_OUT)
 	bin/e2ebench catchup -chain $(E2E_CHAIN) -runs $(E2E_RUNS) -svg $(E2E_OUT)/catchup.svg \
 		-json $(E2E_OUT)/catchup.json -md $(E2E_OUT)/e2e.md
@@ -92,9 +98,8 @@ bench-e2e: build $(BTCD_BIN)
 # The Electrum server under wallet load on the generated chain: the node on a
 # copy of it, then bin/electrum-load's request mix at 20 and 100 sessions and
 # single requests of the heaviest scripts.
-bench-load: build
+bench-load: build bench-chain
 	$(GO) build -o bin/e2ebench ./cmd/e2ebench
-	@test -f $(E2E_CHAIN)/chain.json || $(CHAINGEN) -out $(E2E_CHAIN) -txs $(E2E_TXS)
 	mkdir -p $(E2E_OUT)
 	bin/e2ebench load -chain $(E2E_CHAIN) -sessions 20,100 -duration 20s -single 10 -json $(E2E_OUT)/load.json
 
