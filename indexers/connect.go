@@ -1,7 +1,6 @@
 package indexers
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -246,24 +245,15 @@ func fillSpendPositions(meta database.Bucket, p *blockPlan) {
 // txPosAt returns the index in the block at height of the transaction txid,
 // read from the "Exi" rows with cursor c of meta.
 func txPosAt(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, height int32) (uint32, bool) {
-	pre := make([]byte, pfx+txidPrefix)
-	putPrefix(pre, tagTxid)
-	copy(pre[pfx:], txid[:txidPrefix])
-	for ok := c.Seek(pre); ok; ok = c.Next() {
-		k := c.Key()
-		if !bytes.HasPrefix(k, pre) {
-			break
+	var (
+		pos   uint32
+		found bool
+	)
+	txidMatches(meta, c, txid, func(n uint64, _ txRow) bool {
+		if posHeight(n) == height {
+			pos, found = posIndex(n), true
 		}
-		if len(k) != txidKeyLen {
-			continue
-		}
-		n := getTxPos(k[pfx+txidPrefix:])
-		if posHeight(n) != height {
-			continue
-		}
-		if r, ok := txRowAt(meta, n); ok && r.txid == *txid {
-			return posIndex(n), true
-		}
-	}
-	return 0, false
+		return !found
+	})
+	return pos, found
 }

@@ -494,15 +494,28 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 // locateTx finds the position and row of a confirmed transaction. Of several
 // transactions with the same txid (possible before BIP 30) the latest wins.
 func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) {
-	pre := make([]byte, pfx+txidPrefix)
-	putPrefix(pre, tagTxid)
-	copy(pre[pfx:], txid[:txidPrefix])
 	var (
 		best  uint64
 		row   txRow
 		found bool
 	)
-	c := meta.Cursor()
+	txidMatches(meta, meta.Cursor(), txid, func(n uint64, r txRow) bool {
+		if !found || n > best {
+			best, row, found = n, r, true
+		}
+		return true
+	})
+	return best, row, found
+}
+
+// txidMatches calls fn with the position and entry of every indexed
+// transaction with this txid, in position order, until fn returns false:
+// the "Exi" rows of the txid's 8-byte prefix, read with cursor c of meta,
+// each confirmed by the full txid in its "Ext" entry.
+func txidMatches(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, fn func(n uint64, r txRow) bool) {
+	pre := make([]byte, pfx+txidPrefix)
+	putPrefix(pre, tagTxid)
+	copy(pre[pfx:], txid[:txidPrefix])
 	for ok := c.Seek(pre); ok; ok = c.Next() {
 		k := c.Key()
 		if !bytes.HasPrefix(k, pre) {
@@ -512,12 +525,10 @@ func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) 
 			continue
 		}
 		n := getTxPos(k[pfx+txidPrefix:])
-		r, ok := txRowAt(meta, n)
-		if ok && r.txid == *txid && (!found || n > best) {
-			best, row, found = n, r, true
+		if r, ok := txRowAt(meta, n); ok && r.txid == *txid && !fn(n, r) {
+			return
 		}
 	}
-	return best, row, found
 }
 
 // blockTxs returns the number of transactions of the block at height and
