@@ -16,14 +16,17 @@ import (
 // Written block by block, the index costs far more than the block it
 // indexes: every row goes through ffldb's write cache, a persistent treap
 // that copies a path of nodes for every key it merges, at every block's
-// commit. The catch-up writes the same rows several times faster, in large
-// sorted batches that ffldb mostly writes straight to leveldb. So while the
-// chain connects old blocks (initial block download), the index trails it:
-// the hooks leave such blocks alone and a background worker brings the
+// commit. The catch-up writes the same rows in large batches, sorted (the
+// treap's inserts are cheaper in key order) and with outputs created and
+// spent inside a batch cancelled before they reach the database. So while
+// the chain connects old blocks (initial block download), the index trails
+// it: the hooks leave such blocks alone and a background worker brings the
 // index up to the chain in catch-up batches, each committed in its own
 // database transaction with the index tip. At the tip (a block younger than
-// TrailAge) every block is indexed inside the chain's own transaction, as
-// always.
+// the trail age, --electrumtrailage) every block is indexed inside the
+// chain's own transaction, as always. On the mainnet-shaped 1M chain a
+// replay takes 2.06 times as long with the index trailing, 2.94 times block
+// by block (docs/BENCHMARKS.md).
 //
 // Nothing of the index's atomicity is lost. The index tip is always a block
 // of the main chain whose rows are all committed with it; a crash while
