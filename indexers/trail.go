@@ -25,8 +25,8 @@ import (
 // database transaction with the index tip. At the tip (a block younger than
 // the trail age, --electrumtrailage) every block is indexed inside the
 // chain's own transaction, as always. On the mainnet-shaped 1M chain a
-// replay takes 2.06 times as long with the index trailing, 2.94 times block
-// by block (docs/BENCHMARKS.md).
+// replay takes 1.9-2.1 times as long with the index trailing, 2.9 times
+// block by block (docs/BENCHMARKS.md).
 //
 // Nothing of the index's atomicity is lost. The index tip is always a block
 // of the main chain whose rows are all committed with it; a crash while
