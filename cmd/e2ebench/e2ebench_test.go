@@ -84,9 +84,15 @@ func TestLoadChainChecksDatabase(t *testing.T) {
 // The log lines as the node and btcd write them, with the logger's prefix.
 func TestLogParsers(t *testing.T) {
 	const pre = "2026-12-01 15:17:00.123 [INF] ELEC: "
-	h, rate, ok := parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d, %.0f tx/s, ETA %s", 120, 414, 51234.4, "7s"))
+	h, rate, ok := parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d committed (%d/%d tx), %.0f tx/s, ETA %s; assembled to %d",
+		120, 414, 90120, 300415, 51234.4, "7s", 131))
 	if !ok || h != 120 || rate != 51234 {
 		t.Errorf("progress: %d %v %v", h, rate, ok)
+	}
+	// The line before the catch-up reported committed work.
+	h, rate, ok = parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d, %.0f tx/s, ETA %s", 120, 414, 51234.4, "7s"))
+	if !ok || h != 120 || rate != 51234 {
+		t.Errorf("old progress line: %d %v %v", h, rate, ok)
 	}
 	if _, _, ok := parseElectrumProgress(pre + "Electrum index: caught up 3 blocks"); ok {
 		t.Error("progress parser took another line")

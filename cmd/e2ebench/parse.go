@@ -12,8 +12,9 @@ import (
 // Log lines the benchmarks read.
 var (
 	// The Electrum index's catch-up progress (indexers/catchup.go):
-	// "Electrum index: height 1200/4000, 51234 tx/s, ETA 12s".
-	reElectrumProgress = regexp.MustCompile(`Electrum index: height (\d+)/(\d+), (\d+) tx/s`)
+	// "Electrum index: height 1200/4000 committed (300000/1000000 tx), 51234
+	// tx/s, ETA 12s; assembled to 1300" (before, without the committed part).
+	reElectrumProgress = regexp.MustCompile(`Electrum index: height (\d+)/(\d+)(?: committed \(\d+/\d+ tx\))?, (\d+) tx/s`)
 	// Its end: "Electrum index: caught up 4000 blocks (1000000 tx) in 17.2s (58000 tx/s)".
 	reElectrumCaughtUp = regexp.MustCompile(`Electrum index: caught up (\d+) blocks \((\d+) tx\) in (\S+) \((\d+) tx/s\)`)
 	// btcd's index manager (blockchain/indexers/manager.go) when every

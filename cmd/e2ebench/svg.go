@@ -19,10 +19,10 @@ type chartSeries struct {
 
 // Chart geometry.
 const (
-	chartW      = 820
+	chartW      = 900
 	panelH      = 230
 	marginL     = 80
-	marginR     = 190
+	marginR     = 270
 	marginT     = 50
 	panelGap    = 60
 	marginB     = 50
