@@ -7,9 +7,12 @@ import (
 	"sort"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -39,8 +42,8 @@ type heavyCoin struct {
 // and the status midstates.
 func TestHeavyScriptsMatchChain(t *testing.T) {
 	txs := 80000
-	if testing.Short() {
-		txs = 12000
+	if testing.Short() || raceDetector {
+		txs = 30000
 	}
 	shape := chaingen.DefaultShape()
 	shape.TxsPerBlock, shape.RampBlocks, shape.RampPool = 1000, 3, 3000
@@ -211,4 +214,91 @@ func TestHeavyScriptsMatchChain(t *testing.T) {
 		}
 		t.Logf("%v: %d history entries, %d unspent outputs", sh, len(m.hist), len(m.unspent))
 	}
+}
+
+// TestEquivalenceOnGeneratedChain builds the index of a mainnet-shaped
+// generated chain three ways and requires byte-identical rows and tip: the
+// catch-up of the finished chain (in many small batches), the block path
+// (every block replayed into a fresh chain and indexed in its transaction),
+// and an index trailing that replay.
+func TestEquivalenceOnGeneratedChain(t *testing.T) {
+	txs := 30000
+	if testing.Short() || raceDetector {
+		txs = 12000
+	}
+	shape := chaingen.DefaultShape()
+	shape.TxsPerBlock, shape.RampBlocks, shape.RampPool = 1000, 3, 3000
+	shape.PopularScripts, shape.SampleScripts = 20, 500
+	dir := t.TempDir()
+	sum, err := chaingen.Generate(chaingen.Options{Dir: dir, Seed: 5, Txs: txs, Shape: shape, Workers: 2, UtxoCacheMiB: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, err := chaingen.Params(sum.Network)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tipHash, err := chainhash.NewHashFromStr(sum.TipHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkpoints := []chaincfg.Checkpoint{{Height: sum.TipHeight, Hash: tipHash}}
+
+	// Catch-up.
+	db, err := database.Open("ffldb", chaingen.DBPath(dir, sum.Network), params.Net)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cu := indexers.NewElectrumIndex(db, params)
+	cu.SetCatchUpBatch(256 << 10)
+	if _, err := blockchain.New(&blockchain.Config{DB: db, ChainParams: params,
+		TimeSource: blockchain.NewMedianTime(), IndexManager: indexers.NewManager(db, cu),
+		UtxoCacheMaxSize: 64 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	want := eqIndexData(t, db)
+	db.Close()
+	if p := cu.Progress(); p.Batches < 5 {
+		t.Fatalf("the catch-up committed %d batches, want several", p.Batches)
+	}
+
+	replay := func(trailing bool) map[string][]byte {
+		db, err := database.Create("ffldb", filepath.Join(t.TempDir(), "db"), params.Net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		idx := indexers.NewElectrumIndex(db, params)
+		if trailing {
+			idx.SetTrailing(indexers.DefaultTrailAge, nil)
+			idx.SetTrailingTuning(5000, time.Millisecond)
+			idx.SetCatchUpBatch(256 << 10)
+			defer idx.StopTrailing()
+		}
+		chain, err := blockchain.New(&blockchain.Config{DB: db, ChainParams: params,
+			TimeSource: blockchain.NewMedianTime(), IndexManager: indexers.NewManager(db, idx),
+			Checkpoints: checkpoints, UtxoCacheMaxSize: 64 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = chaingen.ReadBlocks(filepath.Join(dir, "blocks.dat"), func(b *btcutil.Block) error {
+			_, _, err := chain.ProcessBlock(btcutil.NewBlock(b.MsgBlock()), blockchain.BFNone)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if trailing {
+			if err := idx.WaitCaughtUp(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			if skipped, runs, _ := idx.TrailingCounts(); skipped == 0 || runs < 2 {
+				t.Fatalf("the index did not trail: %d blocks left to the worker, %d runs", skipped, runs)
+			}
+		}
+		return eqIndexData(t, db)
+	}
+	eqCompare(t, "block path", want, replay(false))
+	eqCompare(t, "trailing", want, replay(true))
+	t.Logf("%d transactions, %d index rows equal three ways", sum.Transactions, len(want))
 }
