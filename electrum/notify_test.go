@@ -238,3 +238,41 @@ func TestNoNotificationBeforeSubscribeAnswer(t *testing.T) {
 		conn.Close()
 	}
 }
+
+// A block whose touched scripts were never reported (the index caught it up
+// in a batch while trailing the chain) notifies nobody but header
+// subscribers; NotifyAllScriptHashes then recomputes every subscription and
+// notifies exactly the statuses that changed.
+func TestNotifyAllScriptHashes(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	var hs headerResult
+	c.must(&hs, "blockchain.headers.subscribe")
+	d := p2wpkh(0xdd)
+	shD := indexers.ScriptHashFromScript(d)
+	var stA, stD *string
+	c.must(&stA, "blockchain.scripthash.subscribe", fx.shA.String())
+	c.must(&stD, "blockchain.scripthash.subscribe", shD.String())
+	if stA == nil || stD != nil {
+		t.Fatalf("statuses before: A %v, D %v", stA, stD)
+	}
+
+	hdr, h, _ := fx.f.mine(d)
+	fx.s.NotifyTip(hdr, h)
+	if n := c.note(); n.Method != "blockchain.headers.subscribe" {
+		t.Fatalf("notification %s %s, want the header", n.Method, n.Params)
+	}
+	c.noNote(fx.s)
+
+	fx.s.NotifyAllScriptHashes()
+	sh, status := statusOf(t, c.note())
+	if sh != shD.String() || status == nil {
+		t.Fatalf("status notification %s %v, want D's new status", sh, status)
+	}
+	var again *string
+	c.must(&again, "blockchain.scripthash.subscribe", shD.String())
+	if again == nil || *again != *status {
+		t.Fatalf("notified status %v, subscribe answers %v", *status, again)
+	}
+	c.noNote(fx.s)
+}
