@@ -34,6 +34,10 @@ func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }
 // so that small test chains exercise it.
 func (idx *ElectrumIndex) SetReadCacheMinRows(n int) { idx.reads.minRows = n }
 
+// SetScanSplit makes reads of more than n unspent rows of a script split
+// the rest between several cursors, so that small test chains exercise it.
+func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }
+
 // SetTrailingTuning sets the lag at which the trailing worker starts a run
 // and how long it waits for more blocks before catching up a smaller lag.
 func (idx *ElectrumIndex) SetTrailingTuning(minTxs int64, idle time.Duration) {

@@ -68,6 +68,10 @@ type ElectrumIndex struct {
 	// logEvery is the interval of the catch-up's progress line; zero means
 	// DefaultProgressInterval.
 	logEvery time.Duration
+
+	// scanSplit is how many unspent rows of a script one cursor reads
+	// before the rest is read by several (scan.go).
+	scanSplit int
 }
 
 // DefaultProgressInterval is the default interval of the catch-up's progress
@@ -109,7 +113,7 @@ type touchedBlock struct {
 // NewElectrumIndex returns the Electrum index over db for the given network.
 func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
 	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries),
-		reads: newReadCache(DefaultReadCacheBytes)}
+		reads: newReadCache(DefaultReadCacheBytes), scanSplit: scanSplitAfter}
 }
 
 // SetReadCacheBytes bounds the cache of long histories, unspent lists and

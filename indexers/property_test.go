@@ -22,7 +22,8 @@ import (
 
 // propIndex returns an index factory that records the Electrum index it
 // builds in *idx. Its read cache keeps every answer, so that every check
-// also checks answers served from the cache across blocks and reorgs.
+// also checks answers served from the cache across blocks and reorgs, and
+// unspent lists of more than two rows are read by split scans.
 func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
 	return propIndexTrailing(idx, false)
 }
@@ -34,6 +35,7 @@ func propIndexTrailing(idx **indexers.ElectrumIndex, trailing bool) testchain.In
 	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		*idx = indexers.NewElectrumIndex(db, params)
 		(*idx).SetReadCacheMinRows(1)
+		(*idx).SetScanSplit(2)
 		if trailing {
 			(*idx).SetTrailing(indexers.DefaultTrailAge, nil)
 			(*idx).SetTrailingTuning(1, time.Millisecond)

@@ -385,24 +385,33 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 				return nil
 			}
 		}
-		pre := utxoPrefix(&hx)
-		for ok := c.Seek(pre); ok; ok = c.Next() {
-			k := c.Key()
-			if !bytes.HasPrefix(k, pre) {
-				break
+		s := utxoScan{meta: meta, hx: &hx, top: tip.Height, limit: limit, split: idx.scanSplit}
+		parts := make([]unspentPart, 1)
+		s.run(c, func(n int) {
+			parts = append(parts, make([]unspentPart, n-len(parts))...)
+		}, func(i int, r *utxoRow) {
+			p := &parts[i]
+			p.us = append(p.us, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
+			p.pos = append(p.pos, r.pos)
+		})
+		if s.over.Load() {
+			if idx.reads.worth(limit) {
+				idx.reads.put(&readEntry{key: key, at: tip, over: limit})
 			}
-			r, ok := decodeUtxo(k, c.Value())
-			if !ok {
-				continue
-			}
-			if limit > 0 && len(out) >= limit {
-				if idx.reads.worth(limit) {
-					idx.reads.put(&readEntry{key: key, at: tip, over: limit})
-				}
-				return ErrHistoryTooLarge
-			}
-			out = append(out, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
-			pos = append(pos, r.pos)
+			return ErrHistoryTooLarge
+		}
+		if len(parts) == 1 {
+			out, pos = parts[0].us, parts[0].pos
+			return nil
+		}
+		n := 0
+		for i := range parts {
+			n += len(parts[i].us)
+		}
+		out, pos = make([]Unspent, 0, n), make([]uint16, 0, n)
+		for i := range parts {
+			out = append(out, parts[i].us...)
+			pos = append(pos, parts[i].pos...)
 		}
 		return nil
 	})
@@ -416,6 +425,13 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 		}
 	}
 	return out, tip, nil
+}
+
+// unspentPart is the outputs of one part of a split scan, with the
+// positions of their transactions.
+type unspentPart struct {
+	us  []Unspent
+	pos []uint16
 }
 
 // orderUnspent sorts unspent outputs, which come keyed by height and txid,
@@ -471,18 +487,17 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 			sum = e.balance
 			return nil
 		}
-		pre := utxoPrefix(&hx)
-		rows := 0
-		for ok := c.Seek(pre); ok; ok = c.Next() {
-			k := c.Key()
-			if !bytes.HasPrefix(k, pre) {
-				break
-			}
-			if r, ok := decodeUtxo(k, c.Value()); ok {
-				sum += r.value
-				rows++
-			}
+		s := utxoScan{meta: meta, hx: &hx, top: tip.Height, split: idx.scanSplit}
+		sums := make([]int64, 1)
+		s.run(c, func(n int) {
+			sums = append(sums, make([]int64, n-len(sums))...)
+		}, func(i int, r *utxoRow) {
+			sums[i] += r.value
+		})
+		for _, v := range sums {
+			sum += v
 		}
+		rows := int(s.rows.Load())
 		if idx.reads.worth(rows) {
 			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
 		}
