@@ -18,6 +18,9 @@ var VersionKey = versionKey
 // StatsKey is the key of the index's size.
 var StatsKey = statsKey
 
+// ReorgKey is the key of the reorg epoch.
+var ReorgKey = reorgKey
+
 // SetMemTip sets the in-memory tip, so a benchmark can connect the same
 // block again after rolling its transaction back.
 func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount uint64) {

@@ -69,6 +69,9 @@ type ElectrumIndex struct {
 	// DefaultProgressInterval.
 	logEvery time.Duration
 
+	// chunks caches "Ext" chunks for reads (chunkcache.go); nil: off.
+	chunks *chunkCache
+
 	// scanSplit is how many unspent rows of a script one cursor reads
 	// before the rest is read by several (scan.go).
 	scanSplit int
@@ -113,7 +116,15 @@ type touchedBlock struct {
 // NewElectrumIndex returns the Electrum index over db for the given network.
 func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
 	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries),
-		reads: newReadCache(DefaultReadCacheBytes), scanSplit: scanSplitAfter}
+		reads: newReadCache(DefaultReadCacheBytes), chunks: newChunkCache(DefaultChunkCacheBytes),
+		scanSplit: scanSplitAfter}
+}
+
+// SetChunkCacheBytes bounds the cache of transaction chunks
+// (DefaultChunkCacheBytes unless set; 0 turns it off). Call it before the
+// index serves reads.
+func (idx *ElectrumIndex) SetChunkCacheBytes(n int) {
+	idx.chunks = newChunkCache(n)
 }
 
 // SetReadCacheBytes bounds the cache of long histories, unspent lists and
@@ -249,6 +260,7 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	fillSpendPositions(meta, plan)
 	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
+	mustWrite(bumpReorgEpoch(meta))
 	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
 		height: plan.height - 1, txCount: base, stats: stats}
 	idx.remember(plan)

@@ -167,6 +167,9 @@ func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
 				if !bytes.HasPrefix(k, rowPrefix) {
 					break
 				}
+				if bytes.Equal(k, reorgKey) {
+					continue
+				}
 				keys = append(keys, append([]byte(nil), k...))
 			}
 			for _, k := range keys {
@@ -187,6 +190,10 @@ func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
 	}
 	return idx.db.Update(func(dbTx database.Tx) error {
 		if err := idx.Create(dbTx); err != nil {
+			return err
+		}
+		// Rows were rewritten: chunks cached before no longer count.
+		if err := bumpReorgEpoch(dbTx.Metadata()); err != nil {
 			return err
 		}
 		tips := dbTx.Metadata().Bucket(indexTipsBucketName)
@@ -242,6 +249,9 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 			meta := dbTx.Metadata()
 			stats := tip.stats.add(applyDisconnect(meta, plan))
 			if err := meta.Put(statsKey, encodeStats(stats)); err != nil {
+				return err
+			}
+			if err := bumpReorgEpoch(meta); err != nil {
 				return err
 			}
 			prev := block.MsgBlock().Header.PrevBlock

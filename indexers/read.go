@@ -87,34 +87,52 @@ func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 // stepping cursor c (a fraction of the cost of a seek or a get), and a chunk
 // far from both neighbours is read with a get, which, unlike a seek, stops
 // at the first table holding the key.
-func historyEntries(meta database.Bucket, c database.Cursor, sh ScriptHash, nums []uint64,
+//
+// Chunks come from the chunk cache where it holds them for the view's
+// reorg epoch, and go into it when read.
+func (idx *ElectrumIndex) historyEntries(meta database.Bucket, c database.Cursor, sh ScriptHash, nums []uint64,
 	fn func(chainhash.Hash, int32)) error {
 
 	var (
-		k     [txKeyLen]byte
-		chunk []byte
-		base  = ^uint64(0)
-		cc    = chunkCursor{c: c}
+		k      [txKeyLen]byte
+		chunk  []byte
+		base   = ^uint64(0)
+		prev   = ^uint64(0) // the chunk last read from the database
+		cc     = chunkCursor{c: c}
+		epoch  uint64
+		chunks = idx.chunks
 	)
+	if chunks != nil && len(nums) > 0 {
+		epoch = reorgEpoch(meta)
+	}
+	// read reads the chunk b, holding nums[i], from the database.
+	read := func(i int, b uint64) []byte {
+		txKey(k[:], b)
+		next := ^uint64(0)
+		for _, m := range nums[i+1:] {
+			if mb := m &^ (txChunk - 1); mb != b {
+				next = mb
+				break
+			}
+		}
+		var v []byte
+		switch {
+		case prev != ^uint64(0) && nearChunk(prev, b) && cc.at != nil:
+			v = cc.step(k[:])
+		case next != ^uint64(0) && nearChunk(b, next):
+			v = cc.seek(k[:])
+		default:
+			v = meta.Get(k[:])
+		}
+		prev = b
+		chunks.put(b, epoch, v)
+		return v
+	}
 	for i, n := range nums {
 		if b := n &^ (txChunk - 1); b != base {
-			prev := base
 			base = b
-			txKey(k[:], n)
-			next := ^uint64(0)
-			for _, m := range nums[i+1:] {
-				if mb := m &^ (txChunk - 1); mb != b {
-					next = mb
-					break
-				}
-			}
-			switch {
-			case prev != ^uint64(0) && nearChunk(prev, b) && cc.at != nil:
-				chunk = cc.step(k[:])
-			case next != ^uint64(0) && nearChunk(b, next):
-				chunk = cc.seek(k[:])
-			default:
-				chunk = meta.Get(k[:])
+			if chunk = chunks.get(b, epoch); chunk == nil {
+				chunk = read(i, b)
 			}
 		}
 		r, ok := decodeTxEntry(chunk, n)
@@ -222,7 +240,7 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		}
 		out = make([]HistoryEntry, len(have), len(have)+len(nums))
 		copy(out, have)
-		err = historyEntries(meta, c, sh, nums, func(txid chainhash.Hash, height int32) {
+		err = idx.historyEntries(meta, c, sh, nums, func(txid chainhash.Hash, height int32) {
 			out = append(out, HistoryEntry{TxHash: txid, Height: height})
 		})
 		if err == nil && idx.reads.worth(len(out)) {
@@ -327,7 +345,7 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 		}
 		return nil, err
 	}
-	if err := historyEntries(meta, c, sh, nums, st.Add); err != nil {
+	if err := idx.historyEntries(meta, c, sh, nums, st.Add); err != nil {
 		return nil, err
 	}
 	// A new midstate is kept when entries were added to the one resumed,
@@ -422,6 +440,13 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 		orderUnspent(out, pos)
 		if idx.reads.worth(len(out)) {
 			idx.reads.put(&readEntry{key: key, at: tip, unspent: out})
+			// Wallets ask for the balance beside the list: it is the
+			// list's sum, valid for exactly as long.
+			var sum int64
+			for i := range out {
+				sum += out[i].Value
+			}
+			idx.reads.put(&readEntry{key: readKey{hx: hx, kind: readBalance}, at: tip, balance: sum})
 		}
 	}
 	return out, tip, nil

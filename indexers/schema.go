@@ -47,6 +47,11 @@ import (
 //	      txcount is the number of transactions in the main chain up to and
 //	      including this block: the txnum of the next block's first
 //	      transaction.
+//	"Exr"                                ->    epoch(8)
+//	      the reorg epoch: changed by every disconnected block, in its
+//	      transaction, so caches of rows a disconnect may rewrite know
+//	      whether a view still holds them (chunkcache.go). Absent until
+//	      the first disconnect; not counted in "Exs".
 //	"Exs"                                ->    rows(8) bytes(8)
 //	      the number of rows above and their key and value bytes, kept
 //	      with every block from the in-memory tip (never read on the block
@@ -65,6 +70,9 @@ var (
 	rowPrefix = []byte("Ex")
 
 	versionKey = []byte("Exv")
+
+	// reorgKey holds the reorg epoch.
+	reorgKey = []byte("Exr")
 
 	// statsKey holds the index's row count and size.
 	statsKey = []byte("Exs")

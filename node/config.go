@@ -154,6 +154,7 @@ type Config struct {
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
+	ElectrumTxCache      int           `long:"electrumtxcache" description:"Memory in MiB for the Electrum index's cache of the transaction ids that histories and statuses read (0: off)"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// Electrum holds the protocol server's limit options.
@@ -212,6 +213,7 @@ func DefaultConfig() *Config {
 		ElectrumProgress:     indexers.DefaultProgressInterval,
 		ElectrumCatchUpMem:   indexers.DefaultCatchUpMemory,
 		ElectrumServeMem:     DefaultServeMemory,
+		ElectrumTxCache:      indexers.DefaultChunkCacheBytes >> 20,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -331,6 +333,9 @@ func (cfg *Config) Normalize() error {
 	}
 	if cfg.ElectrumServeMem < 0 {
 		return fmt.Errorf("--electrumservemem=%d: must not be negative", cfg.ElectrumServeMem)
+	}
+	if cfg.ElectrumTxCache < 0 {
+		return fmt.Errorf("--electrumtxcache=%d: must not be negative", cfg.ElectrumTxCache)
 	}
 	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
 		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
