@@ -33,6 +33,8 @@ type catchupRun struct {
 	TxPerSec  float64 `json:"tx_per_sec"`
 	PeakRSSMB float64 `json:"peak_rss_mb"` // highest 100 ms sample
 	HWMMB     float64 `json:"hwm_mb"`      // VmHWM at the end
+	// CPUSeconds is the process's CPU time (user and system) until then.
+	CPUSeconds float64 `json:"cpu_seconds"`
 	// IndexBytes is the database's compacted size after the run minus
 	// the chain's, compacted the same way; RawIndexBytes is plain du after
 	// minus before, which leveldb's compaction schedule blurs.
@@ -135,8 +137,8 @@ func runCatchup(args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", k, r, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-9s run %d: %7.2f s  %8.0f tx/s  peak %6.0f MB  index %6.1f B/tx  (stop %.1f s)\n",
-				k, r, run.Seconds, run.TxPerSec, run.PeakRSSMB, run.BytesPerTx, run.ShutdownSeconds)
+			fmt.Fprintf(os.Stderr, "%-9s run %d: %7.2f s  %8.0f tx/s  CPU %6.1f s  peak %6.0f MB  index %6.1f B/tx  (stop %.1f s)\n",
+				k, r, run.Seconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMB, run.BytesPerTx, run.ShutdownSeconds)
 			rep.Runs = append(rep.Runs, run)
 		}
 	}
@@ -267,7 +269,7 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 			err = fmt.Errorf("no \"Indexes caught up to height %d\" within %v", ci.TipHeight, c.timeout)
 		}
 	}
-	hwm := p.HWMKB()
+	hwm, cpu := p.HWMKB(), p.CPUSeconds()
 	shutdown, stopErr := p.Stop(5 * time.Minute)
 	if err != nil {
 		return run, err
@@ -289,6 +291,7 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	run.TxPerSec = float64(ci.Txs) / run.Seconds
 	run.PeakRSSMB = float64(p.PeakKB()) / 1024
 	run.HWMMB = float64(hwm) / 1024
+	run.CPUSeconds = cpu
 	run.IndexBytes = compacted - base
 	run.BytesPerTx = float64(run.IndexBytes) / float64(ci.Txs)
 	run.RawIndexBytes = after - before

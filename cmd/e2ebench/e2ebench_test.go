@@ -377,3 +377,22 @@ func TestCompactedSize(t *testing.T) {
 		t.Error("a missing database was created")
 	}
 }
+
+// TestParseProcStatCPU reads utime and stime past a command name holding
+// spaces and parentheses.
+func TestParseProcStatCPU(t *testing.T) {
+	line := "4242 (btcd (x) y) S 1 4242 4242 0 -1 4194560 100 0 0 0 1234 567 0 0 20 0 9 0 5 1000 10"
+	if got := parseProcStatCPU(line); got != 18.01 {
+		t.Fatalf("CPU %.2f s, want 18.01", got)
+	}
+	if got := parseProcStatCPU("garbage"); got != 0 {
+		t.Fatalf("CPU of garbage %.2f", got)
+	}
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skip(err)
+	}
+	if got := parseProcStatCPU(string(self)); got < 0 {
+		t.Fatalf("own CPU %.2f", got)
+	}
+}

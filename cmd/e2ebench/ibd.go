@@ -33,6 +33,9 @@ type ibdRun struct {
 	TxPerSec      float64 `json:"tx_per_sec"`
 	PeakRSSMB     float64 `json:"peak_rss_mb"`
 	HWMMB         float64 `json:"hwm_mb"`
+	// CPUSeconds is the node's CPU time (user and system) until the run
+	// ended.
+	CPUSeconds float64 `json:"cpu_seconds"`
 	// SubmitBig is submitblock's latency for the blocks of at least
 	// -big transactions; IndexBig the Electrum index's own time for them,
 	// from the node's "Indexed block" lines.
@@ -126,8 +129,8 @@ func runIBD(args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", ibdName(kind), r, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-26s run %d: %7.2f s (replay %7.2f s)  %8.0f tx/s  peak %6.0f MB  big-block submit p50 %s\n",
-				ibdName(kind), r, run.Seconds, run.ReplaySeconds, run.TxPerSec, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
+			fmt.Fprintf(os.Stderr, "%-26s run %d: %7.2f s (replay %7.2f s)  %8.0f tx/s  CPU %6.1f s  peak %6.0f MB  big-block submit p50 %s\n",
+				ibdName(kind), r, run.Seconds, run.ReplaySeconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
 			rep.Runs = append(rep.Runs, run)
 		}
 	}
@@ -342,7 +345,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		}
 		return nil
 	}()
-	hwm := p.HWMKB()
+	hwm, cpu := p.HWMKB(), p.CPUSeconds()
 	shutdown, stopErr := p.Stop(5 * time.Minute)
 	if replayErr != nil {
 		return run, replayErr
@@ -357,6 +360,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 	run.TxPerSec = float64(run.Txs) / run.Seconds
 	run.PeakRSSMB = float64(p.PeakKB()) / 1024
 	run.HWMMB = float64(hwm) / 1024
+	run.CPUSeconds = cpu
 	run.ShutdownSeconds = shutdown.Seconds()
 	return run, nil
 }

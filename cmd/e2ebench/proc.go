@@ -165,6 +165,39 @@ func (p *proc) HWMKB() int64 {
 	return st["VmHWM"]
 }
 
+// CPUSeconds returns the CPU time (user and system) the process has used so
+// far: with the wall time, how much of the machine a configuration takes,
+// which stays comparable when other work shares the machine.
+func (p *proc) CPUSeconds() float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	return parseProcStatCPU(string(raw))
+}
+
+// parseProcStatCPU returns utime plus stime of a /proc/PID/stat line, in
+// seconds (the kernel counts them in USER_HZ ticks, 100 per second on
+// Linux). The command name, in parentheses, may hold spaces: fields are
+// counted after its closing parenthesis.
+func parseProcStatCPU(s string) float64 {
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the name: state(3) ppid ... utime is field 14, stime 15.
+	if len(f) < 13 {
+		return 0
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return float64(ut+st) / 100
+}
+
 // Exited is closed when the process has exited.
 func (p *proc) Exited() <-chan struct{} { return p.exited }
 
