@@ -1,0 +1,148 @@
+package integration
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// SyncTimeout bounds how long Mine, MineTo, Fund, SendRaw's callers and the
+// reorgs wait for the Electrum server to report the node's new tip.
+var SyncTimeout = time.Minute
+
+// Params returns the network the node runs on (regtest unless
+// NodeConfig.Net said simnet).
+func (n *Node) Params() *chaincfg.Params { return n.params }
+
+// Mine mines count blocks to the node's mining address (NodeConfig's
+// MiningAddr, MiningAddress by default) and returns their hashes once the
+// Electrum server reports the last one as its tip (without the Electrum
+// index, once the node has it).
+func (n *Node) Mine(count int) ([]*chainhash.Hash, error) {
+	if count <= 0 {
+		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
+	}
+	hashes, err := n.RPC.Generate(uint32(count))
+	if err != nil {
+		return nil, fmt.Errorf("generate %d: %w", count, err)
+	}
+	return hashes, n.waitSynced()
+}
+
+// MineTo mines count blocks whose coinbases pay addr and returns their
+// hashes once the Electrum server reports the last one as its tip.
+func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error) {
+	if count <= 0 {
+		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
+	}
+	hashes, err := n.RPC.GenerateToAddress(int64(count), addr, nil)
+	if err != nil {
+		return nil, fmt.Errorf("generatetoaddress %d %v: %w", count, addr, err)
+	}
+	return hashes, n.waitSynced()
+}
+
+// SendRaw submits a transaction to the node's mempool (sendrawtransaction)
+// and returns its id. The Electrum server's mempool view has it when
+// SendRaw returns.
+func (n *Node) SendRaw(tx *wire.MsgTx) (*chainhash.Hash, error) {
+	hash, err := n.RPC.SendRawTransaction(tx, true)
+	if err != nil {
+		return nil, fmt.Errorf("sendrawtransaction %v: %w", tx.TxHash(), err)
+	}
+	return hash, nil
+}
+
+// WaitSynced waits until the Electrum server reports the node's current
+// best block as its tip (blockchain.headers.subscribe), or ctx ends. A
+// node without the Electrum index is synced by definition.
+func (n *Node) WaitSynced(ctx context.Context) error {
+	if n.ElectrumAddr == "" {
+		return nil
+	}
+	want, err := n.RPC.GetBestBlockHash()
+	if err != nil {
+		return fmt.Errorf("getbestblockhash: %w", err)
+	}
+	c, err := n.syncClient(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		tip, err := c.SubscribeHeaders(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for the Electrum server to reach %v: %w", want, err)
+		}
+		h, err := tip.Header()
+		if err != nil {
+			return err
+		}
+		if h.BlockHash() == *want {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the Electrum server did not reach %v (at %d): %w", want, tip.Height, ctx.Err())
+		case <-time.After(syncPoll):
+		}
+	}
+}
+
+// syncPoll is the interval at which WaitSynced asks the Electrum server
+// for its tip.
+const syncPoll = 2 * time.Millisecond
+
+// waitSynced is WaitSynced bounded by SyncTimeout.
+func (n *Node) waitSynced() error {
+	ctx, cancel := context.WithTimeout(context.Background(), SyncTimeout)
+	defer cancel()
+	return n.WaitSynced(ctx)
+}
+
+// syncClient returns the node's own Electrum connection for WaitSynced,
+// dialing it on first use (the headers subscription it takes stays off
+// the Electrum client tests use).
+func (n *Node) syncClient(ctx context.Context) (*ElectrumClient, error) {
+	n.syncMu.Lock()
+	defer n.syncMu.Unlock()
+	if n.sync != nil && !isClosed(n.sync.Done()) {
+		n.sync.dropNotifications()
+		return n.sync, nil
+	}
+	c, err := DialElectrum(ctx, n.ElectrumAddr)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := c.Version(ctx, "btcd-electrum-integration-sync", "1.4"); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	n.sync = c
+	return c, nil
+}
+
+// ElectrumTLSConfig returns a TLS configuration that trusts the certificate
+// of the node's Electrum TLS and WSS listeners.
+func (n *Node) ElectrumTLSConfig() (*tls.Config, error) {
+	if n.ElectrumCert == "" {
+		return nil, errors.New("the node has no Electrum TLS or WSS listener")
+	}
+	pem, err := os.ReadFile(n.ElectrumCert)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("no certificate in %s", n.ElectrumCert)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}

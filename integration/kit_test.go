@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"testing"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/btcec/v2"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
+)
+
+// newWalletAddress returns a fresh P2WPKH address on regtest and its
+// output script, as a wallet under test would derive one.
+func newWalletAddress(t *testing.T) (address.Address, []byte) {
+	t.Helper()
+	key, err := btcec.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := address.NewAddressWitnessPubKeyHash(
+		address.Hash160(key.PubKey().SerializeCompressed()), &chaincfg.RegressionNetParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := txscript.PayToAddrScript(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, script
+}
+
+// TestWalletFlow is the wallet-style test of the README, on the in-process
+// node and on the binary: subscribe to a script, fund it, see the
+// notification, reorg the payment away, see the status change, confirm it
+// again.
+func TestWalletFlow(t *testing.T) {
+	for _, binary := range []bool{false, true} {
+		t.Run(map[bool]string{false: "inprocess", true: "binary"}[binary], func(t *testing.T) {
+			ctx := testContext(t)
+			n := StartNode(t, NodeConfig{Binary: binary})
+			addr, script := newWalletAddress(t)
+			sh := ScriptHash(script)
+			if st, err := n.Electrum.SubscribeScriptHash(ctx, sh); err != nil || st != nil {
+				t.Fatalf("subscribe: status %v, %v; want null", str(st), err)
+			}
+
+			// Fund: the faucet matures coins (101 blocks), pays, one
+			// block confirms the payment.
+			op, err := n.Fund(addr, btcutil.Amount(150_000_000))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, height, err := n.RPC.GetBestBlock()
+			if err != nil {
+				t.Fatal(err)
+			}
+			txid := op.Hash.String()
+			waitStatus(t, ctx, n.Electrum, sh, []HistoryItem{{TxHash: txid, Height: height}})
+			utxos, err := n.Electrum.ListUnspent(ctx, sh)
+			if err != nil || len(utxos) != 1 || utxos[0].TxHash != txid || utxos[0].TxPos != op.Index ||
+				utxos[0].Value != 150_000_000 || utxos[0].Height != height {
+				t.Fatalf("listunspent = %+v (%v), want %v at %d", utxos, err, op, height)
+			}
+
+			// A reorg that leaves the payment out: it is back in the
+			// mempool, and the status says so.
+			branch, err := n.ReorgDropping(&op.Hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(branch) != 2 {
+				t.Fatalf("the new branch has %d blocks, want 2", len(branch))
+			}
+			waitStatus(t, ctx, n.Electrum, sh, []HistoryItem{{TxHash: txid, Height: 0}})
+			tip, err := n.Electrum.SubscribeHeaders(ctx)
+			if err != nil || tip.Height != height+1 {
+				t.Fatalf("Electrum tip after the reorg at %d (%v), want %d", tip.Height, err, height+1)
+			}
+			if h, err := tip.Header(); err != nil || h.BlockHash() != *branch[1] {
+				t.Fatalf("Electrum tip is not the new branch's (%v)", err)
+			}
+
+			// Confirmed again by the next block.
+			if _, err := n.Mine(1); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, ctx, n.Electrum, sh, []HistoryItem{{TxHash: txid, Height: height + 2}})
+		})
+	}
+}
+
+// TestReorgKeepsTransactions checks Reorg: the replaced blocks'
+// transactions are confirmed again at their heights in the new branch, so
+// a script's history is unchanged while the blocks' hashes are not.
+func TestReorgKeepsTransactions(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{})
+	addr, script := newWalletAddress(t)
+	sh := ScriptHash(script)
+	op, err := n.Fund(addr, btcutil.Amount(10_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Mine(2); err != nil {
+		t.Fatal(err)
+	}
+	before, err := n.Electrum.GetHistory(ctx, sh)
+	if err != nil || len(before) != 1 || before[0].TxHash != op.Hash.String() {
+		t.Fatalf("history %+v (%v)", before, err)
+	}
+	oldTip, tipHeight, err := n.RPC.GetBestBlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	branch, err := n.Reorg(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTip, newHeight, err := n.RPC.GetBestBlock()
+	if err != nil || newHeight != tipHeight+1 || *newTip != *branch[3] || *newTip == *oldTip {
+		t.Fatalf("after Reorg(3) the tip is %v at %d (%v); was %v at %d", newTip, newHeight, err, oldTip, tipHeight)
+	}
+	after, err := n.Electrum.GetHistory(ctx, sh)
+	if err != nil || !equalHistory(after, before) {
+		t.Fatalf("history after the reorg %+v (%v), before %+v", after, err, before)
+	}
+	res, err := n.RPC.GetRawTransactionVerbose(&op.Hash)
+	if err != nil || res.BlockHash != branch[0].String() {
+		t.Fatalf("the payment is in block %s (%v), want the new branch's first %v", res.BlockHash, err, branch[0])
+	}
+	var none chainhash.Hash
+	if _, err := n.ReorgDropping(&none); err == nil {
+		t.Fatal("ReorgDropping of an unknown transaction succeeded")
+	}
+}
