@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"crypto/tls"
+	"os"
 	"testing"
 
 	"github.com/btcsuite/btcd/address/v2"
@@ -133,5 +135,53 @@ func TestReorgKeepsTransactions(t *testing.T) {
 	var none chainhash.Hash
 	if _, err := n.ReorgDropping(&none); err == nil {
 		t.Fatal("ReorgDropping of an unknown transaction succeeded")
+	}
+}
+
+// TestElectrumTransports starts the binary with TLS, WS and WSS Electrum
+// listeners and checks that a client over each reports the tip the node
+// mined, and that Start without a test removes its directory on Stop.
+func TestElectrumTransports(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{Binary: true, ElectrumTLS: true, ElectrumWS: true, ElectrumWSS: true})
+	if _, err := n.Mine(2); err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, err := n.ElectrumTLSConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := map[string]func() (*ElectrumClient, error){
+		"tls": func() (*ElectrumClient, error) { return DialElectrumTLS(ctx, n.ElectrumTLSAddr, tlsCfg) },
+		"ws":  func() (*ElectrumClient, error) { return DialElectrumWS(ctx, "ws://"+n.ElectrumWSAddr+"/", nil) },
+		"wss": func() (*ElectrumClient, error) { return DialElectrumWS(ctx, "wss://"+n.ElectrumWSSAddr+"/", tlsCfg) },
+	}
+	for name, dial := range clients {
+		c, err := dial()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if _, _, err := c.Version(ctx, "kit-test", "1.4"); err != nil {
+			t.Fatalf("%s: server.version: %v", name, err)
+		}
+		tip, err := c.SubscribeHeaders(ctx)
+		if err != nil || tip.Height != 2 || tip.Hex != headerHex(t, n.RPC, 2) {
+			t.Fatalf("%s: tip %+v (%v), want the header at 2", name, tip, err)
+		}
+	}
+	if _, err := DialElectrumTLS(ctx, n.ElectrumTLSAddr, &tls.Config{MinVersion: tls.VersionTLS12}); err == nil {
+		t.Fatal("TLS without trusting the node's certificate succeeded")
+	}
+
+	own, err := Start(NodeConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := own.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(own.Dir); !os.IsNotExist(err) {
+		t.Fatalf("Start's directory %s is still there after Stop (%v)", own.Dir, err)
 	}
 }
