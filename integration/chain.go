@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +13,10 @@ import (
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 // SyncTimeout bounds how long Mine, MineTo, Fund, SendRaw's callers and the
@@ -145,4 +149,16 @@ func (n *Node) ElectrumTLSConfig() (*tls.Config, error) {
 		return nil, fmt.Errorf("no certificate in %s", n.ElectrumCert)
 	}
 	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// ElectrumInfo calls the node's getelectruminfo extension through c: the
+// index and chain tips, catch-up state, listeners and sessions.
+func ElectrumInfo(c *rpcclient.Client) (rpcext.ElectrumInfo, error) {
+	var info rpcext.ElectrumInfo
+	raw, err := c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+	if err != nil {
+		return info, fmt.Errorf("getelectruminfo: %w", err)
+	}
+	err = json.Unmarshal(raw, &info)
+	return info, err
 }
