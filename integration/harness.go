@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 
@@ -259,9 +260,17 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	}
 	args := []string{netFlag, "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
-		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms"}
+		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms",
+		// btcd pre-allocates the UTXO cache's map for its whole size at
+		// start (about 85 ms for the default 250 MiB); regtest chains
+		// need little.
+		"--utxocachemaxsize=" + harnessUTXOCacheMiB}
 	certFile, keyFile := filepath.Join(n.Dir, "rpc.cert"), filepath.Join(n.Dir, "rpc.key")
 	if cfg.RPCTLS {
+		if err := writeCertPair(certFile, keyFile); err != nil {
+			n.removeOwnDir()
+			return nil, err
+		}
 		args = append(args, "--rpccert="+certFile, "--rpckey="+keyFile)
 	} else {
 		args = append(args, "--notls")
@@ -279,8 +288,12 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 		}
 		if cfg.ElectrumTLS || cfg.ElectrumWSS {
 			n.ElectrumCert = filepath.Join(n.Dir, "electrum.cert")
-			args = append(args, "--electrumcert="+n.ElectrumCert,
-				"--electrumkey="+filepath.Join(n.Dir, "electrum.key"))
+			elKey := filepath.Join(n.Dir, "electrum.key")
+			if err := writeCertPair(n.ElectrumCert, elKey); err != nil {
+				n.removeOwnDir()
+				return nil, err
+			}
+			args = append(args, "--electrumcert="+n.ElectrumCert, "--electrumkey="+elKey)
 		}
 	}
 	n.Args = append(args, cfg.Args...)
@@ -317,6 +330,39 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 		}
 	}
 	return n, nil
+}
+
+var (
+	certOnce   sync.Once
+	certPEM    []byte
+	keyPEM     []byte
+	certGenErr error
+)
+
+// writeCertPair writes the process's self-signed localhost certificate and
+// key to certFile and keyFile unless both exist (a restarted node keeps
+// its own). The pair is generated once per process: a node generating its
+// own at start spends tens of milliseconds on it, for every TLS server.
+func writeCertPair(certFile, keyFile string) error {
+	_, certErr := os.Stat(certFile)
+	_, keyErr := os.Stat(keyFile)
+	if certErr == nil && keyErr == nil {
+		return nil
+	}
+	certOnce.Do(func() {
+		certPEM, keyPEM, certGenErr = btcutil.NewTLSCertPair("btcd-electrum integration harness",
+			time.Now().Add(10*365*24*time.Hour), nil)
+	})
+	if certGenErr != nil {
+		return certGenErr
+	}
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, keyPEM, 0o600)
 }
 
 // pick returns addr when on is set and "" otherwise.
@@ -420,10 +466,31 @@ func (n *Node) startProcess() error {
 	return nil
 }
 
+// harnessUTXOCacheMiB is the --utxocachemaxsize of harness nodes.
+const harnessUTXOCacheMiB = "8"
+
 // waitRPC connects the RPC client, retrying until the server answers,
 // the process exits or StartTimeout passes.
 func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 	deadline := time.Now().Add(StartTimeout)
+	// rpcclient retries a refused connection itself after half a second;
+	// polling the port first finds a starting child process listening
+	// within a few milliseconds.
+	for {
+		c, err := net.DialTimeout("tcp", n.RPCAddr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if n.exited != nil && isClosed(n.exited) {
+			return fmt.Errorf("the node exited during start-up (%v); output in %s",
+				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("RPC server at %s did not listen within %v: %v", n.RPCAddr, StartTimeout, err)
+		}
+		time.Sleep(startPoll)
+	}
 	for {
 		if n.exited != nil && isClosed(n.exited) {
 			return fmt.Errorf("the node exited during start-up (%v); output in %s",
