@@ -262,9 +262,10 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
 		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms",
 		// btcd pre-allocates the UTXO cache's map for its whole size at
-		// start (about 85 ms for the default 250 MiB); regtest chains
-		// need little.
-		"--utxocachemaxsize=" + harnessUTXOCacheMiB}
+		// start (about 85 ms for the default 250 MiB), and the signature
+		// and hash caches' maps (about 10 ms for 100,000 entries);
+		// regtest chains need little.
+		"--utxocachemaxsize=" + harnessUTXOCacheMiB, "--sigcachemaxsize=" + harnessSigCacheSize}
 	certFile, keyFile := filepath.Join(n.Dir, "rpc.cert"), filepath.Join(n.Dir, "rpc.key")
 	if cfg.RPCTLS {
 		if err := writeCertPair(certFile, keyFile); err != nil {
@@ -466,8 +467,12 @@ func (n *Node) startProcess() error {
 	return nil
 }
 
-// harnessUTXOCacheMiB is the --utxocachemaxsize of harness nodes.
-const harnessUTXOCacheMiB = "8"
+// harnessUTXOCacheMiB and harnessSigCacheSize are the
+// --utxocachemaxsize and --sigcachemaxsize of harness nodes.
+const (
+	harnessUTXOCacheMiB = "8"
+	harnessSigCacheSize = "2000"
+)
 
 // waitRPC connects the RPC client, retrying until the server answers,
 // the process exits or StartTimeout passes.
