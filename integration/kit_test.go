@@ -185,3 +185,28 @@ func TestElectrumTransports(t *testing.T) {
 		t.Fatalf("Start's directory %s is still there after Stop (%v)", own.Dir, err)
 	}
 }
+
+// TestKitWithIntervalMining runs the kit on a node that also mines a block
+// every few milliseconds by itself (--regtestmineinterval): WaitSynced
+// settles while the chain moves, and Fund still returns a confirmed
+// output the Electrum server lists.
+func TestKitWithIntervalMining(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{Args: []string{"--regtestmineinterval=5ms"}})
+	WaitFor(t, ctx, "interval-mined blocks", func() bool {
+		c, err := n.RPC.GetBlockCount()
+		return err == nil && c >= 5
+	})
+	if err := n.WaitSynced(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr, script := newWalletAddress(t)
+	op, err := n.Fund(addr, btcutil.Amount(25_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	utxos, err := n.Electrum.ListUnspent(ctx, ScriptHash(script))
+	if err != nil || len(utxos) != 1 || utxos[0].TxHash != op.Hash.String() || utxos[0].Height <= 0 {
+		t.Fatalf("listunspent %+v (%v), want %v confirmed", utxos, err, op)
+	}
+}
