@@ -125,9 +125,9 @@ func (n *Node) waitSynced() error {
 func (n *Node) syncClient(ctx context.Context) (*ElectrumClient, error) {
 	n.syncMu.Lock()
 	defer n.syncMu.Unlock()
-	if n.sync != nil && !isClosed(n.sync.Done()) {
-		n.sync.dropNotifications()
-		return n.sync, nil
+	if n.syncConn != nil && !isClosed(n.syncConn.Done()) {
+		n.syncConn.dropNotifications()
+		return n.syncConn, nil
 	}
 	c, err := DialElectrum(ctx, n.ElectrumAddr)
 	if err != nil {
@@ -137,7 +137,7 @@ func (n *Node) syncClient(ctx context.Context) (*ElectrumClient, error) {
 		_ = c.Close()
 		return nil, err
 	}
-	n.sync = c
+	n.syncConn = c
 	return c, nil
 }
 

@@ -178,7 +178,7 @@ type Node struct {
 	cfg      NodeConfig
 	params   *chaincfg.Params
 	syncMu   sync.Mutex
-	sync     *ElectrumClient // WaitSynced's connection
+	syncConn *ElectrumClient // WaitSynced's connection
 	ownDir   bool            // Dir was created by Start and is removed by Stop
 	inproc   *node.Node
 	cmd      *exec.Cmd
@@ -555,8 +555,8 @@ func (n *Node) Stop() error {
 			_ = n.Electrum.Close()
 		}
 		n.syncMu.Lock()
-		if n.sync != nil {
-			_ = n.sync.Close()
+		if n.syncConn != nil {
+			_ = n.syncConn.Close()
 		}
 		n.syncMu.Unlock()
 		if n.RPC != nil {
