@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bytes"
 	"crypto/tls"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/btcsuite/btcd/address/v2"
@@ -208,5 +210,58 @@ func TestKitWithIntervalMining(t *testing.T) {
 	utxos, err := n.Electrum.ListUnspent(ctx, ScriptHash(script))
 	if err != nil || len(utxos) != 1 || utxos[0].TxHash != op.Hash.String() || utxos[0].Height <= 0 {
 		t.Fatalf("listunspent %+v (%v), want %v confirmed", utxos, err, op)
+	}
+}
+
+// TestFundAnyScript funds scripts given as bytes: one an address stands
+// for (paid by the faucet directly) and two no address stands for, a
+// pay-to-pubkey and a bare OP_TRUE (paid through MiningAddress); each is
+// confirmed and listed by the Electrum server under its script hash.
+func TestFundAnyScript(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{})
+	_, p2wpkh := newWalletAddress(t)
+	key, err := btcec.NewPrivateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2pk, err := txscript.NewScriptBuilder().AddData(key.PubKey().SerializeCompressed()).
+		AddOp(txscript.OP_CHECKSIG).Script()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range [][]byte{p2wpkh, p2pk, {txscript.OP_TRUE}} {
+		op, err := n.Fund(script, btcutil.Amount(70_000))
+		if err != nil {
+			t.Fatalf("fund %x: %v", script, err)
+		}
+		utxos, err := n.Electrum.ListUnspent(ctx, ScriptHash(script))
+		if err != nil || len(utxos) != 1 || utxos[0].TxHash != op.Hash.String() || utxos[0].TxPos != op.Index ||
+			utxos[0].Value != 70_000 || utxos[0].Height <= 0 {
+			t.Fatalf("listunspent of %x: %+v (%v), want %v confirmed", script, utxos, err, op)
+		}
+	}
+	if _, err := n.Fund("bcrt1...", 1000); err == nil {
+		t.Fatal("Fund accepted a string")
+	}
+}
+
+// TestReadmeShowsWalletTest keeps the README's wallet-style test the one
+// that runs: the README holds TestWallet of wallet_test.go verbatim.
+func TestReadmeShowsWalletTest(t *testing.T) {
+	src, err := os.ReadFile("wallet_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(src, []byte("func TestWallet("))
+	if i < 0 {
+		t.Fatal("no TestWallet in wallet_test.go")
+	}
+	if !bytes.Contains(readme, src[i:]) {
+		t.Fatal("README.md does not show TestWallet of integration/wallet_test.go verbatim; copy it over")
 	}
 }
