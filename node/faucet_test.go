@@ -133,4 +133,3 @@ func TestRegtestMineInterval(t *testing.T) {
 		}
 	}
 }
-
