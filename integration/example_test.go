@@ -166,3 +166,31 @@ func ExampleNodeConfig_transports() {
 	// ws negotiated 1.4
 	// wss negotiated 1.4
 }
+
+// Reorg replaces the last blocks with a heavier branch; the replaced
+// blocks' transactions are confirmed again at the same heights, so a
+// wallet's history keeps its heights while the blocks change.
+func ExampleNode_Reorg() {
+	n, err := integration.Start(integration.NodeConfig{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer n.Stop()
+	addr, _ := walletAddress()
+	op, err := n.Fund(addr, btcutil.Amount(1_000_000))
+	if err != nil {
+		log.Fatal(err)
+	}
+	before, _ := n.RPC.GetRawTransactionVerbose(&op.Hash)
+	branch, err := n.Reorg(1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	after, _ := n.RPC.GetRawTransactionVerbose(&op.Hash)
+	_, height, _ := n.RPC.GetBestBlock()
+	fmt.Println("new branch:", len(branch), "blocks, tip at", height)
+	fmt.Println("payment moved to the new branch:", before.BlockHash != after.BlockHash && after.BlockHash == branch[0].String())
+	// Output:
+	// new branch: 2 blocks, tip at 103
+	// payment moved to the new branch: true
+}
