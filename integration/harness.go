@@ -37,6 +37,12 @@ const (
 // come up (index catch-up on a large datadir counts against it).
 var StartTimeout = 2 * time.Minute
 
+// LogStdout copies the log of in-process nodes to stdout as well as to
+// their log file (LogFile). It is process-wide (node.SetLogStdout, applied
+// at every in-process start) and off by default, so that a test's or an
+// Example's output is its own.
+var LogStdout = false
+
 // StopTimeout bounds how long the harness waits for a process to exit after
 // SIGINT before it kills it.
 var StopTimeout = time.Minute
@@ -417,6 +423,7 @@ func (n *Node) startInProcess() error {
 	}
 	// Several nodes of one process may peer with each other.
 	cfg.AllowSelfConns = true
+	node.SetLogStdout(LogStdout)
 	nd, err := node.New(cfg)
 	if err != nil {
 		return err
