@@ -13,6 +13,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // newWalletAddress returns a fresh P2WPKH address on regtest and its
@@ -95,23 +96,65 @@ func TestWalletFlow(t *testing.T) {
 	}
 }
 
+// spendP2WPKH spends a P2WPKH output of key to pkScript, minus fee.
+func spendP2WPKH(t *testing.T, key *btcec.PrivateKey, op wire.OutPoint, value int64, pkScript []byte, fee int64) *wire.MsgTx {
+	t.Helper()
+	prevScript, err := txscript.PayToAddrScript(p2wpkhAddress(t, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := wire.NewMsgTx(2)
+	tx.AddTxIn(wire.NewTxIn(&op, nil, nil))
+	tx.AddTxOut(wire.NewTxOut(value-fee, pkScript))
+	fetcher := txscript.NewCannedPrevOutputFetcher(prevScript, value)
+	w, err := txscript.WitnessSignature(tx, txscript.NewTxSigHashes(tx, fetcher), 0, value, prevScript,
+		txscript.SigHashAll, key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.TxIn[0].Witness = w
+	return tx
+}
+
+// p2wpkhAddress is key's regtest P2WPKH address.
+func p2wpkhAddress(t *testing.T, key *btcec.PrivateKey) address.Address {
+	t.Helper()
+	addr, err := address.NewAddressWitnessPubKeyHash(
+		address.Hash160(key.PubKey().SerializeCompressed()), &chaincfg.RegressionNetParams)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
 // TestReorgKeepsTransactions checks Reorg: the replaced blocks'
-// transactions are confirmed again at their heights in the new branch, so
-// a script's history is unchanged while the blocks' hashes are not.
+// transactions, a segwit spend among them (so the new block commits to
+// witnesses), are confirmed again at their heights in the new branch, so a
+// script's history is unchanged while the blocks' hashes are not; and
+// ReorgDropping of a parent also leaves its child out.
 func TestReorgKeepsTransactions(t *testing.T) {
 	ctx := testContext(t)
 	n := StartNode(t, NodeConfig{})
-	addr, script := newWalletAddress(t)
-	sh := ScriptHash(script)
-	op, err := n.Fund(addr, btcutil.Amount(10_000))
+	key, err := btcec.NewPrivateKey()
 	if err != nil {
+		t.Fatal(err)
+	}
+	addr := p2wpkhAddress(t, key)
+	script, _ := txscript.PayToAddrScript(addr)
+	sh := ScriptHash(script)
+	op, err := n.Fund(addr, btcutil.Amount(100_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spend := spendP2WPKH(t, key, op, 100_000, script, 1_000)
+	if _, err := n.SendRaw(spend); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Mine(2); err != nil {
 		t.Fatal(err)
 	}
 	before, err := n.Electrum.GetHistory(ctx, sh)
-	if err != nil || len(before) != 1 || before[0].TxHash != op.Hash.String() {
+	if err != nil || len(before) != 2 || before[0].TxHash != op.Hash.String() {
 		t.Fatalf("history %+v (%v)", before, err)
 	}
 	oldTip, tipHeight, err := n.RPC.GetBestBlock()
@@ -130,9 +173,26 @@ func TestReorgKeepsTransactions(t *testing.T) {
 	if err != nil || !equalHistory(after, before) {
 		t.Fatalf("history after the reorg %+v (%v), before %+v", after, err, before)
 	}
-	res, err := n.RPC.GetRawTransactionVerbose(&op.Hash)
-	if err != nil || res.BlockHash != branch[0].String() {
-		t.Fatalf("the payment is in block %s (%v), want the new branch's first %v", res.BlockHash, err, branch[0])
+	for i, txid := range []chainhash.Hash{op.Hash, spend.TxHash()} {
+		res, err := n.RPC.GetRawTransactionVerbose(&txid)
+		if err != nil || res.BlockHash != branch[i].String() {
+			t.Fatalf("%v is in block %s (%v), want the new branch's %v", txid, res.BlockHash, err, branch[i])
+		}
+	}
+
+	// Dropping the payment drops the spend of it too: both unconfirmed.
+	dropped, err := n.ReorgDropping(&op.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 5 {
+		t.Fatalf("ReorgDropping from the payment's block built %d blocks, want 5", len(dropped))
+	}
+	want := []HistoryItem{{TxHash: op.Hash.String(), Height: 0}, {TxHash: spend.TxHash().String(), Height: -1}}
+	hist, err := n.Electrum.GetHistory(ctx, sh)
+	if err != nil || len(hist) != 2 || !(equalHistory(withoutFees(hist), want) ||
+		equalHistory(withoutFees(hist), []HistoryItem{want[1], want[0]})) {
+		t.Fatalf("history after dropping the payment %+v (%v), want %+v", hist, err, want)
 	}
 	var none chainhash.Hash
 	if _, err := n.ReorgDropping(&none); err == nil {
