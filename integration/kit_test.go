@@ -24,16 +24,35 @@ func newWalletAddress(t *testing.T) (address.Address, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := address.NewAddressWitnessPubKeyHash(
-		address.Hash160(key.PubKey().SerializeCompressed()), &chaincfg.RegressionNetParams)
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr := p2wpkhAddress(t, key)
 	script, err := txscript.PayToAddrScript(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return addr, script
+}
+
+// TestMineTo checks MineTo: the blocks pay the address, and the Electrum
+// server lists their coinbases when MineTo returns.
+func TestMineTo(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{Binary: true})
+	addr, script := newWalletAddress(t)
+	hashes, err := n.MineTo(addr, 2)
+	if err != nil || len(hashes) != 2 {
+		t.Fatalf("MineTo: %v %v", hashes, err)
+	}
+	hist, err := n.Electrum.GetHistory(ctx, ScriptHash(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ChainHistory(n.RPC, script)
+	if err != nil || len(want) != 2 || want[1].Height != 2 || !equalHistory(hist, want) {
+		t.Fatalf("history %+v, the blocks give %+v (%v)", hist, want, err)
+	}
+	if _, err := n.MineTo(MiningAddressOn(&chaincfg.SimNetParams), 1); err == nil {
+		t.Fatal("MineTo a simnet address on regtest succeeded")
+	}
 }
 
 // TestWalletFlow is the wallet-style test of the README, on the in-process
