@@ -73,6 +73,7 @@ bench:
 	CATCHUP_TXS=1000000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	$(GO) test -run '^$$' -bench 'Requests' -benchtime 20000x -timeout 30m ./electrum/
 	$(GO) test -run '^$$' -bench 'IdleSessionMemory|TenThousandSessions|NotifyLatency' -benchtime 3x -timeout 30m ./electrum/
+	$(GO) test -run '^$$' -bench 'StartNode' -benchtime 10x ./integration/
 	$(MAKE) bench-chain
 	CATCHUP_GENCHAIN=$(E2E_CHAIN) $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	CATCHUP_GENCHAIN=$(E2E_CHAIN) CATCHUP_MEM=1000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/

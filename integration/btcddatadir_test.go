@@ -70,7 +70,7 @@ func TestOpensBtcdDatadir(t *testing.T) {
 		t.Fatalf("getrawtransaction %s: %+v, %v", txid, got, err)
 	}
 
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	for h, want := range headers {
 		got, err := ec.BlockHeader(ctx, int32(h))
 		if err != nil || got != want {

@@ -7,41 +7,50 @@
 //   - StartNode starts a btcd-electrum node on regtest in a temporary
 //     datadir with loopback ports, --electrumindex, RPC (plain or TLS) and a
 //     mining address, either in-process (node.New, fast, inside the race
-//     detector) or as the built binary (NodeBinary, what operators run).
-//     The Node gives the Electrum address, an rpcclient.Client and the P2P
-//     address; Restart reopens the same datadir.
+//     detector) or as the built binary (NodeBinary, what operators run),
+//     in tens of milliseconds (BenchmarkStartNode). NodeConfig adds
+//     Electrum TLS, WS and WSS listeners; Start does the same outside a
+//     test (an Example, a TestMain).
+//   - The Node gives the Electrum addresses, a ready Electrum client
+//     (Electrum, version negotiated), an rpcclient.Client, Params, and the
+//     helpers a wallet test needs: Mine, MineTo, Fund (the node's regtest
+//     faucet, then a block: a confirmed outpoint), Faucet, SendRaw, Reorg
+//     (a heavier branch built and submitted by the harness, the replaced
+//     blocks' transactions kept at their heights), ReorgDropping (the same,
+//     leaving chosen transactions out, back to the mempool) and WaitSynced
+//     (until the Electrum server reports the node's tip; Mine, Fund and the
+//     reorgs wait for it themselves). Restart reopens the same datadir.
 //   - StartBtcd starts a real btcd through btcd's own integration harness
 //     (rpctest) with its in-memory wallet; BtcdConfig.Exe = NodeBinary()
 //     drives btcd-electrum through the same harness. StartBtcdProcess runs
 //     btcd with a datadir of the caller's choosing. BtcdBinary builds btcd
 //     once per process from the module cache (offline).
-//   - ElectrumClient is a small newline-delimited JSON-RPC client: calls
-//     matched by id from any goroutine, queued notifications, a context on
-//     every wait; typed helpers for the methods tests use, and Status,
-//     ScriptHash and MerkleRoot computed independently of the server.
+//   - ElectrumClient is a small Electrum client over TCP, TLS or WebSocket
+//     (DialElectrum, DialElectrumTLS, DialElectrumWS): calls matched by id
+//     from any goroutine, queued notifications, a context on every wait;
+//     typed helpers for the methods tests use, and Status, ScriptHash and
+//     MerkleRoot computed independently of the server.
 //   - ChainHistory is the reference history of a script, computed from a
 //     node's blocks over RPC.
 //   - MiningAddress is a regtest address with a well-known key, so tests
-//     can spend what they mine (SpendMined).
+//     can spend what they mine (SpendMined, SpendCoinbaseAt).
 //
-// Every wait is bounded (StartTimeout, StopTimeout, the caller's context).
+// Every wait is bounded (StartTimeout, StopTimeout, SyncTimeout, the
+// caller's context).
 //
 // # Use from another module
 //
 // A module that requires github.com/btcd-electrum/btcd-electrum (and so
-// btcd v0.26.2) can write:
+// btcd v0.26.2) can write the wallet-style test of the README (it is
+// wallet_test.go in this package):
 //
 //	func TestWallet(t *testing.T) {
-//		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-//		defer cancel()
-//		n := integration.StartNode(t, integration.NodeConfig{Binary: true})
-//		if _, err := n.RPC.Generate(101); err != nil {
-//			t.Fatal(err)
-//		}
-//		ec := n.DialElectrum(t, ctx)
-//		sh := integration.ScriptHash(integration.MiningScript())
-//		hist, err := ec.GetHistory(ctx, sh)
-//		// ... 101 coinbase transactions
+//		n := integration.StartNode(t, integration.NodeConfig{})
+//		sh := integration.ScriptHash(script) // the wallet's script
+//		n.Electrum.SubscribeScriptHash(ctx, sh)
+//		op, err := n.Fund(addr, 50_000_000) // notified: confirmed
+//		n.ReorgDropping(&op.Hash)           // notified: unconfirmed
+//		n.Mine(1)                           // notified: confirmed again
 //	}
 //
 // NodeBinary and BtcdBinary run `go build` (and `go list -m`) in the test's
@@ -57,6 +66,8 @@
 // reconsiderblock; btcd's rpctest harness driving our binary; a restart
 // that keeps the index; a regtest datadir created by btcd; a simnet datadir
 // passed back and forth between btcd and our node, also across a reorg
-// btcd made while our index was away. The whole package runs in about a
-// minute: go test -race -count=1 ./integration/
+// btcd made while our index was away; the kit itself: the wallet flow
+// on both modes, reorgs, the four transports, and a Node.js wallet test
+// driving the faucet RPC. The whole package runs in about a minute:
+// go test -race -count=1 ./integration/
 package integration

@@ -23,8 +23,8 @@ import (
 // end the connection.
 const maxElectrumLine = 16 << 20
 
-// ElectrumClient is a small Electrum protocol client over plain TCP
-// (newline-delimited JSON-RPC 2.0). Calls may be made from several
+// ElectrumClient is a small Electrum protocol client over plain TCP, TLS
+// or WebSocket (newline-delimited JSON-RPC 2.0). Calls may be made from several
 // goroutines; responses are matched by id, and notifications are queued
 // until Notification takes them. It is meant for tests: every wait takes a
 // context, so a test bounds it with a deadline.
@@ -82,6 +82,11 @@ func DialElectrum(ctx context.Context, addr string) (*ElectrumClient, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newElectrumClient(conn), nil
+}
+
+// newElectrumClient starts a client on an open connection.
+func newElectrumClient(conn net.Conn) *ElectrumClient {
 	c := &ElectrumClient{
 		conn:       conn,
 		pending:    map[int]chan electrumResponse{},
@@ -89,7 +94,7 @@ func DialElectrum(ctx context.Context, addr string) (*ElectrumClient, error) {
 		done:       make(chan struct{}),
 	}
 	go c.readLoop()
-	return c, nil
+	return c
 }
 
 // Close closes the connection and fails every outstanding call.
@@ -315,6 +320,13 @@ func (c *ElectrumClient) PendingNotifications() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.notes)
+}
+
+// dropNotifications discards the queued notifications.
+func (c *ElectrumClient) dropNotifications() {
+	c.mu.Lock()
+	c.notes = nil
+	c.mu.Unlock()
 }
 
 // Version negotiates the protocol version (server.version); it returns the

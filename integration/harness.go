@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 
@@ -35,6 +36,12 @@ const (
 // StartTimeout bounds how long the harness waits for a node's servers to
 // come up (index catch-up on a large datadir counts against it).
 var StartTimeout = 2 * time.Minute
+
+// LogStdout copies the log of in-process nodes to stdout as well as to
+// their log file (LogFile). It is process-wide (node.SetLogStdout, applied
+// at every in-process start) and off by default, so that a test's or an
+// Example's output is its own.
+var LogStdout = false
 
 // StopTimeout bounds how long the harness waits for a process to exit after
 // SIGINT before it kills it.
@@ -130,6 +137,12 @@ type NodeConfig struct {
 	// NoElectrumIndex leaves --electrumindex off.
 	NoElectrumIndex bool
 
+	// ElectrumTLS, ElectrumWS and ElectrumWSS add Electrum listeners over
+	// TLS, WebSocket and secure WebSocket next to the plain TCP one, with
+	// a certificate generated into Dir (ElectrumCert; ElectrumTLSConfig
+	// trusts it).
+	ElectrumTLS, ElectrumWS, ElectrumWSS bool
+
 	// Args are more flags, for example --connect=host:port or
 	// --debuglevel=debug; they come last and so take precedence.
 	Args []string
@@ -140,6 +153,18 @@ type Node struct {
 	// ElectrumAddr is the plain-TCP Electrum listener (host:port); empty
 	// without the Electrum index.
 	ElectrumAddr string
+
+	// ElectrumTLSAddr, ElectrumWSAddr and ElectrumWSSAddr are the TLS,
+	// WebSocket and secure WebSocket listeners (host:port) the config
+	// asked for; ElectrumCert is the certificate the TLS and WSS
+	// listeners present (PEM file).
+	ElectrumTLSAddr, ElectrumWSAddr, ElectrumWSSAddr string
+	ElectrumCert                                     string
+
+	// Electrum is a client of the TCP listener that has negotiated
+	// protocol version 1.4, ready for calls and subscriptions; nil
+	// without the Electrum index. Stop closes it.
+	Electrum *ElectrumClient
 
 	// P2PAddr is the peer listener (host:port).
 	P2PAddr string
@@ -157,6 +182,10 @@ type Node struct {
 	Args []string
 
 	cfg      NodeConfig
+	params   *chaincfg.Params
+	syncMu   sync.Mutex
+	syncConn *ElectrumClient // WaitSynced's connection
+	ownDir   bool            // Dir was created by Start and is removed by Stop
 	inproc   *node.Node
 	cmd      *exec.Cmd
 	exited   chan struct{}
@@ -182,11 +211,26 @@ func StartNode(t testing.TB, cfg NodeConfig) *Node {
 	return n
 }
 
-// startNode does StartNode's work and returns errors instead of failing.
+// Start starts a node as cfg says, outside a test (in an Example, a
+// TestMain or a program), and waits until its RPC server answers and its
+// Electrum client is ready. The caller stops it with Stop, which also
+// removes the temporary directory Start created when cfg.Dir is empty.
+func Start(cfg NodeConfig) (*Node, error) {
+	return startNode(nil, cfg)
+}
+
+// startNode does StartNode's work and returns errors instead of failing;
+// t is nil for Start.
 func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, Dir: cfg.Dir}
-	if n.Dir == "" {
+	if n.Dir == "" && t != nil {
 		n.Dir = t.TempDir()
+	} else if n.Dir == "" {
+		dir, err := os.MkdirTemp("", "btcd-electrum-node")
+		if err != nil {
+			return nil, err
+		}
+		n.Dir, n.ownDir = dir, true
 	}
 	n.DataDir, n.LogDir = cfg.DataDir, cfg.LogDir
 	if n.DataDir == "" {
@@ -197,8 +241,10 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	}
 	netFlag, params, err := networkFlag(cfg.Net)
 	if err != nil {
+		n.removeOwnDir()
 		return nil, err
 	}
+	n.params = params
 	n.LogFile = filepath.Join(n.LogDir, node.NetName(params), "btcd-electrum.log")
 	mining := cfg.MiningAddr
 	if mining == "" {
@@ -208,38 +254,72 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	// In-process nodes listen on port 0 and report the real ports; a child
 	// process gets ports picked here.
 	p2p, rpc, el := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	elTLS, elWS, elWSS := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Binary {
 		var err error
-		for _, a := range []*string{&p2p, &rpc, &el} {
+		for _, a := range []*string{&p2p, &rpc, &el, &elTLS, &elWS, &elWSS} {
 			if *a, err = FreeAddr(); err != nil {
+				n.removeOwnDir()
 				return nil, err
 			}
 		}
 	}
 	args := []string{netFlag, "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
-		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms"}
+		"--miningaddr=" + mining, "--nodnsseed", "--trickleinterval=50ms",
+		// btcd pre-allocates the UTXO cache's map for its whole size at
+		// start (about 85 ms for the default 250 MiB), and the signature
+		// and hash caches' maps (about 10 ms for 100,000 entries);
+		// regtest chains need little.
+		"--utxocachemaxsize=" + harnessUTXOCacheMiB, "--sigcachemaxsize=" + harnessSigCacheSize}
 	certFile, keyFile := filepath.Join(n.Dir, "rpc.cert"), filepath.Join(n.Dir, "rpc.key")
 	if cfg.RPCTLS {
+		if err := writeCertPair(certFile, keyFile); err != nil {
+			n.removeOwnDir()
+			return nil, err
+		}
 		args = append(args, "--rpccert="+certFile, "--rpckey="+keyFile)
 	} else {
 		args = append(args, "--notls")
 	}
 	if !cfg.NoElectrumIndex {
 		args = append(args, "--electrumindex", "--electrumlisten="+el)
+		if cfg.ElectrumTLS {
+			args = append(args, "--electrumtlslisten="+elTLS)
+		}
+		if cfg.ElectrumWS {
+			args = append(args, "--electrumwslisten="+elWS)
+		}
+		if cfg.ElectrumWSS {
+			args = append(args, "--electrumwsslisten="+elWSS)
+		}
+		if cfg.ElectrumTLS || cfg.ElectrumWSS {
+			n.ElectrumCert = filepath.Join(n.Dir, "electrum.cert")
+			elKey := filepath.Join(n.Dir, "electrum.key")
+			if err := writeCertPair(n.ElectrumCert, elKey); err != nil {
+				n.removeOwnDir()
+				return nil, err
+			}
+			args = append(args, "--electrumcert="+n.ElectrumCert, "--electrumkey="+elKey)
+		}
 	}
 	n.Args = append(args, cfg.Args...)
 
 	if cfg.Binary {
 		if err := n.startProcess(); err != nil {
+			n.removeOwnDir()
 			return nil, err
 		}
 		n.P2PAddr, n.RPCAddr = p2p, rpc
 		if !cfg.NoElectrumIndex {
 			n.ElectrumAddr = el
+			n.ElectrumTLSAddr = pick(cfg.ElectrumTLS, elTLS)
+			n.ElectrumWSAddr = pick(cfg.ElectrumWS, elWS)
+			n.ElectrumWSSAddr = pick(cfg.ElectrumWSS, elWSS)
 		}
 	} else {
 		if err := n.startInProcess(); err != nil {
+			n.removeOwnDir()
 			return nil, err
 		}
 	}
@@ -250,7 +330,88 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 		_ = n.Stop()
 		return nil, err
 	}
+	if n.ElectrumAddr != "" {
+		if err := n.dialReadyElectrum(); err != nil {
+			_ = n.Stop()
+			return nil, err
+		}
+	}
 	return n, nil
+}
+
+var (
+	certOnce   sync.Once
+	certPEM    []byte
+	keyPEM     []byte
+	certGenErr error
+)
+
+// writeCertPair writes the process's self-signed localhost certificate and
+// key to certFile and keyFile unless both exist (a restarted node keeps
+// its own). The pair is generated once per process: a node generating its
+// own at start spends tens of milliseconds on it, for every TLS server.
+func writeCertPair(certFile, keyFile string) error {
+	_, certErr := os.Stat(certFile)
+	_, keyErr := os.Stat(keyFile)
+	if certErr == nil && keyErr == nil {
+		return nil
+	}
+	certOnce.Do(func() {
+		certPEM, keyPEM, certGenErr = btcutil.NewTLSCertPair("btcd-electrum integration harness",
+			time.Now().Add(10*365*24*time.Hour), nil)
+	})
+	if certGenErr != nil {
+		return certGenErr
+	}
+	if err := os.MkdirAll(filepath.Dir(certFile), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, keyPEM, 0o600)
+}
+
+// pick returns addr when on is set and "" otherwise.
+func pick(on bool, addr string) string {
+	if on {
+		return addr
+	}
+	return ""
+}
+
+// removeOwnDir removes the directory Start created, if any.
+func (n *Node) removeOwnDir() {
+	if n.ownDir {
+		_ = os.RemoveAll(n.Dir)
+	}
+}
+
+// dialReadyElectrum connects the Electrum client, retrying until the
+// listener accepts (the binary starts it after RPC), the process exits or
+// StartTimeout passes, and negotiates the protocol version.
+func (n *Node) dialReadyElectrum() error {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	for {
+		c, err := DialElectrum(ctx, n.ElectrumAddr)
+		if err == nil {
+			if _, _, err = c.Version(ctx, "btcd-electrum-integration", "1.4"); err == nil {
+				n.Electrum = c
+				return nil
+			}
+			_ = c.Close()
+		}
+		if n.exited != nil && isClosed(n.exited) {
+			return fmt.Errorf("the node exited during start-up (%v); output in %s",
+				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("Electrum server at %s did not answer within %v: %v", n.ElectrumAddr, StartTimeout, err)
+		case <-time.After(startPoll):
+		}
+	}
 }
 
 // startInProcess creates and starts the node in this process from the
@@ -262,6 +423,7 @@ func (n *Node) startInProcess() error {
 	}
 	// Several nodes of one process may peer with each other.
 	cfg.AllowSelfConns = true
+	node.SetLogStdout(LogStdout)
 	nd, err := node.New(cfg)
 	if err != nil {
 		return err
@@ -277,8 +439,11 @@ func (n *Node) startInProcess() error {
 	if a := nd.RPCAddrs(); len(a) > 0 {
 		n.RPCAddr = a[0].String()
 	}
-	if a := nd.ElectrumAddrs()[electrum.TCP]; len(a) > 0 {
-		n.ElectrumAddr = a[0].String()
+	for t, addr := range map[electrum.Transport]*string{electrum.TCP: &n.ElectrumAddr,
+		electrum.TLS: &n.ElectrumTLSAddr, electrum.WS: &n.ElectrumWSAddr, electrum.WSS: &n.ElectrumWSSAddr} {
+		if a := nd.ElectrumAddrs()[t]; len(a) > 0 {
+			*addr = a[0].String()
+		}
 	}
 	return nil
 }
@@ -309,10 +474,35 @@ func (n *Node) startProcess() error {
 	return nil
 }
 
+// harnessUTXOCacheMiB and harnessSigCacheSize are the
+// --utxocachemaxsize and --sigcachemaxsize of harness nodes.
+const (
+	harnessUTXOCacheMiB = "8"
+	harnessSigCacheSize = "2000"
+)
+
 // waitRPC connects the RPC client, retrying until the server answers,
 // the process exits or StartTimeout passes.
 func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 	deadline := time.Now().Add(StartTimeout)
+	// rpcclient retries a refused connection itself after half a second;
+	// polling the port first finds a starting child process listening
+	// within a few milliseconds.
+	for {
+		c, err := net.DialTimeout("tcp", n.RPCAddr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if n.exited != nil && isClosed(n.exited) {
+			return fmt.Errorf("the node exited during start-up (%v); output in %s",
+				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("RPC server at %s did not listen within %v: %v", n.RPCAddr, StartTimeout, err)
+		}
+		time.Sleep(startPoll)
+	}
 	for {
 		if n.exited != nil && isClosed(n.exited) {
 			return fmt.Errorf("the node exited during start-up (%v); output in %s",
@@ -325,9 +515,13 @@ func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("RPC server at %s did not answer within %v: %v", n.RPCAddr, StartTimeout, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(startPoll)
 	}
 }
+
+// startPoll is the interval at which start-up polls the RPC and Electrum
+// listeners of a starting node.
+const startPoll = 5 * time.Millisecond
 
 // tryRPC makes one attempt at connecting the RPC client.
 func (n *Node) tryRPC(conn *rpcclient.ConnConfig, certFile string) error {
@@ -363,6 +557,15 @@ func (n *Node) InProcess() *node.Node { return n.inproc }
 // once.
 func (n *Node) Stop() error {
 	n.stopOnce.Do(func() {
+		defer n.removeOwnDir()
+		if n.Electrum != nil {
+			_ = n.Electrum.Close()
+		}
+		n.syncMu.Lock()
+		if n.syncConn != nil {
+			_ = n.syncConn.Close()
+		}
+		n.syncMu.Unlock()
 		if n.RPC != nil {
 			n.RPC.Shutdown()
 		}
@@ -392,12 +595,18 @@ func (n *Node) Stop() error {
 // flags (new ports for a child process) and returns the new one.
 func (n *Node) Restart(t testing.TB) *Node {
 	t.Helper()
+	cfg := n.cfg
+	cfg.Dir, cfg.DataDir, cfg.LogDir = n.Dir, n.DataDir, n.LogDir
+	// The directory outlives this node; the new one removes it if Start
+	// created it.
+	own := n.ownDir
+	n.ownDir = false
 	if err := n.Stop(); err != nil {
 		t.Fatalf("stopping btcd-electrum: %v", err)
 	}
-	cfg := n.cfg
-	cfg.Dir, cfg.DataDir, cfg.LogDir = n.Dir, n.DataDir, n.LogDir
-	return StartNode(t, cfg)
+	nn := StartNode(t, cfg)
+	nn.ownDir = own
+	return nn
 }
 
 // Log returns the node's log file as written so far.

@@ -19,7 +19,7 @@ func TestHarnessModes(t *testing.T) {
 	if bin.InProcess() != nil {
 		t.Fatal("the binary node reports an in-process node.Node")
 	}
-	if _, err := inproc.RPC.Generate(12); err != nil {
+	if _, err := inproc.Mine(12); err != nil {
 		t.Fatal(err)
 	}
 	_, height := waitSameTip(t, ctx, inproc.RPC, bin.RPC)
@@ -30,7 +30,7 @@ func TestHarnessModes(t *testing.T) {
 	var tips []HeaderTip
 	var hists [][]HistoryItem
 	for _, n := range []*Node{inproc, bin} {
-		ec := n.DialElectrum(t, ctx)
+		ec := n.Electrum
 		tip, err := ec.SubscribeHeaders(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestHarnessModes(t *testing.T) {
 	if _, h, err := again.RPC.GetBestBlock(); err != nil || h != height {
 		t.Fatalf("after restart the tip is at %d (%v), want %d", h, err, height)
 	}
-	hist, err := again.DialElectrum(t, ctx).GetHistory(ctx, sh)
+	hist, err := again.Electrum.GetHistory(ctx, sh)
 	if err != nil || !equalHistory(hist, want) {
 		t.Fatalf("after restart get_history = %+v (%v), want %+v", hist, err, want)
 	}

@@ -20,11 +20,11 @@ import (
 const testWait = 2 * time.Minute
 
 func TestMain(m *testing.M) {
-	// In-process nodes log to stdout unless NODE_TEST_LOG asks for it.
+	// In-process nodes copy their log to stdout only when NODE_TEST_LOG
+	// asks for it (and at its level).
 	if lvl := os.Getenv("NODE_TEST_LOG"); lvl != "" {
 		_ = node.SetLogLevels(lvl)
-	} else {
-		node.SetLogStdout(false)
+		LogStdout = true
 	}
 	code := m.Run()
 	RemoveBinaries()

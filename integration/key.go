@@ -2,10 +2,12 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -52,4 +54,23 @@ func SpendMined(prev wire.OutPoint, prevValue int64, pkScript []byte, fee int64)
 	}
 	tx.TxIn[0].SignatureScript = sig
 	return tx, nil
+}
+
+// SpendCoinbaseAt builds, with SpendMined, a transaction that spends the
+// coinbase of the main-chain block at height of the node c is connected to
+// (a block mined to MiningAddress) to pkScript, minus fee.
+func SpendCoinbaseAt(c *rpcclient.Client, height int64, pkScript []byte, fee int64) (*wire.MsgTx, error) {
+	hash, err := c.GetBlockHash(height)
+	if err != nil {
+		return nil, fmt.Errorf("getblockhash %d: %w", height, err)
+	}
+	blk, err := c.GetBlock(hash)
+	if err != nil {
+		return nil, fmt.Errorf("getblock %v: %w", hash, err)
+	}
+	cb := blk.Transactions[0]
+	if !bytes.Equal(cb.TxOut[0].PkScript, MiningScript()) {
+		return nil, fmt.Errorf("block %d was not mined to MiningAddress", height)
+	}
+	return SpendMined(wire.OutPoint{Hash: cb.TxHash(), Index: 0}, cb.TxOut[0].Value, pkScript, fee)
 }

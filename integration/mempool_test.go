@@ -19,7 +19,7 @@ func TestMempoolChainAcrossNodes(t *testing.T) {
 	ctx := testContext(t)
 	ours := StartNode(t, NodeConfig{})
 	btcd := StartBtcd(t, BtcdConfig{})
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	if err := btcd.Client.AddNode(ours.P2PAddr, rpcclient.ANAdd); err != nil {
@@ -27,7 +27,7 @@ func TestMempoolChainAcrossNodes(t *testing.T) {
 	}
 	waitSameTip(t, ctx, ours.RPC, btcd.Client)
 
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	paid := otherScript(t)
 	shPaid, shMining := ScriptHash(paid), ScriptHash(MiningScript())
 	for _, sh := range []string{shPaid, shMining} {

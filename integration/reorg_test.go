@@ -71,7 +71,7 @@ func setUpBranches(t *testing.T, ctx context.Context) *branches {
 	}
 	s.coinbase = first.Transactions[0].TxOut[0].PkScript
 	s.shPaid, s.shCoinbase = ScriptHash(paid), ScriptHash(s.coinbase)
-	s.ec1, s.ec2 = ours.DialElectrum(t, ctx), ours.DialElectrum(t, ctx)
+	s.ec1, s.ec2 = ours.Electrum, ours.DialElectrum(t, ctx)
 	for _, ec := range []*ElectrumClient{s.ec1, s.ec2} {
 		if _, err := ec.SubscribeHeaders(ctx); err != nil {
 			t.Fatal(err)
@@ -300,7 +300,7 @@ func waitStatus(t *testing.T, ctx context.Context, ec *ElectrumClient, sh string
 func TestReorgReplacesDoubleSpend(t *testing.T) {
 	ctx := testContext(t)
 	ours := StartNode(t, NodeConfig{})
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	a, b := StartBtcd(t, BtcdConfig{}), StartBtcd(t, BtcdConfig{})
@@ -331,7 +331,7 @@ func TestReorgReplacesDoubleSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	sh1, sh2 := ScriptHash(script1), ScriptHash(script2)
 	for _, sh := range []string{sh1, sh2} {
 		if st, err := ec.SubscribeScriptHash(ctx, sh); err != nil || st != nil {

@@ -3,7 +3,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -42,34 +41,22 @@ func payScript(t *testing.T, b byte) []byte {
 	return s
 }
 
-// spendCoinbaseAt builds a transaction that spends the coinbase of the
-// block at height (mined to MiningAddress) to pkScript.
+// spendCoinbaseAt is SpendCoinbaseAt with a fee of 10,000 satoshis,
+// failing the test on error.
 func spendCoinbaseAt(t *testing.T, c *rpcclient.Client, height int64, pkScript []byte) *wire.MsgTx {
 	t.Helper()
-	blk, err := c.GetBlock(mustHash(t, c, height))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cb := blk.Transactions[0]
-	if !bytes.Equal(cb.TxOut[0].PkScript, MiningScript()) {
-		t.Fatalf("block %d was not mined to the harness's address", height)
-	}
-	tx, err := SpendMined(wire.OutPoint{Hash: cb.TxHash(), Index: 0}, cb.TxOut[0].Value, pkScript, 10_000)
+	tx, err := SpendCoinbaseAt(c, height, pkScript, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tx
 }
 
-// electrumInfo calls getelectruminfo.
+// electrumInfo is ElectrumInfo, failing the test on error.
 func electrumInfo(t *testing.T, c *rpcclient.Client) rpcext.ElectrumInfo {
 	t.Helper()
-	raw, err := c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+	info, err := ElectrumInfo(c)
 	if err != nil {
-		t.Fatalf("getelectruminfo: %v", err)
-	}
-	var info rpcext.ElectrumInfo
-	if err := json.Unmarshal(raw, &info); err != nil {
 		t.Fatal(err)
 	}
 	return info
@@ -118,19 +105,19 @@ func answers(t *testing.T, ctx context.Context, ec *ElectrumClient, qs []query) 
 func TestRestartKeepsIndex(t *testing.T) {
 	ctx := testContext(t)
 	ours := StartNode(t, NodeConfig{Binary: true})
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	paid := otherScript(t)
 	var txids []*chainhash.Hash
 	for h := int64(1); h <= 2; h++ {
 		tx := spendCoinbaseAt(t, ours.RPC, h, paid)
-		txid, err := ours.RPC.SendRawTransaction(tx, false)
+		txid, err := ours.SendRaw(tx)
 		if err != nil {
 			t.Fatalf("sendrawtransaction: %v", err)
 		}
 		txids = append(txids, txid)
-		if _, err := ours.RPC.Generate(1); err != nil {
+		if _, err := ours.Mine(1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -209,7 +196,7 @@ func TestIndexTurnedOffAndOn(t *testing.T) {
 	cfg := NodeConfig{Binary: true}
 	ours := StartNode(t, cfg)
 	cfg.Dir = ours.Dir
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	if err := ours.Stop(); err != nil {
@@ -219,11 +206,11 @@ func TestIndexTurnedOffAndOn(t *testing.T) {
 	cfg.NoElectrumIndex = true
 	ours = StartNode(t, cfg)
 	paid := otherScript(t)
-	txid, err := ours.RPC.SendRawTransaction(spendCoinbaseAt(t, ours.RPC, 1, paid), false)
+	txid, err := ours.SendRaw(spendCoinbaseAt(t, ours.RPC, 1, paid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ours.RPC.Generate(4); err != nil {
+	if _, err := ours.Mine(4); err != nil {
 		t.Fatal(err)
 	}
 	if err := ours.Stop(); err != nil {
@@ -244,7 +231,7 @@ func TestIndexTurnedOffAndOn(t *testing.T) {
 		t.Fatalf("no catch-up over the missed blocks:\n%s", log[len(before):])
 	}
 	checkIndexAtTip(t, ours.RPC)
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	hist, err := ec.GetHistory(ctx, ScriptHash(paid))
 	if err != nil || !equalHistory(hist, []HistoryItem{{TxHash: txid.String(), Height: 102}}) {
 		t.Fatalf("get_history of the paid script = %+v (%v), want %v at 102", hist, err, txid)

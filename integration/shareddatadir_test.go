@@ -21,15 +21,15 @@ func TestDatadirSharedWithBtcd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := NodeConfig{Binary: true, Net: &chaincfg.SimNetParams, Dir: dir}
 	ours := StartNode(t, cfg)
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	paid := otherScript(t)
-	tx1, err := ours.RPC.SendRawTransaction(spendCoinbaseAt(t, ours.RPC, 1, paid), false)
+	tx1, err := ours.SendRaw(spendCoinbaseAt(t, ours.RPC, 1, paid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ours.RPC.Generate(1); err != nil {
+	if _, err := ours.Mine(1); err != nil {
 		t.Fatal(err)
 	}
 	ourTip, _, err := ours.RPC.GetBestBlock()
@@ -80,7 +80,7 @@ func TestDatadirSharedWithBtcd(t *testing.T) {
 	}
 	checkIndexAtTip(t, ours.RPC)
 
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	want := []HistoryItem{{TxHash: tx1.String(), Height: 102}, {TxHash: tx2.String(), Height: 103}}
 	for _, script := range [][]byte{paid, MiningScript()} {
 		scan, err := ChainHistory(ours.RPC, script)
@@ -117,15 +117,15 @@ func TestIndexRepairedAfterBtcdReorg(t *testing.T) {
 	cfg := NodeConfig{Binary: true, Net: &chaincfg.SimNetParams}
 	ours := StartNode(t, cfg)
 	cfg.Dir = ours.Dir
-	if _, err := ours.RPC.Generate(101); err != nil {
+	if _, err := ours.Mine(101); err != nil {
 		t.Fatal(err)
 	}
 	paid := otherScript(t)
-	tx1, err := ours.RPC.SendRawTransaction(spendCoinbaseAt(t, ours.RPC, 1, paid), false)
+	tx1, err := ours.SendRaw(spendCoinbaseAt(t, ours.RPC, 1, paid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hashes, err := ours.RPC.Generate(1)
+	hashes, err := ours.Mine(1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestIndexRepairedAfterBtcdReorg(t *testing.T) {
 	}
 	checkIndexAtTip(t, ours.RPC)
 
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	for _, script := range [][]byte{paid, MiningScript()} {
 		sh := ScriptHash(script)
 		scan, err := ChainHistory(ours.RPC, script)

@@ -22,7 +22,7 @@ func TestSyncFromBtcd(t *testing.T) {
 	ctx := testContext(t)
 	btcd := StartBtcd(t, BtcdConfig{MatureOutputs: 2})
 	ours := StartNode(t, NodeConfig{Binary: true, Args: []string{"--connect=" + btcd.P2PAddress()}})
-	ec := ours.DialElectrum(t, ctx)
+	ec := ours.Electrum
 	tip, err := ec.SubscribeHeaders(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -131,6 +131,8 @@ type Config struct {
 	BlockMaxWeight    uint32   `long:"blockmaxweight" description:"Maximum block weight to be used when creating a block"`
 	BlockPrioritySize uint32   `long:"blockprioritysize" description:"Size in bytes for high-priority/low-fee transactions when creating a block"`
 
+	RegtestMineInterval time.Duration `long:"regtestmineinterval" description:"Mine a block every interval on regtest ({ms, s, m}), to the first --miningaddr or else to the faucet's address (0: off)"`
+
 	MinRelayTxFee     float64 `long:"minrelaytxfee" description:"The minimum transaction fee in BTC/kB to be considered a non-zero fee."`
 	FreeTxRelayLimit  float64 `long:"limitfreerelay" description:"Limit relay of transactions with no transaction fee to the given amount in thousands of bytes per minute"`
 	NoRelayPriority   bool    `long:"norelaypriority" description:"Do not require free or low-fee transactions to have high priority for relaying"`
@@ -370,6 +372,10 @@ func (cfg *Config) Normalize() error {
 			return fmt.Errorf("mining address %q is on the wrong network", s)
 		}
 		cfg.miningAddrs = append(cfg.miningAddrs, addr)
+	}
+
+	if err := cfg.checkRegtestMining(); err != nil {
+		return err
 	}
 
 	if cfg.Generate && len(cfg.miningAddrs) == 0 {

@@ -68,6 +68,10 @@ type Node struct {
 	srv    *servers
 
 	generateMu sync.Mutex
+	faucetMu   sync.Mutex
+	// intervalMiner is the --regtestmineinterval goroutine, waited for
+	// before the sync manager it submits blocks to stops.
+	intervalMiner sync.WaitGroup
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -280,6 +284,10 @@ func (n *Node) Start() error {
 		if n.cfg.Generate {
 			n.cpuMiner.Start()
 		}
+		if n.cfg.RegtestMineInterval > 0 {
+			n.intervalMiner.Add(1)
+			go n.mineEvery(n.cfg.RegtestMineInterval)
+		}
 		best := n.chain.BestSnapshot()
 		log.Infof("Node started on %s at height %d", n.params.Name, best.Height)
 	})
@@ -296,6 +304,7 @@ func (n *Node) Stop() error {
 		log.Infof("Shutting down")
 		close(n.quit)
 		n.srv.stop()
+		n.intervalMiner.Wait()
 		if idx := n.index.electrum; idx != nil {
 			// The trailing worker writes to the database and reads the
 			// chain; what it has not committed is caught up next start.

@@ -85,6 +85,10 @@ type Backend interface {
 	// mining addresses (an error when there are none).
 	Generate(n uint32, payTo address.Address) ([]*chainhash.Hash, error)
 
+	// Faucet pays amount to pkScript from the node's own coins (regtest
+	// only) and returns the id of the transaction, in the mempool by then.
+	Faucet(pkScript []byte, amount btcutil.Amount) (*chainhash.Hash, error)
+
 	// PeerInfo describes every connected peer.
 	PeerInfo() []*btcjson.GetPeerInfoResult
 

@@ -37,6 +37,7 @@ func init() {
 	methods = map[string]method{
 		"addnode":            {handleAddNode, "Adds, removes or tries once a peer connection."},
 		"estimatefee":        {handleEstimateFee, "Estimates the fee rate in BTC/kB for confirmation within numblocks blocks."},
+		"faucet":             {handleFaucet, "Pays amount BTC to address from the node's own coins, mining and maturing them first if needed; returns the txid (regtest only)."},
 		"generate":           {handleGenerate, "Mines numblocks blocks to the configured mining addresses (regtest and simnet)."},
 		"generatetoaddress":  {handleGenerateToAddress, "Mines numblocks blocks paying to address (regtest and simnet)."},
 		"getbestblock":       {handleGetBestBlock, "Returns the hash and height of the main-chain tip."},

@@ -312,6 +312,12 @@ func (n *testNode) ElectrumInfo() ElectrumInfo {
 	}
 }
 
+// Faucet implements Backend: the test node has no coins of its own (the
+// node package tests the faucet itself).
+func (n *testNode) Faucet([]byte, btcutil.Amount) (*chainhash.Hash, error) {
+	return nil, errors.New("the test node has no faucet")
+}
+
 // RequestStop implements Backend.
 func (n *testNode) RequestStop() {
 	n.stopOnce.Do(func() { close(n.stopped) })
