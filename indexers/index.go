@@ -72,6 +72,9 @@ type ElectrumIndex struct {
 	// chunks caches "Ext" chunks for reads (chunkcache.go); nil: off.
 	chunks *chunkCache
 
+	// balances carries cached balances across blocks (balancelog.go).
+	balances *balanceLog
+
 	// scanSplit is how many unspent rows of a script one cursor reads
 	// before the rest is read by several (scan.go).
 	scanSplit int
@@ -117,6 +120,7 @@ type touchedBlock struct {
 func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
 	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries),
 		reads: newReadCache(DefaultReadCacheBytes), chunks: newChunkCache(DefaultChunkCacheBytes),
+		balances:  newBalanceLog(),
 		scanSplit: scanSplitAfter}
 }
 
@@ -224,6 +228,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	meta := dbTx.Metadata()
 	stats = stats.add(applyConnect(meta, plan, base))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
+	idx.balances.logBlock(plan)
 	n := uint64(len(plan.txs))
 	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
 	idx.remember(plan)

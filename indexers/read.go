@@ -446,6 +446,7 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 			for i := range out {
 				sum += out[i].Value
 			}
+			idx.balances.watchScript(hx)
 			idx.reads.put(&readEntry{key: readKey{hx: hx, kind: readBalance}, at: tip, balance: sum})
 		}
 	}
@@ -508,9 +509,16 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 		tip = readTip(dbTx)
 		meta := dbTx.Metadata()
 		c := meta.Cursor()
-		if e := idx.reads.get(key); e != nil && unchangedSince(meta, c, &hx, e.at) {
-			sum = e.balance
-			return nil
+		if e := idx.reads.get(key); e != nil {
+			if unchangedSince(meta, c, &hx, e.at) {
+				sum = e.balance
+				return nil
+			}
+			if b, ok := idx.balances.advance(meta, hx, e.at, tip, e.balance); ok {
+				sum = b
+				idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
+				return nil
+			}
 		}
 		s := utxoScan{meta: meta, hx: &hx, top: tip.Height, split: idx.scanSplit}
 		sums := make([]int64, 1)
@@ -524,6 +532,7 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 		}
 		rows := int(s.rows.Load())
 		if idx.reads.worth(rows) {
+			idx.balances.watchScript(hx)
 			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
 		}
 		return nil
