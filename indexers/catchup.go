@@ -630,6 +630,8 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 			txs    uint64
 			writes int
 			guard  batch // first, prev and hashes of the transaction's parts
+			began  time.Time
+			locked time.Duration // write lock held, summed over the run
 		)
 		for b := range commits {
 			if err != nil {
@@ -640,6 +642,7 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 					dbTx = nil
 					continue
 				}
+				began = time.Now()
 			}
 			if err = b.write(dbTx); err != nil {
 				_ = dbTx.Rollback()
@@ -665,6 +668,13 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 				err = dbTx.Commit()
 			}
 			dbTx = nil
+			if trailing {
+				// While trailing, the chain waits for this lock.
+				held := time.Since(began)
+				locked += held
+				log.Debugf("Electrum index: trailing batch to height %d (%d tx, %d writes) held the database write lock %v",
+					b.hgt, txs, writes, held.Round(time.Millisecond))
+			}
 			if err == nil {
 				if idx.afterCommit != nil {
 					idx.afterCommit()
@@ -682,6 +692,9 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 		if dbTx != nil {
 			// Only a last part commits; the assembler always sends one.
 			_ = dbTx.Rollback()
+		}
+		if trailing && locked > 0 {
+			log.Debugf("Electrum index: trailing run held the database write lock %v in all", locked.Round(time.Millisecond))
 		}
 		commitErr <- err
 	}()
