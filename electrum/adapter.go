@@ -36,6 +36,10 @@ func (b *IndexBackend) ChainParams() *chaincfg.Params { return b.Params }
 // moves a moment before the index's rows become visible to readers).
 func (b *IndexBackend) ChainTip() (indexers.Tip, error) { return b.Index.Tip() }
 
+// LatestTip returns the block the index last wrote, without a database read
+// (see latestTipper).
+func (b *IndexBackend) LatestTip() (indexers.Tip, bool) { return b.Index.LatestTip() }
+
 // BlockHeader implements ChainSource.
 func (b *IndexBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
 	hash, err := b.Chain.BlockHashByHeight(height)

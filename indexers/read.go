@@ -35,6 +35,18 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 	return t, err
 }
 
+// LatestTip returns the block the index last wrote, without a database
+// read: while that block's transaction commits it is a moment ahead of what
+// readers see. false before the index is loaded.
+func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if !idx.tip.valid {
+		return Tip{Height: -1}, false
+	}
+	return Tip{Hash: idx.tip.hash, Height: idx.tip.height}, true
+}
+
 // historyNumsWith returns the txpos of hx's history after position from (all
 // when from is nil), failing with ErrHistoryTooLarge past room entries (room
 // < 0: no bound). It reads with cursor c of the metadata bucket, which the
