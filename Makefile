@@ -21,7 +21,7 @@ RUN_ARGS  ?=
 # make fuzz FUZZTIME=10m.
 FUZZTIME  ?= 10s
 FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage ./electrum/:FuzzLineFraming \
-	./electrum/:FuzzStatusNotification ./rpcext/:FuzzProcessBody
+	./electrum/:FuzzStatusNotification ./electrum/:FuzzFastJSON ./rpcext/:FuzzProcessBody
 
 # `make bench-e2e`: the built node end to end on a generated mainnet-shaped
 # chain (cmd/e2ebench), beside btcd v0.26.2's --addrindex and --txindex. The

@@ -110,8 +110,10 @@ func decodeMessage(frame []byte) *message {
 // decodeRequest decodes one valid JSON value into a request.
 func decodeRequest(raw []byte) *request {
 	var w wireRequest
-	if err := json.Unmarshal(raw, &w); err != nil {
-		return &request{err: rpcErrorf(codeInvalidRequest, "invalid request: not an object")}
+	if !w.decodeFast(raw) {
+		if err := json.Unmarshal(raw, &w); err != nil {
+			return &request{err: rpcErrorf(codeInvalidRequest, "invalid request: not an object")}
+		}
 	}
 	r := &request{}
 	switch string(w.JSONRPC) {
@@ -138,7 +140,9 @@ func decodeRequest(raw []byte) *request {
 		r.err = rpcErrorf(codeInvalidRequest, "invalid request: missing method")
 		return r
 	}
-	if err := json.Unmarshal(w.Method, &r.method); err != nil {
+	if m, ok := simpleString(w.Method); ok {
+		r.method = m
+	} else if err := json.Unmarshal(w.Method, &r.method); err != nil {
 		r.err = rpcErrorf(codeInvalidRequest, "invalid request: method must be a string")
 		return r
 	}
@@ -217,9 +221,11 @@ func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCErro
 		return out, nil
 	}
 	if raw[0] == '[' {
-		var arr []json.RawMessage
-		if err := json.Unmarshal(raw, &arr); err != nil {
-			return nil, rpcErrorf(codeInvalidParams, "invalid params")
+		arr, ok := splitArray(raw)
+		if !ok {
+			if err := json.Unmarshal(raw, &arr); err != nil {
+				return nil, rpcErrorf(codeInvalidParams, "invalid params")
+			}
 		}
 		if len(arr) < ps.required {
 			return nil, rpcErrorf(codeInvalidParams, "expected at least %d arguments, got %d", ps.required, len(arr))

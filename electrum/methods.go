@@ -126,8 +126,8 @@ func argString(raw json.RawMessage, name string) (string, error) {
 
 // argScriptHash parses a script hash in Electrum hex.
 func argScriptHash(raw json.RawMessage) (indexers.ScriptHash, error) {
-	var s string
-	if raw == nil || json.Unmarshal(raw, &s) != nil {
+	s, ok := simpleString(raw)
+	if !ok && (raw == nil || json.Unmarshal(raw, &s) != nil) {
 		return indexers.ScriptHash{}, badRequest("%s is not a valid script hash", raw)
 	}
 	sh, err := indexers.ParseScriptHash(s)
