@@ -328,8 +328,7 @@ func (b *batch) write(dbTx database.Tx) error {
 	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
 		return err
 	}
-	tips := meta.Bucket(indexTipsBucketName)
-	return tips.Put(electrumIndexKey, tipVal(&b.tip, b.hgt))
+	return putTip(meta, &b.tip, b.hgt)
 }
 
 // CatchUpProgress describes the index's catch-up: the one running, or the

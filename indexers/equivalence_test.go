@@ -457,3 +457,40 @@ func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
 	}
 	eqCompare(t, "rebuilt from another schema version", want, got)
 }
+
+// TestTipCopyFollowsBtcdsEntry opens an index whose tip entry in btcd's
+// "idxtips" bucket another program moved without the copy readers read (an
+// older version of the node, which wrote no copy, or one that left the copy
+// behind): loading the index sets the copy from btcd's entry, and the index
+// answers for that tip.
+func TestTipCopyFollowsBtcdsEntry(t *testing.T) {
+	h := testchain.New(t, eqIndexFactory)
+	s := &eqScenario{rng: rand.New(rand.NewSource(6))}
+	s.phase1(t, h)
+	want := eqIndexData(t, h.DB)
+	for _, stale := range [][]byte{nil, make([]byte, 36)} {
+		err := h.DB.Update(func(dbTx database.Tx) error {
+			if stale == nil {
+				return dbTx.Metadata().Delete(indexers.TipKey)
+			}
+			return dbTx.Metadata().Put(indexers.TipKey, stale)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var idx *indexers.ElectrumIndex
+		err = h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			idx = indexers.NewElectrumIndex(db, params)
+			return indexers.NewManager(db, idx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eqCompare(t, "tip copy restored", want, eqIndexData(t, h.DB))
+		hash, height := h.Tip()
+		tip, err := idx.Tip()
+		if err != nil || tip.Hash != hash || tip.Height != height {
+			t.Fatalf("index tip %v/%d (%v), chain %v/%d", tip.Hash, tip.Height, err, hash, height)
+		}
+	}
+}

@@ -21,6 +21,9 @@ var StatsKey = statsKey
 // ReorgKey is the key of the reorg epoch.
 var ReorgKey = reorgKey
 
+// TipKey is the key of the copy of the index tip readers read.
+var TipKey = tipKey
+
 // SetMemTip sets the in-memory tip, so a benchmark can connect the same
 // block again after rolling its transaction back.
 func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount uint64) {

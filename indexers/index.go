@@ -228,6 +228,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	meta := dbTx.Metadata()
 	stats = stats.add(applyConnect(meta, plan, base))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
+	mustWrite(meta.Put(tipKey, tipVal(&plan.hash, plan.height)))
 	idx.balances.logBlock(plan)
 	n := uint64(len(plan.txs))
 	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
@@ -265,6 +266,7 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	fillSpendPositions(meta, plan)
 	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
+	mustWrite(meta.Put(tipKey, tipVal(&block.MsgBlock().Header.PrevBlock, plan.height-1)))
 	mustWrite(bumpReorgEpoch(meta))
 	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
 		height: plan.height - 1, txCount: base, stats: stats}

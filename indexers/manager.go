@@ -126,7 +126,12 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 			if err := idx.Create(dbTx); err != nil {
 				return err
 			}
-			return tips.Put(electrumIndexKey, tipVal(&chainhash.Hash{}, -1))
+			return putTip(dbTx.Metadata(), &chainhash.Hash{}, -1)
+		}
+		// The copy readers read follows btcd's entry, should another
+		// program (an older version of this one) have moved the tip.
+		if v := tips.Get(electrumIndexKey); !bytes.Equal(dbTx.Metadata().Get(tipKey), v) {
+			return dbTx.Metadata().Put(tipKey, v)
 		}
 		return nil
 	})
@@ -196,8 +201,7 @@ func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
 		if err := bumpReorgEpoch(dbTx.Metadata()); err != nil {
 			return err
 		}
-		tips := dbTx.Metadata().Bucket(indexTipsBucketName)
-		return tips.Put(electrumIndexKey, tipVal(&chainhash.Hash{}, -1))
+		return putTip(dbTx.Metadata(), &chainhash.Hash{}, -1)
 	})
 }
 
@@ -255,8 +259,7 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 				return err
 			}
 			prev := block.MsgBlock().Header.PrevBlock
-			tips := dbTx.Metadata().Bucket(indexTipsBucketName)
-			return tips.Put(electrumIndexKey, tipVal(&prev, tip.height-1))
+			return putTip(meta, &prev, tip.height-1)
 		})
 		if err != nil {
 			return err

@@ -15,6 +15,9 @@ import (
 // holds no block yet.
 func readTip(dbTx database.Tx) Tip {
 	t := Tip{Height: -1}
+	if hash, height, ok := decodeTipVal(dbTx.Metadata().Get(tipKey)); ok {
+		return Tip{Hash: hash, Height: height}
+	}
 	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
 	if tips == nil {
 		return t

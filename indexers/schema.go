@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
 )
 
 // Schema of the Electrum index.
@@ -52,6 +53,13 @@ import (
 //	      transaction, so caches of rows a disconnect may rewrite know
 //	      whether a view still holds them (chunkcache.go). Absent until
 //	      the first disconnect; not counted in "Exs".
+//	"Exz"                                ->    hash(32) height(4, little-endian)
+//	      the index tip, a copy of the entry in btcd's "idxtips" bucket
+//	      written in the same transactions: readers get it with one get
+//	      in the metadata bucket, where the entry in "idxtips" first costs
+//	      a lookup of the bucket. Set from "idxtips" when the index is
+//	      loaded, should another program have moved the index tip alone.
+//	      Not counted in "Exs".
 //	"Exs"                                ->    rows(8) bytes(8)
 //	      the number of rows above and their key and value bytes, kept
 //	      with every block from the in-memory tip (never read on the block
@@ -70,6 +78,9 @@ var (
 	rowPrefix = []byte("Ex")
 
 	versionKey = []byte("Exv")
+
+	// tipKey holds the copy of the index tip readers read.
+	tipKey = []byte("Exz")
 
 	// reorgKey holds the reorg epoch.
 	reorgKey = []byte("Exr")
@@ -285,6 +296,16 @@ func tipVal(hash *chainhash.Hash, height int32) []byte {
 	copy(v, hash[:])
 	binary.LittleEndian.PutUint32(v[chainhash.HashSize:], uint32(height))
 	return v
+}
+
+// putTip moves the index tip: btcd's entry in "idxtips" and the copy
+// readers read.
+func putTip(meta database.Bucket, hash *chainhash.Hash, height int32) error {
+	v := tipVal(hash, height)
+	if err := meta.Put(tipKey, v); err != nil {
+		return err
+	}
+	return meta.Bucket(indexTipsBucketName).Put(electrumIndexKey, v)
 }
 
 func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {
