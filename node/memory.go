@@ -2,7 +2,6 @@ package node
 
 import (
 	"math"
-	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -15,14 +14,6 @@ import (
 // and the index's read cache then grows by about a gigabyte under a few
 // dozen busy wallet sessions, and keeps it.
 const DefaultServeMemory = 512
-
-// serveGCPercent is the garbage collector's GOGC while the node serves under
-// its memory limit (unless GOGC is set in the environment). With Go's
-// default of 100 the collector runs each time the heap grows by what is
-// live, a few hundred megabytes for a node holding its caches, which busy
-// wallet sessions allocate several times a second; the limit bounds the heap
-// either way, so the collector is let run when the heap nears it instead.
-const serveGCPercent = 400
 
 // SetServeMemoryLimit sets the process's soft memory limit to the memory the
 // Go runtime holds now plus mib MiB, unless a limit is already set (by
@@ -40,9 +31,6 @@ func SetServeMemoryLimit(mib int) int64 {
 	metrics.Read(s)
 	limit := int64(s[0].Value.Uint64()-s[1].Value.Uint64()) + int64(mib)<<20
 	debug.SetMemoryLimit(limit)
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(serveGCPercent)
-	}
 	return limit
 }
 
