@@ -1,0 +1,108 @@
+package electrum
+
+import (
+	"crypto/tls"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tlsFixture serves the fixture backend on a TLS listener with the pair in
+// dir.
+func tlsFixture(t *testing.T, dir string, logs *logLines) (*Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, nil)
+	s := New(Config{
+		Listeners:   []Listener{{Transport: TLS, Listener: l}},
+		TLSCertFile: filepath.Join(dir, "electrum.cert"),
+		TLSKeyFile:  filepath.Join(dir, "electrum.key"),
+		Logf:        logs.logf,
+	}, fx.f)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(contextWithTimeout(10 * time.Second)) })
+	return s, l.Addr().String()
+}
+
+// tlsSession opens a TLS session, negotiates, and returns it with the
+// fingerprint of the certificate the server presented.
+func tlsSession(t *testing.T, addr string) (*testClient, string) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := fingerprint(c.ConnectionState().PeerCertificates[0].Raw)
+	tc := newTestClient(t, c)
+	tc.negotiate("1.4")
+	return tc, fp
+}
+
+// TestReloadTLS renews the certificate under a running server: sessions opened before keep working, new ones get the new certificate; a pair that does not load is refused with the reason logged, and the certificate in use stays.
+func TestReloadTLS(t *testing.T) {
+	dir := t.TempDir()
+	if err := writeSelfSigned(dir, filepath.Join(dir, "electrum.cert"), filepath.Join(dir, "electrum.key")); err != nil {
+		t.Fatal(err)
+	}
+	logs := &logLines{}
+	s, addr := tlsFixture(t, dir, logs)
+	old, oldFP := tlsSession(t, addr)
+	if info, ok := s.Certificate(); !ok || info.SHA256 != oldFP {
+		t.Fatalf("Certificate() = %+v, presented %s", info, oldFP)
+	}
+
+	// Renew: a new pair written over the files.
+	renewDir := t.TempDir()
+	if err := writeSelfSigned(renewDir, filepath.Join(renewDir, "electrum.cert"), filepath.Join(renewDir, "electrum.key")); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"electrum.cert", "electrum.key"} {
+		b, err := os.ReadFile(filepath.Join(renewDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := s.ReloadTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.must(nil, "server.ping") // the open session is not dropped
+	_, newFP := tlsSession(t, addr)
+	if newFP == oldFP || info.SHA256 != newFP {
+		t.Fatalf("after reload: presented %s, reported %s, old %s", newFP, info.SHA256, oldFP)
+	}
+
+	// A broken certificate keeps the one in use.
+	if err := os.WriteFile(filepath.Join(dir, "electrum.cert"), []byte("not a certificate"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReloadTLS(); err == nil {
+		t.Fatal("broken certificate accepted")
+	}
+	if _, fp := tlsSession(t, addr); fp != newFP {
+		t.Fatalf("after a failed reload the server presents %s, want %s", fp, newFP)
+	}
+	if lines := logs.matching("not reloaded"); len(lines) != 1 || !strings.Contains(lines[0], "electrum.cert") {
+		t.Fatalf("failed reload log lines: %q", lines)
+	}
+	old.must(nil, "server.ping")
+}
+
+// TestReloadTLSWithoutTLS checks that a server without TLS listeners says so.
+func TestReloadTLSWithoutTLS(t *testing.T) {
+	fx := newFixture(t, nil)
+	if _, err := fx.s.ReloadTLS(); err != ErrNoTLS {
+		t.Fatalf("ReloadTLS without TLS: %v", err)
+	}
+}
