@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 )
 
 // metricValue returns the value of the series name with the given labels
@@ -32,23 +31,17 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string, labels map
 					continue series
 				}
 			}
-			return seriesValue(m), true
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount()), true
+			}
 		}
 	}
 	return 0, false
-}
-
-// seriesValue is a series' value, or a histogram's sample count.
-func seriesValue(m *dto.Metric) float64 {
-	switch {
-	case m.Counter != nil:
-		return m.Counter.GetValue()
-	case m.Gauge != nil:
-		return m.Gauge.GetValue()
-	case m.Histogram != nil:
-		return float64(m.Histogram.GetSampleCount())
-	}
-	return 0
 }
 
 // TestMetrics drives a server and checks that its metrics move: requests, errors and latency by method (unknown methods under one label), sessions by transport, subscriptions, bytes, refusals and disconnections by reason, and the notification fan-out.

@@ -68,6 +68,31 @@ type ElectrumIndex struct {
 	// logEvery is the interval of the catch-up's progress line; zero means
 	// DefaultProgressInterval.
 	logEvery time.Duration
+
+	// observe, when set, receives the timings of every block pass
+	// (SetBlockObserver).
+	observe func(BlockPass)
+}
+
+// BlockPass describes one block indexed inside btcd's block-connect
+// transaction: how long each phase took and what it wrote.
+type BlockPass struct {
+	Height int32
+	Txs    int
+	// Plan is phase 1 (hashing scripts, building rows, in parallel);
+	// Write is phase 2 (funding rows, then spending rows, into the
+	// transaction).
+	Plan, Write time.Duration
+	// Rows and Bytes are the change in the index's rows and their key
+	// and value bytes.
+	Rows, Bytes int64
+}
+
+// SetBlockObserver makes f receive every block pass. f runs inside the
+// chain's transaction and must not block. Call it before the chain
+// connects blocks.
+func (idx *ElectrumIndex) SetBlockObserver(f func(BlockPass)) {
+	idx.observe = f
 }
 
 // DefaultProgressInterval is the default interval of the catch-up's progress
@@ -198,6 +223,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	start := time.Now()
 	genesis := block.Height() == 0
 	plan := planBlock(block, stxos, genesis)
+	planned := time.Now()
 	prev := &block.MsgBlock().Header.PrevBlock
 
 	idx.mu.Lock()
@@ -207,11 +233,16 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 		base, stats = mustTipAt(dbTx, plan.height-1, prev)
 	}
 	meta := dbTx.Metadata()
-	stats = stats.add(applyConnect(meta, plan, base))
+	delta := applyConnect(meta, plan, base)
+	stats = stats.add(delta)
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	n := uint64(len(plan.txs))
 	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
 	idx.remember(plan)
+	if idx.observe != nil {
+		idx.observe(BlockPass{Height: plan.height, Txs: len(plan.txs), Plan: planned.Sub(start),
+			Write: time.Since(planned), Rows: delta.Rows, Bytes: delta.Bytes})
+	}
 
 	if !idx.quietBlocks {
 		log.Infof("Indexed block %d (%d tx) in %v", plan.height, n,

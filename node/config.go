@@ -159,6 +159,9 @@ type Config struct {
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
 
+	// MetricsListen is where the Prometheus endpoint listens (metrics.go).
+	MetricsListen string `long:"metricslisten" description:"Serve Prometheus metrics at http://<address>/metrics (off when empty; a bare port such as 9100 listens on 127.0.0.1)"`
+
 	// Interrupt, when closed, aborts New while it is catching indexes up
 	// (the binary closes it on SIGINT/SIGTERM). Not a flag.
 	Interrupt <-chan struct{} `no-flag:"true"`
@@ -408,6 +411,9 @@ func (cfg *Config) Normalize() error {
 	cfg.ElectrumWSSListeners = normalizeAddresses(cfg.ElectrumWSSListeners, defaultElectrumWSSPort)
 
 	if err := cfg.Electrum.validate(); err != nil {
+		return err
+	}
+	if cfg.MetricsListen, err = normalizeMetricsListen(cfg.MetricsListen); err != nil {
 		return err
 	}
 	if err := validateLogLevels(cfg.DebugLevel); err != nil && cfg.DebugLevel != "show" {
