@@ -249,7 +249,7 @@ func LoadConfig(args []string) (*Config, []string, error) {
 		if err != nil {
 			var pe *os.PathError
 			if !errors.As(err, &pe) || explicitConfig {
-				return nil, nil, fmt.Errorf("config file %s: %w", preCfg.ConfigFile, err)
+				return nil, nil, configFileError(preCfg.ConfigFile, err)
 			}
 		}
 	}

@@ -114,6 +114,7 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 	mux.Handle(metricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	m.ln = ln
 	m.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	log.Infof("Prometheus metrics at %s", m.url())
 	go func() {
 		if err := m.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Errorf("Metrics server: %v", err)

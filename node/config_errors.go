@@ -1,0 +1,31 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	flags "github.com/jessevdk/go-flags"
+)
+
+// configFileError describes an error in the config file on one line that
+// names the file, the line and the option, so that a bad value is as easy
+// to find as a bad flag. The value is not repeated (it may be a password).
+func configFileError(path string, err error) error {
+	var ie *flags.IniError
+	if !errors.As(err, &ie) || ie.LineNumber == 0 {
+		return fmt.Errorf("config file %s: %w", path, err)
+	}
+	option := ""
+	if b, rerr := os.ReadFile(ie.File); rerr == nil {
+		if lines := strings.Split(string(b), "\n"); int(ie.LineNumber) <= len(lines) {
+			option, _, _ = strings.Cut(lines[ie.LineNumber-1], "=")
+			option = strings.TrimSpace(option)
+		}
+	}
+	if option == "" {
+		return fmt.Errorf("config file %s, line %d: %s", ie.File, ie.LineNumber, ie.Message)
+	}
+	return fmt.Errorf("config file %s, line %d, option %s: %s", ie.File, ie.LineNumber, option, ie.Message)
+}
