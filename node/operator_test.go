@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -119,6 +120,21 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	if v, _ := scrape(t, n, "electrum_received_bytes_total", map[string]string{"transport": "tcp"}); v < 100 {
 		t.Fatalf("bytes received: %v", v)
+	}
+
+	// Every series the Grafana dashboard plots is served.
+	dashboard, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`\b(?:btcd|electrum|process|go)_[a-z0-9_]+`).FindAllString(string(dashboard), -1)
+	if len(names) < 20 {
+		t.Fatalf("only %d series found in the dashboard", len(names))
+	}
+	for _, name := range names {
+		if _, ok := scrape(t, n, name, nil); !ok {
+			t.Errorf("the dashboard plots %s, which the node does not serve", name)
+		}
 	}
 }
 
