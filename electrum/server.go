@@ -294,6 +294,9 @@ func (s *Server) admit(ss *session) (*RPCError, RefusalReason) {
 	st.sessions++
 	s.nextID++
 	ss.id = s.nextID
+	if !ss.exempt && s.cfg.throttled() {
+		ss.group = s.groups.join(subnetKey(ss.ip, ss.ipKey), ss.started, s.cfg.groupDecay())
+	}
 	s.sessions[ss] = struct{}{}
 	return nil, 0
 }

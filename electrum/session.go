@@ -20,6 +20,7 @@ type session struct {
 	conn      msgConn
 	id        uint64
 	ipKey     string
+	ip        net.IP
 	exempt    bool
 	transport Transport
 	// remote is the client's address as the connection reports it.
@@ -109,6 +110,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 	key, ip := ipKeyOf(remote)
 	now := time.Now()
 	ss := &session{
+		ip:        ip,
 		srv:       s,
 		conn:      c,
 		ipKey:     key,
@@ -129,9 +131,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		c.Close()
 		return
 	}
-	if !ss.exempt && s.cfg.throttled() {
-		ss.group = s.groups.join(subnetKey(ip, key), now, s.cfg.groupDecay())
-	}
+
 	done := make(chan struct{})
 	go func() {
 		ss.writeLoop()
