@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -92,6 +93,12 @@ func TestMetrics(t *testing.T) {
 	}
 	want("electrum_sessions_refused_total", map[string]string{"reason": "max_sessions_per_ip"}, 1)
 	b.conn.Close()
+	// The next session must not be refused for b's slot.
+	for deadline := time.Now().Add(30 * time.Second); s.SessionCount() != 1; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("closed session still counted")
+		}
+	}
 	c := dial(t, addr)
 	c.send(`{"id":1,"method":"server.ping"}`)
 	if !c.closedByServer() {

@@ -123,6 +123,7 @@ func TestBinaryRejectsBadOptions(t *testing.T) {
 		{"negative limit", []string{"--electrummaxsubs=-1"}, "", "--electrummaxsubs"},
 		{"unknown flag", []string{"--electrummaxsesions=10"}, "", "electrummaxsesions"},
 		{"log level", []string{"--debuglevel=loud"}, "", "loud"},
+		{"listener", []string{"--electrumwsslisten=0.0.0.0:5OOO4"}, "", "--electrumwsslisten"},
 		{"config file value", nil, "electrumidletimeout=soon\n", "electrumidletimeout"},
 		{"config file option", nil, "electrumlimit=5\n", "electrumlimit"},
 	}

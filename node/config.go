@@ -416,6 +416,9 @@ func (cfg *Config) Normalize() error {
 	if cfg.MetricsListen, err = normalizeMetricsListen(cfg.MetricsListen); err != nil {
 		return err
 	}
+	if err := cfg.validateListeners(); err != nil {
+		return err
+	}
 	if err := validateLogLevels(cfg.DebugLevel); err != nil && cfg.DebugLevel != "show" {
 		return err
 	}

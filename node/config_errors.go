@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 
@@ -28,4 +29,32 @@ func configFileError(path string, err error) error {
 		return fmt.Errorf("config file %s, line %d: %s", ie.File, ie.LineNumber, ie.Message)
 	}
 	return fmt.Errorf("config file %s, line %d, option %s: %s", ie.File, ie.LineNumber, option, ie.Message)
+}
+
+// validateListeners checks every listen address option, so that a typo is
+// reported at start rather than when the listener opens (after the index,
+// which may take hours to build on an existing datadir).
+func (cfg *Config) validateListeners() error {
+	for _, set := range []struct {
+		option string
+		addrs  []string
+	}{
+		{"listen", cfg.Listeners}, {"rpclisten", cfg.RPCListeners},
+		{"electrumlisten", cfg.ElectrumListeners}, {"electrumtlslisten", cfg.ElectrumTLSListeners},
+		{"electrumwslisten", cfg.ElectrumWSListeners}, {"electrumwsslisten", cfg.ElectrumWSSListeners},
+	} {
+		for _, a := range set.addrs {
+			host, port, err := net.SplitHostPort(a)
+			if err == nil {
+				_, err = net.LookupPort("tcp", port)
+			}
+			if err == nil && strings.ContainsAny(host, "/ ") {
+				err = errors.New("bad host")
+			}
+			if err != nil {
+				return fmt.Errorf("--%s=%s: want host:port, [ipv6]:port or host (the default port), e.g. 0.0.0.0:50002", set.option, a)
+			}
+		}
+	}
+	return nil
 }
