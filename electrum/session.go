@@ -16,10 +16,11 @@ import (
 
 // session is one client connection.
 type session struct {
-	srv       *Server
-	conn      msgConn
-	id        uint64
-	ipKey     string
+	srv   *Server
+	conn  msgConn
+	id    uint64
+	ipKey string
+	// ip is the client's address (nil when it does not parse).
 	ip        net.IP
 	exempt    bool
 	transport Transport
@@ -110,10 +111,10 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 	key, ip := ipKeyOf(remote)
 	now := time.Now()
 	ss := &session{
-		ip:        ip,
 		srv:       s,
 		conn:      c,
 		ipKey:     key,
+		ip:        ip,
 		exempt:    ip != nil && s.exempt(ip),
 		transport: t,
 		remote:    remote.String(),
@@ -131,7 +132,6 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		c.Close()
 		return
 	}
-
 	done := make(chan struct{})
 	go func() {
 		ss.writeLoop()
