@@ -1,7 +1,14 @@
 package electrum
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -104,5 +111,39 @@ func TestReloadTLSWithoutTLS(t *testing.T) {
 	fx := newFixture(t, nil)
 	if _, err := fx.s.ReloadTLS(); err != ErrNoTLS {
 		t.Fatalf("ReloadTLS without TLS: %v", err)
+	}
+}
+
+// TestReloadTLSRefusesExpired checks that an expired certificate is not put in use.
+func TestReloadTLSRefusesExpired(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "electrum.cert"), filepath.Join(dir, "electrum.key")
+	if err := writeSelfSigned(dir, certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	s, addr := tlsFixture(t, dir, &logLines{})
+	_, fp := tlsSession(t, addr)
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600)
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	if _, err := s.ReloadTLS(); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("expired certificate: %v", err)
+	}
+	if _, got := tlsSession(t, addr); got != fp {
+		t.Fatalf("the server presents %s after refusing an expired certificate, want %s", got, fp)
 	}
 }
