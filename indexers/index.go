@@ -86,6 +86,9 @@ type BlockPass struct {
 	// Rows and Bytes are the change in the index's rows and their key
 	// and value bytes.
 	Rows, Bytes int64
+	// Writes and WriteBytes are the puts and deletes the pass made and
+	// their bytes (keys and values put, keys deleted).
+	Writes, WriteBytes int64
 }
 
 // SetBlockObserver makes f receive every block pass. f runs inside the
@@ -241,7 +244,8 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	idx.remember(plan)
 	if idx.observe != nil {
 		idx.observe(BlockPass{Height: plan.height, Txs: len(plan.txs), Plan: planned.Sub(start),
-			Write: time.Since(planned), Rows: delta.Rows, Bytes: delta.Bytes})
+			Write: time.Since(planned), Rows: delta.Rows, Bytes: delta.Bytes,
+			Writes: plan.writes, WriteBytes: plan.writeBytes})
 	}
 
 	if !idx.quietBlocks {

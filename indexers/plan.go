@@ -22,6 +22,9 @@ type blockPlan struct {
 	height int32
 	txs    []txPlan
 	bufs   *planBufs // the arrays txs and its rows live in
+
+	// writes and writeBytes are what applyConnect put and deleted.
+	writes, writeBytes int64
 }
 
 // txPlan holds one transaction's part of a blockPlan.

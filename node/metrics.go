@@ -67,9 +67,11 @@ type metricsServer struct {
 	peers func() int32
 	ready atomic.Bool
 
-	blockPass *prometheus.HistogramVec
-	blocks    prometheus.Counter
-	txs       prometheus.Counter
+	blockPass  *prometheus.HistogramVec
+	blocks     prometheus.Counter
+	txs        prometheus.Counter
+	writes     prometheus.Counter
+	writeBytes prometheus.Counter
 }
 
 // newMetricsServer opens the endpoint on addr and starts serving.
@@ -86,8 +88,14 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 	m.txs = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "electrum_index_transactions_total", Help: "Transactions of the blocks indexed inside the chain's transaction.",
 	})
+	m.writes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "electrum_index_rows_written_total", Help: "Rows put or deleted by the index's block passes (the catch-up's are in electrum_index_catchup_*).",
+	})
+	m.writeBytes = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "electrum_index_bytes_written_total", Help: "Bytes the index's block passes handed to the database (keys and values put, keys deleted).",
+	})
 	for _, c := range []prometheus.Collector{
-		m.blockPass, m.blocks, m.txs, nodeCollector{m},
+		m.blockPass, m.blocks, m.txs, m.writes, m.writeBytes, nodeCollector{m},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	} {
@@ -104,6 +112,8 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 			total.Observe((p.Plan + p.Write).Seconds())
 			m.blocks.Inc()
 			m.txs.Add(float64(p.Txs))
+			m.writes.Add(float64(p.Writes))
+			m.writeBytes.Add(float64(p.WriteBytes))
 		})
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -169,6 +179,7 @@ var (
 	descCatchUpOn     = prometheus.NewDesc("electrum_index_catchup_running", "1 while the index catches up blocks already on disk (building, or trailing initial download).", nil, nil)
 	descCatchUpHeight = prometheus.NewDesc("electrum_index_catchup_height", "Height the running or last catch-up has committed, and its target.", []string{"of"}, nil)
 	descCatchUpTxs    = prometheus.NewDesc("electrum_index_catchup_transactions", "Transactions the running or last catch-up has committed, and its target.", []string{"of"}, nil)
+	descCatchUpWrites = prometheus.NewDesc("electrum_index_catchup_rows_written", "Rows the running or last catch-up has put or deleted.", nil, nil)
 	descCatchUpRate   = prometheus.NewDesc("electrum_index_catchup_tx_per_second", "Transactions per second committed by the catch-up over the last 30 s.", nil, nil)
 	descCatchUpETA    = prometheus.NewDesc("electrum_index_catchup_eta_seconds", "Time left for the running catch-up at its current rate (0 when unknown or done).", nil, nil)
 )
@@ -177,7 +188,7 @@ var (
 func (c nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descChainHeight, descMempoolTxs, descMempoolBytes, descPeers,
 		descIndexHeight, descIndexProgress, descIndexRows, descIndexBytes, descCatchUpOn,
-		descCatchUpHeight, descCatchUpTxs, descCatchUpRate, descCatchUpETA} {
+		descCatchUpHeight, descCatchUpTxs, descCatchUpWrites, descCatchUpRate, descCatchUpETA} {
 		ch <- d
 	}
 }
@@ -236,6 +247,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descCatchUpHeight, float64(p.Target), "target")
 		gauge(descCatchUpTxs, float64(p.Txs), "committed")
 		gauge(descCatchUpTxs, float64(p.TargetTxs), "target")
+		gauge(descCatchUpWrites, float64(p.Writes))
 		gauge(descCatchUpRate, p.Rate)
 		gauge(descCatchUpETA, p.ETA.Seconds())
 	}

@@ -96,6 +96,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	if rows, _ := scrape(t, n, "electrum_index_rows", nil); rows < 101*2 {
 		t.Fatalf("index rows %v after 101 blocks", rows)
 	}
+	if w, _ := scrape(t, n, "electrum_index_rows_written_total", nil); w < 101*4 {
+		t.Fatalf("rows written %v after 101 blocks", w)
+	}
+	if b, _ := scrape(t, n, "electrum_index_bytes_written_total", nil); b < 101*100 {
+		t.Fatalf("bytes written %v after 101 blocks", b)
+	}
 
 	c := dialElectrum(t, n)
 	c.call("server.version", "metrics-test", "1.4")
