@@ -9,6 +9,9 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/gorilla/websocket"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -309,4 +313,45 @@ func pemFingerprint(t *testing.T, pemCert []byte) string {
 	}
 	sum := sha256.Sum256(block.Bytes)
 	return hex.EncodeToString(sum[:])
+}
+
+// TestElectrumBehindReverseProxy puts a real reverse proxy (net/http/httputil, which forwards WebSocket upgrades as nginx does) in front of the node's WebSocket listener: every wallet arrives from 127.0.0.1, and with the default exempt networks far more of them than --electrummaxsessionsperip are served.
+func TestElectrumBehindReverseProxy(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), true)
+	cfg.ElectrumListeners = nil
+	cfg.ElectrumWSListeners = []string{"127.0.0.1:0"}
+	cfg.Electrum.MaxSessionsPerIP = 2
+	n := startNode(t, cfg)
+	backend, err := url.Parse("http://" + n.ElectrumAddrs()[electrum.WS][0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(backend))
+	defer proxy.Close()
+
+	const wallets = 10
+	for i := 0; i < wallets; i++ {
+		c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(proxy.URL, "http")+"/electrum", nil)
+		if err != nil {
+			t.Fatalf("wallet %d: %v", i, err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(testWait))
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["web wallet","1.4"]}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, msg, err := c.ReadMessage()
+		if err != nil || !strings.Contains(string(msg), `"result"`) {
+			t.Fatalf("wallet %d through the proxy: %s, %v", i, msg, err)
+		}
+	}
+	sessions := electrumAdmin{n.srv}.Sessions()
+	if len(sessions) != wallets {
+		t.Fatalf("%d sessions, want %d", len(sessions), wallets)
+	}
+	for _, s := range sessions {
+		if !strings.HasPrefix(s.Address, "127.0.0.1:") || s.Transport != "ws" || !s.Exempt || s.ClientName != "web wallet" {
+			t.Fatalf("session behind the proxy: %+v", s)
+		}
+	}
 }
