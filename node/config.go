@@ -354,7 +354,7 @@ func (cfg *Config) Normalize() error {
 
 	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
 	if err != nil || amt < 0 {
-		return fmt.Errorf("invalid minrelaytxfee %v", cfg.MinRelayTxFee)
+		return fmt.Errorf("invalid minrelaytxfee %v -- want a fee in BTC/kB, 0 or more", cfg.MinRelayTxFee)
 	}
 	cfg.minRelayTxFee = amt
 
