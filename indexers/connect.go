@@ -155,7 +155,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	}
 
 	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
-	p.writes, p.writeBytes = w.ops, w.opBytes
+	p.writes, p.writeBytes, p.sizeDelta = w.ops, w.opBytes, w.d
 	return w.d
 }
 

@@ -52,6 +52,8 @@ type ElectrumIndex struct {
 
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
+	// observe, when set, receives every block pass (observe.go).
+	observe func(BlockPass)
 
 	// batchBytes is the catch-up's merged batch size; zero means the
 	// default (tests make it small to cross many batch boundaries).
@@ -68,34 +70,6 @@ type ElectrumIndex struct {
 	// logEvery is the interval of the catch-up's progress line; zero means
 	// DefaultProgressInterval.
 	logEvery time.Duration
-
-	// observe, when set, receives the timings of every block pass
-	// (SetBlockObserver).
-	observe func(BlockPass)
-}
-
-// BlockPass describes one block indexed inside btcd's block-connect
-// transaction: how long each phase took and what it wrote.
-type BlockPass struct {
-	Height int32
-	Txs    int
-	// Plan is phase 1 (hashing scripts, building rows, in parallel);
-	// Write is phase 2 (funding rows, then spending rows, into the
-	// transaction).
-	Plan, Write time.Duration
-	// Rows and Bytes are the change in the index's rows and their key
-	// and value bytes.
-	Rows, Bytes int64
-	// Writes and WriteBytes are the puts and deletes the pass made and
-	// their bytes (keys and values put, keys deleted).
-	Writes, WriteBytes int64
-}
-
-// SetBlockObserver makes f receive every block pass. f runs inside the
-// chain's transaction and must not block. Call it before the chain
-// connects blocks.
-func (idx *ElectrumIndex) SetBlockObserver(f func(BlockPass)) {
-	idx.observe = f
 }
 
 // DefaultProgressInterval is the default interval of the catch-up's progress
@@ -236,17 +210,12 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 		base, stats = mustTipAt(dbTx, plan.height-1, prev)
 	}
 	meta := dbTx.Metadata()
-	delta := applyConnect(meta, plan, base)
-	stats = stats.add(delta)
+	stats = stats.add(applyConnect(meta, plan, base))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	n := uint64(len(plan.txs))
 	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
 	idx.remember(plan)
-	if idx.observe != nil {
-		idx.observe(BlockPass{Height: plan.height, Txs: len(plan.txs), Plan: planned.Sub(start),
-			Write: time.Since(planned), Rows: delta.Rows, Bytes: delta.Bytes,
-			Writes: plan.writes, WriteBytes: plan.writeBytes})
-	}
+	idx.observed(plan, start, planned)
 
 	if !idx.quietBlocks {
 		log.Infof("Indexed block %d (%d tx) in %v", plan.height, n,
