@@ -15,11 +15,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // tlsFixture serves the fixture backend on a TLS listener with the pair in
-// dir.
-func tlsFixture(t *testing.T, dir string, logs *logLines) (*Server, string) {
+// dir, its metrics registered with reg.
+func tlsFixture(t *testing.T, dir string, logs *logLines, reg *prometheus.Registry) (*Server, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,6 +34,9 @@ func tlsFixture(t *testing.T, dir string, logs *logLines) (*Server, string) {
 		TLSKeyFile:  filepath.Join(dir, "electrum.key"),
 		Logf:        logs.logf,
 	}, fx.f)
+	if err := s.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +65,8 @@ func TestReloadTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := &logLines{}
-	s, addr := tlsFixture(t, dir, logs)
+	reg := prometheus.NewRegistry()
+	s, addr := tlsFixture(t, dir, logs, reg)
 	old, oldFP := tlsSession(t, addr)
 	if info, ok := s.Certificate(); !ok || info.SHA256 != oldFP {
 		t.Fatalf("Certificate() = %+v, presented %s", info, oldFP)
@@ -83,6 +89,9 @@ func TestReloadTLS(t *testing.T) {
 	info, err := s.ReloadTLS()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if v, ok := metricValue(t, reg, "electrum_tls_certificate_expiry_timestamp_seconds", nil); !ok || int64(v) != info.NotAfter.Unix() {
+		t.Fatalf("certificate expiry metric %v (present %v), want %d", v, ok, info.NotAfter.Unix())
 	}
 	old.must(nil, "server.ping") // the open session is not dropped
 	_, newFP := tlsSession(t, addr)
@@ -121,7 +130,7 @@ func TestReloadTLSRefusesExpired(t *testing.T) {
 	if err := writeSelfSigned(dir, certFile, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	s, addr := tlsFixture(t, dir, &logLines{})
+	s, addr := tlsFixture(t, dir, &logLines{}, prometheus.NewRegistry())
 	_, fp := tlsSession(t, addr)
 
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

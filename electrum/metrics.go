@@ -151,8 +151,26 @@ func (s *Server) scrapedCollectors() []prometheus.Collector {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "electrum_cost_groups", Help: "Subnets whose sessions' cost is being accounted (open sessions or cost not yet decayed).",
 		}, func() float64 { return float64(s.groups.len()) }),
+		certCollector{s},
 	)
 	return cs
+}
+
+// descCertExpiry describes the TLS certificate's expiry.
+var descCertExpiry = prometheus.NewDesc("electrum_tls_certificate_expiry_timestamp_seconds",
+	"When the Electrum TLS/WSS certificate in use expires (Unix time); absent without a TLS or WSS listener.", nil, nil)
+
+// certCollector reports the certificate in use, when there is one.
+type certCollector struct{ s *Server }
+
+// Describe sends the description.
+func (c certCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descCertExpiry }
+
+// Collect sends the expiry of the certificate in use.
+func (c certCollector) Collect(ch chan<- prometheus.Metric) {
+	if info, ok := c.s.certs.info(); ok {
+		ch <- prometheus.MustNewConstMetric(descCertExpiry, prometheus.GaugeValue, float64(info.NotAfter.Unix()))
+	}
 }
 
 // sessionsOn counts the open sessions of one transport.

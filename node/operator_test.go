@@ -75,8 +75,11 @@ func scrape(t *testing.T, n *Node, name string, want map[string]string) (float64
 
 // TestMetricsEndpoint scrapes a real node's --metricslisten endpoint and checks that the values move with the chain, the index, the mempool and the Electrum server.
 func TestMetricsEndpoint(t *testing.T) {
-	cfg := testConfig(t, t.TempDir(), true)
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
 	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.ElectrumTLSListeners = []string{"127.0.0.1:0"}
+	cfg.ElectrumCert, cfg.ElectrumKey = filepath.Join(dir, "e.cert"), filepath.Join(dir, "e.key")
 	n := startNode(t, cfg)
 	must := func(name string, labels map[string]string, want float64) {
 		t.Helper()
