@@ -42,6 +42,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/btcd-electrum
+	$(GO) build -o bin/btcd-electrum-ctl ./cmd/btcd-electrum-ctl
 	$(GO) build -o bin/electrum-load ./cmd/electrum-load
 
 deps:

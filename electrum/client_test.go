@@ -10,11 +10,20 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // startServer starts a server on loopback TCP (plus any extra listeners)
 // and stops it when the test ends.
 func startServer(t testing.TB, b Backend, mod func(*Config)) (*Server, string) {
+	t.Helper()
+	return startServerMetrics(t, b, mod, nil)
+}
+
+// startServerMetrics is startServer with the server's metrics registered
+// with reg (none when nil).
+func startServerMetrics(t testing.TB, b Backend, mod func(*Config), reg prometheus.Registerer) (*Server, string) {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -25,6 +34,11 @@ func startServer(t testing.TB, b Backend, mod func(*Config)) (*Server, string) {
 		mod(&cfg)
 	}
 	s := New(cfg, b)
+	if reg != nil {
+		if err := s.RegisterMetrics(reg); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -67,10 +81,27 @@ type testClient struct {
 // dial connects a test client.
 func dial(t testing.TB, addr string) *testClient {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return dialFrom(t, addr, nil)
+}
+
+// dialFrom connects a test client from a local IP address (any when nil),
+// so that tests can be many clients on loopback (127.0.0.0/8).
+func dialFrom(t testing.TB, addr string, local net.IP) *testClient {
+	t.Helper()
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newTestClient(t, c)
+}
+
+// newTestClient runs a test client on an open connection.
+func newTestClient(t testing.TB, c net.Conn) *testClient {
+	t.Helper()
 	tc := &testClient{t: t, conn: c, wait: map[string]chan rpcResponse{},
 		batches: make(chan []rpcResponse, 16), notes: make(chan rpcResponse, 1024), done: make(chan struct{})}
 	go tc.readLoop()

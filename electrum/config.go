@@ -75,8 +75,11 @@ type Config struct {
 	// MaxSessionsPerIP limits sessions from one IP address (default 12;
 	// negative disables). Addresses in ExemptNets are not limited.
 	MaxSessionsPerIP int
-	// ExemptNets are networks exempt from per-IP limits (e.g. a Tor
-	// daemon's loopback address).
+	// ExemptNets are networks exempt from the per-IP session and
+	// subscription limits and from per-subnet cost grouping: a reverse
+	// proxy or a Tor daemon on loopback, whose clients all arrive from
+	// one address. Nil exempts nothing (the node's
+	// --electrumexemptnets defaults to loopback).
 	ExemptNets []*net.IPNet
 
 	// MaxRecv is the largest request message in bytes (default 1,000,000).
@@ -186,6 +189,12 @@ func (c *Config) historyLimit() int {
 // listunspent entry takes about 120 bytes.
 func (c *Config) unspentLimit() int {
 	return (c.MaxSend - 100) / 120
+}
+
+// groupDecay is how much cost a subnet group sheds per second: what a
+// session without subscriptions sheds.
+func (c *Config) groupDecay() float64 {
+	return c.CostHardLimit / 10000
 }
 
 // throttled reports whether cost-based throttling is on.

@@ -11,15 +11,19 @@ import (
 // Above CostSoftLimit each request is delayed by up to RequestSleep; at
 // CostHardLimit the session is answered -101 and disconnected.
 
-// charge adds c to the session's cost.
+// charge adds c to the session's cost and to its subnet's (subnet.go).
 func (ss *session) charge(c float64) {
 	if !ss.srv.cfg.throttled() {
 		return
 	}
+	now := time.Now()
 	ss.costMu.Lock()
-	ss.decayLocked(time.Now())
+	ss.decayLocked(now)
 	ss.cost += c
 	ss.costMu.Unlock()
+	if g := ss.group; g != nil {
+		g.add(c, now, ss.srv.cfg.groupDecay())
+	}
 }
 
 // decayLocked applies the decay since the last update.
@@ -37,12 +41,22 @@ func (ss *session) decayLocked(now time.Time) {
 	}
 }
 
-// currentCost returns the decayed cost.
-func (ss *session) currentCost() float64 {
+// ownCost returns the session's own decayed cost.
+func (ss *session) ownCost() float64 {
 	ss.costMu.Lock()
 	defer ss.costMu.Unlock()
 	ss.decayLocked(time.Now())
 	return ss.cost
+}
+
+// currentCost returns the cost the session is throttled on: the larger of
+// its own and its subnet's.
+func (ss *session) currentCost() float64 {
+	c := ss.ownCost()
+	if g := ss.group; g != nil {
+		c = max(c, g.current(time.Now(), ss.srv.cfg.groupDecay()))
+	}
+	return c
 }
 
 // checkHardLimit disconnects a session at the hard limit with -101; false
@@ -53,6 +67,7 @@ func (ss *session) checkHardLimit() bool {
 		return true
 	}
 	ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage", ss.id, ss.ipKey)
+	ss.setCloseReason(reasonCost)
 	ss.sendAndClose(encodeResponse(true, nil, nil, rpcErrorf(codeExcessiveUsage, "excessive resource usage")))
 	return false
 }
@@ -71,8 +86,10 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 	}
 	if cost >= cfg.CostHardLimit {
 		ss.overLimit.Store(true)
+		ss.setCloseReason(reasonCost)
 		return rpcErrorf(codeExcessiveUsage, "excessive resource usage")
 	}
+	ss.srv.counters.throttled.Add(1)
 	frac := (cost - cfg.CostSoftLimit) / (cfg.CostHardLimit - cfg.CostSoftLimit)
 	t := time.NewTimer(time.Duration(frac * float64(cfg.RequestSleep)))
 	defer t.Stop()

@@ -60,8 +60,20 @@
 // "batch limit exceeded"); subscriptions per session, per IP and in total
 // (75,000, 75,000, 10,000,000, code 4 "subscription limit reached"); and
 // cost-based throttling (soft limit 1000 delays requests, hard limit 10000
-// answers -101 and disconnects). Costs are per session; ElectrumX also
-// shares cost across a subnet, which this server does not.
+// answers -101 and disconnects). As ElectrumX, cost is also shared across a
+// subnet (/24, /48; subnet.go), and a session is throttled on the larger of
+// its own and its subnet's. Config.ExemptNets (the node's default: loopback,
+// where a reverse proxy or Tor daemon forwards every client from) lifts the
+// per-IP limits and the subnet grouping.
+//
+// # Operators
+//
+// Refused connections and ended sessions are counted by reason (Stats,
+// refusals.go), refusals logged at a limited rate. RegisterMetrics adds
+// Prometheus metrics (metrics.go) whose request path uses pre-resolved
+// children. Sessions, DisconnectSession and ScriptHashInfo (admin.go) serve
+// the node's admin RPCs; ReloadTLS (certificate.go) swaps the TLS
+// certificate for new connections without touching open sessions.
 //
 // # Tests and benchmarks
 //

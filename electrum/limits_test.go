@@ -37,7 +37,17 @@ func TestSessionLimits(t *testing.T) {
 // reports whether the server closed the connection after it.
 func refusedConn(t *testing.T, addr string) (rpcResponse, bool) {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
+	return refusedConnFrom(t, addr, nil)
+}
+
+// refusedConnFrom is refusedConn from a local IP address (any when nil).
+func refusedConnFrom(t *testing.T, addr string, local net.IP) (rpcResponse, bool) {
+	t.Helper()
+	d := net.Dialer{}
+	if local != nil {
+		d.LocalAddr = &net.TCPAddr{IP: local}
+	}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +142,10 @@ func TestCostThrottling(t *testing.T) {
 		c.CostHardLimit = 250
 		c.RequestSleep = 20 * time.Millisecond
 	})
-	good := fx.client(t, "1.4")
+	// The well-behaved client is on another subnet: sessions of one
+	// subnet share their cost (TestSubnetCostGroup).
+	good := dialFrom(t, fx.addr, net.IPv4(127, 0, 1, 1))
+	good.negotiate("1.4")
 	c := fx.client(t, "1.4")
 	// Every error costs 100: the third unknown method crosses the hard
 	// limit, and the request after it is answered -101 before the close.

@@ -28,6 +28,8 @@ type method struct {
 	// cost is the ElectrumX cost of one call.
 	cost    float64
 	handler handlerFunc
+	// mx are the method's request metrics, set by RegisterMetrics.
+	mx *methodMetrics
 }
 
 // params returns the parameter spec at version v.

@@ -285,6 +285,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	if fresh {
 		if int(ss.nsubs.Load()) >= srv.cfg.MaxSubsPerSession {
 			ss.subMu.Unlock()
+			srv.counters.subsRefused.Add(1)
 			return nil, rpcErrorf(codeLimitExceeded, "subscription limit reached (%d per session)", srv.cfg.MaxSubsPerSession)
 		}
 		if rerr := srv.reserveSub(ss); rerr != nil {

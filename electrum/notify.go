@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -118,8 +119,23 @@ func (n *notifier) run() {
 	}
 }
 
-// pass handles a batch of events observed at sequence number seq.
+// pass handles a batch of events observed at sequence number seq and
+// records how long it took (the fan-out time).
 func (n *notifier) pass(q []event, seq uint64) {
+	mx := n.srv.mx
+	if mx == nil {
+		n.fanOut(q, seq)
+		return
+	}
+	start := time.Now()
+	sent := n.fanOut(q, seq)
+	mx.fanout.Observe(time.Since(start).Seconds())
+	mx.notifications.Add(float64(sent))
+}
+
+// fanOut turns a batch of events into notifications and returns how many
+// it queued.
+func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	var tip *tipEvent
 	changed := make(map[indexers.ScriptHash]struct{})
 	everyone := false
@@ -140,7 +156,7 @@ func (n *notifier) pass(q []event, seq uint64) {
 		n.rmu.RUnlock()
 	}
 	if tip != nil {
-		n.notifyHeaders(tip, seq)
+		sent += n.notifyHeaders(tip, seq)
 		n.rmu.RLock()
 		for sh := range n.mempoolSubs {
 			changed[sh] = struct{}{}
@@ -204,7 +220,9 @@ func (n *notifier) pass(q []event, seq uint64) {
 	}
 	for ss, msgs := range all {
 		ss.sendAll(msgs)
+		sent += len(msgs)
 	}
+	return sent
 }
 
 // outbox collects the notifications of a pass per session.
@@ -213,15 +231,16 @@ type outbox map[*session][][]byte
 // statusChunk is how many statuses the notifier reads in one index view.
 const statusChunk = 64
 
-// notifyHeaders sends the new tip to header subscribers.
-func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
+// notifyHeaders sends the new tip to header subscribers and returns how
+// many it sent it to.
+func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 	hexHdr, err := headerHex(&t.header)
 	if err != nil {
-		return
+		return 0
 	}
 	msg, err := encodeNotification("blockchain.headers.subscribe", []headerResult{{Height: t.height, Hex: hexHdr}})
 	if err != nil {
-		return
+		return 0
 	}
 	mark := headerMark{height: t.height, hash: t.header.BlockHash(), seq: seq, set: true, msg: msg}
 	n.rmu.RLock()
@@ -237,10 +256,12 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) {
 			ss.lastHeader = mark
 			if !ss.headersPending {
 				ss.send(msg)
+				sent++
 			}
 		}
 		ss.subMu.Unlock()
 	}
+	return sent
 }
 
 // deliver records a recomputed status as changed for the sessions where it

@@ -142,7 +142,7 @@ func TestNotifierSurvivesSlowSubscriber(t *testing.T) {
 
 	srvEnd, cliEnd := net.Pipe()
 	defer cliEnd.Close()
-	go fx.s.runSession(newLineConn(srvEnd, DefaultMaxRecv), srvEnd.RemoteAddr())
+	go fx.s.runSession(newLineConn(srvEnd, DefaultMaxRecv), srvEnd.RemoteAddr(), TCP)
 	r := bufio.NewReader(cliEnd)
 	for i, req := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["slow","1.4"]}`,

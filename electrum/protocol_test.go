@@ -55,6 +55,14 @@ type fixture struct {
 // newFixture builds the fixture and starts a server on it.
 func newFixture(t testing.TB, mod func(*Config)) *fixture {
 	t.Helper()
+	fx := newFixtureChain(t)
+	fx.s, fx.addr = startServer(t, fx.f, mod)
+	return fx
+}
+
+// newFixtureChain is newFixture without the server.
+func newFixtureChain(t testing.TB) *fixture {
+	t.Helper()
 	fx := &fixture{f: newFakeBackend(), a: p2wpkh(0xaa), b: p2wpkh(0xbb), c: p2wpkh(0xcc)}
 	fx.shA, fx.shB, fx.shC = indexers.ScriptHashFromScript(fx.a), indexers.ScriptHashFromScript(fx.b), indexers.ScriptHashFromScript(fx.c)
 	for i := 0; i < 3; i++ {
@@ -76,7 +84,6 @@ func newFixture(t testing.TB, mod func(*Config)) *fixture {
 			t.Fatal(err)
 		}
 	}
-	fx.s, fx.addr = startServer(t, fx.f, mod)
 	return fx
 }
 

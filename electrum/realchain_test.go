@@ -18,6 +18,7 @@ import (
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // realNode is the server on the project's real parts: a btcd regtest chain
@@ -125,6 +126,11 @@ func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 		mod(&cfg)
 	}
 	n.srv = New(cfg, n.backend)
+	// As a node with --metricslisten: the metrics of the request path are
+	// part of what the tests exercise and the benchmarks measure.
+	if err := n.srv.RegisterMetrics(prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
 	n.addr, n.wsAddr = tcp.Addr().String(), ws.Addr().String()
 	chain.Subscribe(n.onChain)
 	if err := n.srv.Start(); err != nil {

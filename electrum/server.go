@@ -32,6 +32,16 @@ type Server struct {
 
 	// requests counts the requests answered (RequestCount).
 	requests atomic.Uint64
+	// counters are the event counts behind Stats (refusals.go).
+	counters counters
+	// refusals rate-limits the log lines of refused connections.
+	refusals refusalLog
+	// groups holds the per-subnet cost groups (subnet.go).
+	groups costGroups
+	// certs is the TLS certificate in use, replaced by ReloadTLS.
+	certs certStore
+	// mx holds the Prometheus metrics; nil until RegisterMetrics.
+	mx *metrics
 
 	mu          sync.Mutex
 	started     bool
@@ -102,12 +112,11 @@ func (s *Server) Start() error {
 	}
 	for _, l := range ls {
 		if (l.Transport == TLS || l.Transport == WSS) && s.tlsConfig == nil {
-			tc, err := loadTLSConfig(&s.cfg)
-			if err != nil {
+			if err := s.certs.load(&s.cfg); err != nil {
 				closeAll()
 				return err
 			}
-			s.tlsConfig = tc
+			s.tlsConfig = s.certs.tlsConfig()
 		}
 	}
 	s.started = true
@@ -122,9 +131,9 @@ func (s *Server) Start() error {
 		case TLS:
 			go s.serveStream(l.Listener, true)
 		case WS:
-			go s.serveWS(l.Listener)
+			go s.serveWS(l.Listener, WS)
 		case WSS:
-			go s.serveWS(tls.NewListener(l.Listener, s.tlsConfig))
+			go s.serveWS(tls.NewListener(l.Listener, s.tlsConfig), WSS)
 		}
 		s.logf("electrum: serving %s on %s", l.Transport, l.Listener.Addr())
 	}
@@ -262,14 +271,14 @@ func (s *Server) exempt(ip net.IP) bool {
 }
 
 // admit registers a new session or explains why it may not run.
-func (s *Server) admit(ss *session) *RPCError {
+func (s *Server) admit(ss *session) (*RPCError, RefusalReason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ctx.Err() != nil {
-		return rpcErrorf(codeServerBusy, "server shutting down")
+		return rpcErrorf(codeServerBusy, "server shutting down"), RefusedShuttingDown
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
-		return rpcErrorf(codeServerBusy, "server busy - too many sessions")
+		return rpcErrorf(codeServerBusy, "server busy - too many sessions"), RefusedMaxSessions
 	}
 	st := s.perIP[ss.ipKey]
 	if st == nil {
@@ -280,13 +289,16 @@ func (s *Server) admit(ss *session) *RPCError {
 		if st.sessions == 0 && st.subs == 0 {
 			delete(s.perIP, ss.ipKey)
 		}
-		return rpcErrorf(codeExcessiveUsage, "excessive resource usage: too many sessions from %s", ss.ipKey)
+		return rpcErrorf(codeExcessiveUsage, "excessive resource usage: too many sessions from %s", ss.ipKey), RefusedPerIP
 	}
 	st.sessions++
 	s.nextID++
 	ss.id = s.nextID
+	if !ss.exempt && s.cfg.throttled() {
+		ss.group = s.groups.join(subnetKey(ss.ip, ss.ipKey), ss.started, s.cfg.groupDecay())
+	}
 	s.sessions[ss] = struct{}{}
-	return nil
+	return nil, 0
 }
 
 // release forgets a closed session and its subscriptions.
@@ -313,10 +325,12 @@ func (s *Server) reserveSub(ss *session) *RPCError {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.totalSubs >= s.cfg.MaxSubs {
+		s.counters.subsRefused.Add(1)
 		return rpcErrorf(codeLimitExceeded, "subscription limit reached")
 	}
 	st := s.perIP[ss.ipKey]
 	if st != nil && !ss.exempt && st.subs >= s.cfg.MaxSubsPerIP {
+		s.counters.subsRefused.Add(1)
 		return rpcErrorf(codeLimitExceeded, "subscription limit reached for %s", ss.ipKey)
 	}
 	if st != nil {

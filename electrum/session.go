@@ -16,11 +16,26 @@ import (
 
 // session is one client connection.
 type session struct {
-	srv    *Server
-	conn   msgConn
-	id     uint64
-	ipKey  string
-	exempt bool
+	srv   *Server
+	conn  msgConn
+	id    uint64
+	ipKey string
+	// ip is the client's address (nil when it does not parse).
+	ip        net.IP
+	exempt    bool
+	transport Transport
+	// remote is the client's address as the connection reports it.
+	remote  string
+	started time.Time
+	// group is the session's subnet cost group (subnet.go); nil for
+	// exempt sessions and when throttling is off.
+	group *costGroup
+
+	// bytesIn and bytesOut count the frame bytes read and written.
+	bytesIn, bytesOut atomic.Uint64
+	// closeReason is a DisconnectReason plus one; 0 until one is
+	// recorded (refusals.go).
+	closeReason atomic.Int32
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -91,21 +106,27 @@ func ipKeyOf(addr net.Addr) (string, net.IP) {
 	return host, net.ParseIP(host)
 }
 
-// runSession serves one connection until it closes.
-func (s *Server) runSession(c msgConn, remote net.Addr) {
+// runSession serves one connection over transport t until it closes.
+func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 	key, ip := ipKeyOf(remote)
+	now := time.Now()
 	ss := &session{
 		srv:       s,
 		conn:      c,
 		ipKey:     key,
+		ip:        ip,
 		exempt:    ip != nil && s.exempt(ip),
+		transport: t,
+		remote:    remote.String(),
+		started:   now,
 		sem:       make(chan struct{}, s.cfg.Concurrency),
 		wake:      make(chan struct{}, 1),
 		subs:      make(map[indexers.ScriptHash]*subState),
-		costStamp: time.Now(),
+		costStamp: now,
 	}
 	ss.ctx, ss.cancel = context.WithCancel(s.ctx)
-	if rerr := s.admit(ss); rerr != nil {
+	if rerr, why := s.admit(ss); rerr != nil {
+		s.refused(why, ss.remote)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		c.WriteMessage(encodeResponse(true, nil, nil, rerr))
 		c.Close()
@@ -135,6 +156,13 @@ func (ss *session) close() {
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.srv.release(ss, n)
+		if ss.srv.ctx.Err() != nil {
+			ss.setCloseReason(DisconnectShutdown)
+		}
+		ss.srv.counters.disconnected[ss.reason()].Add(1)
+		if ss.group != nil {
+			ss.srv.groups.leave(ss.group, time.Now(), ss.srv.cfg.groupDecay())
+		}
 		select {
 		case ss.wake <- struct{}{}:
 		default:
@@ -175,6 +203,7 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 	if queued := ss.queued; queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0 {
 		ss.sendMu.Unlock()
 		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, queued)
+		ss.setCloseReason(DisconnectNotReading)
 		abortive(ss.conn)
 		// The caller may hold subMu (the notifier does), which close
 		// takes: mark the session closed now and finish closing apart.
@@ -249,6 +278,7 @@ func (ss *session) writeLoop() {
 				err = ss.conn.WriteMessages(q[:k])
 			}
 			if err != nil {
+				ss.setCloseReason(DisconnectWriteFailed)
 				abortive(ss.conn)
 				ss.close()
 				return
@@ -257,6 +287,8 @@ func (ss *session) writeLoop() {
 			ss.sendMu.Lock()
 			ss.queued -= size
 			ss.sendMu.Unlock()
+			ss.bytesOut.Add(uint64(size))
+			ss.srv.counters.bytesOut[ss.transport].Add(uint64(size))
 			ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
 		}
 		if len(q) == 0 && closeAfter {
@@ -296,8 +328,14 @@ func (ss *session) readLoop() {
 			continue
 		}
 		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				ss.setCloseReason(DisconnectIdle)
+			}
 			return
 		}
+		ss.bytesIn.Add(uint64(len(frame)))
+		ss.srv.counters.bytesIn[ss.transport].Add(uint64(len(frame)))
 		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
 		if !ss.dispatch(decodeMessage(frame)) {
 			return
@@ -331,6 +369,7 @@ func (ss *session) dispatch(m *message) bool {
 	if !ss.negotiated.Load() {
 		first := m.requests[0]
 		if first.err != nil || first.isResponse || first.method != "server.version" {
+			ss.setCloseReason(DisconnectProtocol)
 			if first.isNotification() || first.isResponse {
 				ss.close()
 				return false
@@ -401,6 +440,7 @@ func (ss *session) handleVersion(r *request) bool {
 	resp, ok, _ := ss.execute(r)
 	if !ss.negotiated.Load() {
 		// No common version: answer and disconnect.
+		ss.setCloseReason(DisconnectProtocol)
 		ss.sendAndClose(resp)
 		return false
 	}
@@ -415,6 +455,7 @@ func (ss *session) handleVersion(r *request) bool {
 func (ss *session) handleVersionInBatch(m *message) bool {
 	first, _, _ := ss.execute(m.requests[0])
 	if !ss.negotiated.Load() {
+		ss.setCloseReason(DisconnectProtocol)
 		ss.sendAndClose(encodeBatch([][]byte{first}))
 		return false
 	}
@@ -523,29 +564,44 @@ type afterAnswer struct {
 	after func()
 }
 
-// call runs the method of r within the request timeout and cost limits.
-// after, when not nil, must be called once the answer is queued.
+// call runs the method of r within the request timeout and cost limits,
+// and records it in the metrics. after, when not nil, must be called once
+// the answer is queued.
 func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
 	ss.srv.requests.Add(1)
-	if r.err != nil {
-		return nil, r.err, nil
+	mx := ss.srv.mx
+	if mx == nil {
+		res, rerr, after, _ := ss.run(r)
+		return res, rerr, after
 	}
+	start := time.Now()
+	res, rerr, after, m := ss.run(r)
+	mx.observe(m, time.Since(start), rerr != nil)
+	return res, rerr, after
+}
+
+// run is call without the metrics; it also returns the method of r (nil
+// when the server has none of that name).
+func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), *method) {
+	if r.err != nil {
+		return nil, r.err, nil, nil
+	}
+	m := ss.srv.methods[r.method]
 	ctx, cancel := context.WithTimeout(ss.ctx, ss.srv.cfg.RequestTimeout)
 	defer cancel()
 	if rerr := ss.throttle(ctx); rerr != nil {
-		return nil, rerr, nil
+		return nil, rerr, nil, m
 	}
-	m := ss.srv.methods[r.method]
 	v := ss.version
 	if r.method == "server.version" {
 		v = protocolMax
 	}
 	if m == nil || v.less(m.since) || (m.until != protoVersion{} && !v.less(m.until)) {
-		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil
+		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil, m
 	}
 	args, rerr := m.params(v).positional(r.params)
 	if rerr != nil {
-		return nil, rerr, nil
+		return nil, rerr, nil, m
 	}
 	ss.charge(m.cost)
 	type answer struct {
@@ -571,16 +627,16 @@ func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
 	select {
 	case a := <-ch:
 		if a.rerr != nil {
-			return nil, a.rerr, a.after
+			return nil, a.rerr, a.after, m
 		}
 		if raw, ok := a.v.(json.RawMessage); ok {
-			return raw, nil, a.after
+			return raw, nil, a.after, m
 		}
 		b, err := json.Marshal(a.v)
 		if err != nil {
-			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after
+			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after, m
 		}
-		return b, nil, a.after
+		return b, nil, a.after, m
 	case <-ctx.Done():
 		// The handler finishes on its own; its after still runs.
 		go func() {
@@ -588,7 +644,7 @@ func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
 				a.after()
 			}
 		}()
-		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out"), nil
+		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out"), nil, m
 	}
 }
 

@@ -30,6 +30,7 @@ const (
 	TLS
 	WS
 	WSS
+	numTransports
 )
 
 // String names the transport as ElectrumX's SERVICES does.
@@ -58,10 +59,10 @@ type Listener struct {
 // a session slot.
 const tlsHandshakeTimeout = 30 * time.Second
 
-// loadTLSConfig returns the TLS configuration: the configured pair, or a
-// self-signed pair created once in CertDir and reused.
-func loadTLSConfig(cfg *Config) (*tls.Config, error) {
-	certFile, keyFile := cfg.TLSCertFile, cfg.TLSKeyFile
+// tlsFiles returns the certificate and key files TLS uses: the configured
+// pair, or a self-signed pair created once in CertDir and reused.
+func tlsFiles(cfg *Config) (certFile, keyFile string, err error) {
+	certFile, keyFile = cfg.TLSCertFile, cfg.TLSKeyFile
 	if certFile == "" && keyFile == "" {
 		dir := cfg.CertDir
 		if dir == "" {
@@ -71,17 +72,13 @@ func loadTLSConfig(cfg *Config) (*tls.Config, error) {
 		keyFile = filepath.Join(dir, "electrum.key")
 		if _, err := os.Stat(certFile); errors.Is(err, os.ErrNotExist) {
 			if err := writeSelfSigned(dir, certFile, keyFile); err != nil {
-				return nil, err
+				return "", "", err
 			}
 		}
 	} else if certFile == "" || keyFile == "" {
-		return nil, errors.New("electrum: TLS needs both a certificate and a key file")
+		return "", "", errors.New("electrum: TLS needs both a certificate and a key file")
 	}
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("electrum: loading TLS key pair: %w", err)
-	}
-	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
+	return certFile, keyFile, nil
 }
 
 // writeSelfSigned creates a self-signed ECDSA certificate valid for ten
@@ -156,13 +153,17 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 				}
 				c = tc
 			}
-			s.runSession(newLineConn(c, s.cfg.MaxRecv), c.RemoteAddr())
+			t := TCP
+			if useTLS {
+				t = TLS
+			}
+			s.runSession(newLineConn(c, s.cfg.MaxRecv), c.RemoteAddr(), t)
 		}()
 	}
 }
 
 // serveWS serves WebSocket upgrades on any path of l.
-func (s *Server) serveWS(l net.Listener) {
+func (s *Server) serveWS(l net.Listener, t Transport) {
 	defer s.wg.Done()
 	up := websocket.Upgrader{
 		ReadBufferSize:  4 << 10,
@@ -178,7 +179,7 @@ func (s *Server) serveWS(l net.Listener) {
 				return
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
-			s.runSession(wsConn{c}, c.RemoteAddr())
+			s.runSession(wsConn{c}, c.RemoteAddr(), t)
 		}),
 	}
 	s.mu.Lock()

@@ -18,11 +18,16 @@ type rowWriter interface {
 type sizedWriter struct {
 	w rowWriter
 	d sizeStats
+	// ops and opBytes count the puts and deletes and their bytes (keys
+	// and values put, keys deleted): what reaches the database.
+	ops, opBytes int64
 }
 
 func (s *sizedWriter) Put(k, v []byte) error {
 	s.d.Rows++
 	s.d.Bytes += int64(len(k) + len(v))
+	s.ops++
+	s.opBytes += int64(len(k) + len(v))
 	return s.w.Put(k, v)
 }
 
@@ -34,6 +39,8 @@ func (s *sizedWriter) Delete(k []byte) error {
 func (s *sizedWriter) deleteLen(k []byte, vlen int) error {
 	s.d.Rows--
 	s.d.Bytes -= int64(len(k) + vlen)
+	s.ops++
+	s.opBytes += int64(len(k))
 	return s.w.Delete(k)
 }
 
@@ -148,6 +155,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	}
 
 	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
+	p.writes, p.writeBytes, p.sizeDelta = w.ops, w.opBytes, w.d
 	return w.d
 }
 

@@ -52,6 +52,8 @@ type ElectrumIndex struct {
 
 	// quietBlocks turns the per-block log line off during catch-up.
 	quietBlocks bool
+	// observe, when set, receives every block pass (observe.go).
+	observe func(BlockPass)
 
 	// batchBytes is the catch-up's merged batch size; zero means the
 	// default (tests make it small to cross many batch boundaries).
@@ -217,6 +219,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	start := time.Now()
 	genesis := block.Height() == 0
 	plan := planBlock(block, stxos, genesis)
+	planned := time.Now()
 	prev := &block.MsgBlock().Header.PrevBlock
 
 	idx.mu.Lock()
@@ -233,6 +236,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	n := uint64(len(plan.txs))
 	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
 	idx.remember(plan)
+	idx.observed(plan, start, planned)
 
 	if !idx.quietBlocks {
 		log.Infof("Indexed block %d (%d tx) in %v", plan.height, n,

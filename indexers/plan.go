@@ -22,6 +22,11 @@ type blockPlan struct {
 	height int32
 	txs    []txPlan
 	bufs   *planBufs // the arrays txs and its rows live in
+
+	// writes and writeBytes are what applyConnect put and deleted, and
+	// sizeDelta what that added to the index's size (observe.go).
+	writes, writeBytes int64
+	sizeDelta          sizeStats
 }
 
 // txPlan holds one transaction's part of a blockPlan.

@@ -162,6 +162,9 @@ type Config struct {
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
 
+	// MetricsListen is where the Prometheus endpoint listens (metrics.go).
+	MetricsListen string `long:"metricslisten" description:"Serve Prometheus metrics at http://<address>/metrics (off when empty; a bare port such as 9100 listens on 127.0.0.1)"`
+
 	// Interrupt, when closed, aborts New while it is catching indexes up
 	// (the binary closes it on SIGINT/SIGTERM). Not a flag.
 	Interrupt <-chan struct{} `no-flag:"true"`
@@ -250,7 +253,7 @@ func LoadConfig(args []string) (*Config, []string, error) {
 		if err != nil {
 			var pe *os.PathError
 			if !errors.As(err, &pe) || explicitConfig {
-				return nil, nil, fmt.Errorf("config file %s: %w", preCfg.ConfigFile, err)
+				return nil, nil, configFileError(preCfg.ConfigFile, err)
 			}
 		}
 	}
@@ -358,7 +361,7 @@ func (cfg *Config) Normalize() error {
 
 	amt, err := btcutil.NewAmount(cfg.MinRelayTxFee)
 	if err != nil || amt < 0 {
-		return fmt.Errorf("invalid minrelaytxfee %v", cfg.MinRelayTxFee)
+		return fmt.Errorf("invalid minrelaytxfee %v -- want a fee in BTC/kB, 0 or more", cfg.MinRelayTxFee)
 	}
 	cfg.minRelayTxFee = amt
 
@@ -419,6 +422,12 @@ func (cfg *Config) Normalize() error {
 	cfg.ElectrumWSSListeners = normalizeAddresses(cfg.ElectrumWSSListeners, defaultElectrumWSSPort)
 
 	if err := cfg.Electrum.validate(); err != nil {
+		return err
+	}
+	if cfg.MetricsListen, err = normalizeMetricsListen(cfg.MetricsListen); err != nil {
+		return err
+	}
+	if err := cfg.validateListeners(); err != nil {
 		return err
 	}
 	if err := validateLogLevels(cfg.DebugLevel); err != nil && cfg.DebugLevel != "show" {

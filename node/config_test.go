@@ -130,6 +130,11 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"prune with the Electrum index", []string{"--regtest", "--prune=2000", "--electrumindex"}, "--prune"},
 		{"generate without address", []string{"--regtest", "--generate"}, "--miningaddr"},
 		{"unknown flag", []string{"--regtest", "--nosuchflag"}, "unknown flag"},
+		{"exempt net not a network", []string{"--regtest", "--electrumexemptnets=127.0.0.0/8,localhost"}, "--electrumexemptnets"},
+		{"exempt net bad mask", []string{"--regtest", "--electrumexemptnets=10.0.0.0/33"}, "--electrumexemptnets"},
+		{"metrics address", []string{"--regtest", "--metricslisten=127.0.0.1:notaport"}, "--metricslisten"},
+		{"electrum listener", []string{"--regtest", "--electrumindex", "--electrumtlslisten=0.0.0.0:5O002"}, "--electrumtlslisten"},
+		{"rpc listener", []string{"--regtest", "--rpclisten=127.0.0.1:99999"}, "--rpclisten"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -230,5 +235,37 @@ func TestElectrumProgressFlag(t *testing.T) {
 	if _, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--simnet", "--electrumprogress=0s"}); err == nil ||
 		!strings.Contains(err.Error(), "electrumprogress") {
 		t.Errorf("--electrumprogress=0s: error %v", err)
+	}
+}
+
+// TestOperatorOptions pins the defaults and forms of --electrumexemptnets (loopback v4 and v6 unless given; CIDRs or single addresses, comma-separated or repeated; none) and --metricslisten (off; a bare port is loopback), on the command line and in the config file.
+func TestOperatorOptions(t *testing.T) {
+	loopback := "127.0.0.0/8,::1/128"
+	tests := []struct {
+		conf        string
+		args        []string
+		wantNets    string
+		wantMetrics string
+	}{
+		{"", nil, loopback, ""},
+		{"", []string{"--electrumexemptnets=none"}, "", ""},
+		{"", []string{"--electrumexemptnets=10.1.0.0/16,192.0.2.7", "--electrumexemptnets=fd00::/8"}, "10.1.0.0/16,192.0.2.7/32,fd00::/8", ""},
+		{"", []string{"--metricslisten=9100"}, loopback, "127.0.0.1:9100"},
+		{"", []string{"--metricslisten=:9100"}, loopback, "127.0.0.1:9100"},
+		{"", []string{"--metricslisten=0.0.0.0:9100"}, loopback, "0.0.0.0:9100"},
+		{"electrumexemptnets=10.9.0.0/16\nmetricslisten=9200\n", nil, "10.9.0.0/16", "127.0.0.1:9200"},
+	}
+	for _, tc := range tests {
+		cfg, _, err := LoadConfig(append([]string{writeConfigFile(t, tc.conf), "--regtest"}, tc.args...))
+		if err != nil {
+			t.Fatalf("%q %v: %v", tc.conf, tc.args, err)
+		}
+		var nets []string
+		for _, n := range cfg.Electrum.exemptNets {
+			nets = append(nets, n.String())
+		}
+		if got := strings.Join(nets, ","); got != tc.wantNets || cfg.MetricsListen != tc.wantMetrics {
+			t.Errorf("%q %v: exempt nets %q, metrics %q; want %q, %q", tc.conf, tc.args, got, cfg.MetricsListen, tc.wantNets, tc.wantMetrics)
+		}
 	}
 }

@@ -23,9 +23,13 @@
 //     transaction relay.
 //   - mining.BlkTmplGenerator and cpuminer for generate on regtest and
 //     simnet.
+//   - with --metricslisten, first of all (before the chain loads, so an index
+//     build can be watched), the Prometheus endpoint (metrics.go).
 //   - the Electrum server (package electrum) and the JSON-RPC server
 //     (package rpcext), each reading the node through the backend
-//     interfaces its package owns (electrum_backend.go, rpc_backend.go).
+//     interfaces its package owns (electrum_backend.go, rpc_backend.go);
+//     the RPC server's operator commands reach the Electrum server through
+//     electrum_admin.go.
 //
 // Chain notifications are subscribed after netsync.New, so by the time the
 // node's callback runs the mempool has dropped a connected block's
@@ -39,7 +43,8 @@
 // or when an accepted transaction replaces one of the view, the view is
 // reconciled with TxPool.TxDescs.
 //
-// Lifecycle: New, Start, Stop. Stop shuts down the Electrum and RPC
+// Lifecycle: New, Start, Stop. Start ends with one log block naming the
+// network, datadir, index state and every listener (startup.go). Stop shuts down the Electrum and RPC
 // servers, listeners and peers, the sync manager (which flushes the UTXO
 // cache), the address manager, saves the fee estimator and closes the
 // database. The binary (cmd/btcd-electrum) calls Stop on SIGINT or SIGTERM.
@@ -50,5 +55,6 @@
 //
 // Configuration is Config: btcd's option names, meanings and defaults
 // (go-flags, also from a config file) plus the Electrum options; LoadConfig
-// parses a command line as btcd does.
+// parses a command line as btcd does, and every value is checked before
+// anything is opened (config_errors.go).
 package node

@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"net"
+	"strings"
 	"time"
 )
 
@@ -27,13 +29,62 @@ type ElectrumLimits struct {
 	BandwidthUnit     int           `long:"electrumbandwidthunit" description:"Bytes sent or received that cost 1.0 (default 5000)"`
 	Banner            string        `long:"electrumbanner" description:"Text returned by server.banner"`
 	DonationAddress   string        `long:"electrumdonationaddress" description:"Address returned by server.donation_address"`
+
+	ExemptNets []string `long:"electrumexemptnets" description:"Networks (CIDR, comma-separated or repeated) exempt from the per-IP session and subscription limits and from per-subnet cost grouping -- a reverse proxy or Tor daemon on loopback makes every client 127.0.0.1 (default 127.0.0.0/8,::1/128; none for no exemption)"`
+
+	// exemptNets is ExemptNets parsed by validate.
+	exemptNets []*net.IPNet
 }
 
-// defaultElectrumLimits returns the limits with every field at "default".
-func defaultElectrumLimits() ElectrumLimits { return ElectrumLimits{} }
+// DefaultElectrumExemptNets are the networks exempt from per-IP limits
+// unless --electrumexemptnets says otherwise: loopback, where a reverse
+// proxy or a Tor daemon forwards every client from.
+var DefaultElectrumExemptNets = []string{"127.0.0.0/8", "::1/128"}
 
-// validate rejects values the server cannot use.
+// defaultElectrumLimits returns the limits with every field at "default".
+func defaultElectrumLimits() ElectrumLimits {
+	return ElectrumLimits{ExemptNets: append([]string(nil), DefaultElectrumExemptNets...)}
+}
+
+// parseExemptNets parses --electrumexemptnets: CIDR networks or single
+// addresses, comma-separated or repeated; "none" alone exempts nothing.
+func parseExemptNets(values []string) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, v := range values {
+		for _, item := range strings.Split(v, ",") {
+			item = strings.TrimSpace(item)
+			switch {
+			case item == "" || (item == "none" && len(values) == 1):
+				continue
+			case !strings.Contains(item, "/"):
+				ip := net.ParseIP(item)
+				if ip == nil {
+					return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
+				}
+				bits := 128
+				if ip.To4() != nil {
+					ip, bits = ip.To4(), 32
+				}
+				out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			default:
+				_, n, err := net.ParseCIDR(item)
+				if err != nil {
+					return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
+				}
+				out = append(out, n)
+			}
+		}
+	}
+	return out, nil
+}
+
+// validate rejects values the server cannot use and parses ExemptNets.
 func (l *ElectrumLimits) validate() error {
+	nets, err := parseExemptNets(l.ExemptNets)
+	if err != nil {
+		return err
+	}
+	l.exemptNets = nets
 	if l.MaxSend != 0 && l.MaxSend < 350_000 {
 		return fmt.Errorf("--electrummaxsend must be at least 350000, not %d", l.MaxSend)
 	}

@@ -219,12 +219,13 @@ func SetLogLevels(debugLevel string) error {
 
 // validateLogLevels checks a --debuglevel value without applying it.
 func validateLogLevels(debugLevel string) error {
+	const levelChoices = "use trace, debug, info, warn, error, critical or off, or <subsystem>=<level>,..."
 	if !strings.Contains(debugLevel, "=") {
 		if strings.Contains(debugLevel, ",") {
 			return fmt.Errorf("the specified debug level contains an invalid list of subsystem/level pairs [%v]", debugLevel)
 		}
 		if _, ok := btclog.LevelFromString(debugLevel); !ok {
-			return fmt.Errorf("the specified debug level [%v] is invalid", debugLevel)
+			return fmt.Errorf("--debuglevel: the specified debug level [%v] is invalid -- %s", debugLevel, levelChoices)
 		}
 		return nil
 	}
@@ -237,7 +238,7 @@ func validateLogLevels(debugLevel string) error {
 			return fmt.Errorf("the specified subsystem [%v] is invalid -- supported subsystems %v", kv[0], SupportedSubsystems())
 		}
 		if _, ok := btclog.LevelFromString(kv[1]); !ok {
-			return fmt.Errorf("the specified debug level [%v] is invalid", kv[1])
+			return fmt.Errorf("--debuglevel: the specified debug level [%v] is invalid -- %s", kv[1], levelChoices)
 		}
 	}
 	return nil

@@ -66,6 +66,8 @@ type Node struct {
 
 	events *eventQueue
 	srv    *servers
+	// metrics is the Prometheus endpoint (nil without --metricslisten).
+	metrics *metricsServer
 
 	generateMu sync.Mutex
 	faucetMu   sync.Mutex
@@ -126,6 +128,12 @@ func (n *Node) assemble() error {
 		idx.SetTrailing(cfg.ElectrumTrailAge, n.indexCaughtUp)
 	}
 	var err error
+	if cfg.MetricsListen != "" {
+		// Open before the chain loads, so the index's catch-up shows.
+		if n.metrics, err = newMetricsServer(cfg.MetricsListen, n.index.electrum); err != nil {
+			return err
+		}
+	}
 	n.chain, err = blockchain.New(&blockchain.Config{
 		DB:               n.db,
 		Interrupt:        cfg.Interrupt,
@@ -143,6 +151,9 @@ func (n *Node) assemble() error {
 	}
 	best := n.chain.BestSnapshot()
 	log.Infof("Chain tip %v at height %d", best.Hash, best.Height)
+	if n.metrics != nil {
+		n.metrics.chain.Store(n.chain)
+	}
 
 	n.feeEstimator = loadFeeEstimator(n.db, best.Height)
 	n.txMemPool = mempool.New(&mempool.Config{
@@ -171,6 +182,9 @@ func (n *Node) assemble() error {
 	})
 	if idx := n.index.electrum; idx != nil {
 		n.mempoolView = indexers.NewMempool(idx.PrevOut)
+	}
+	if n.metrics != nil {
+		n.metrics.pool.Store(n.txMemPool)
 	}
 
 	n.peers = newPeerSet()
@@ -214,7 +228,13 @@ func (n *Node) assemble() error {
 		return err
 	}
 	n.srv, err = n.setupServers()
-	return err
+	if err != nil {
+		return err
+	}
+	if n.metrics != nil {
+		n.metrics.nodeReady(n.ConnectedCount)
+	}
+	return nil
 }
 
 // closeAfterFailedNew releases what New opened before it failed.
@@ -224,6 +244,9 @@ func (n *Node) closeAfterFailedNew() {
 	}
 	if n.srv != nil {
 		n.srv.close()
+	}
+	if n.metrics != nil {
+		n.metrics.close()
 	}
 	if n.index != nil && n.index.electrum != nil {
 		n.index.electrum.StopTrailing()
@@ -288,8 +311,7 @@ func (n *Node) Start() error {
 			n.intervalMiner.Add(1)
 			go n.mineEvery(n.cfg.RegtestMineInterval)
 		}
-		best := n.chain.BestSnapshot()
-		log.Infof("Node started on %s at height %d", n.params.Name, best.Height)
+		log.Info(n.startupSummary())
 	})
 	return err
 }
@@ -333,6 +355,9 @@ func (n *Node) Stop() error {
 		n.events.close()
 		n.wg.Wait()
 		saveFeeEstimator(n.db, n.feeEstimator)
+		if n.metrics != nil {
+			n.metrics.close()
+		}
 		if e := n.db.Close(); e != nil {
 			err = fmt.Errorf("close block database: %w", e)
 		}

@@ -170,6 +170,11 @@ func (b rpcBackend) ElectrumInfo() rpcext.ElectrumInfo {
 	}
 	info.Listeners = b.srv.electrumListenURLs()
 	info.Sessions, info.Subscriptions = b.srv.electrumSessions()
+	if e := b.srv.electrum; e != nil {
+		st := e.Stats()
+		info.Refused, info.Disconnected = st.Refused, st.Disconnected
+		info.Throttled, info.SubscriptionsRefused = st.Throttled, st.SubscriptionsRefused
+	}
 	return info
 }
 

@@ -49,6 +49,7 @@ func (n *Node) setupServers() (*servers, error) {
 			MaxConcurrentRequests: cfg.RPCMaxConcurrentReqs,
 			MaxWebsockets:         cfg.RPCMaxWebsockets,
 			RelayFee:              cfg.minRelayTxFee.ToBTC(),
+			ElectrumAdmin:         s.electrumAdminFor(n),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("RPC server: %w", err)
@@ -61,8 +62,23 @@ func (n *Node) setupServers() (*servers, error) {
 			return nil, err
 		}
 		s.electrum = electrum.New(ecfg, n.electrumBackend(idx))
+		if n.metrics != nil {
+			if err := n.metrics.registerElectrum(s.electrum); err != nil {
+				return nil, fmt.Errorf("Electrum metrics: %w", err)
+			}
+		}
 	}
 	return s, nil
+}
+
+// electrumAdminFor returns the operator's Electrum commands when the node
+// runs an Electrum server (created after the RPC server, before either
+// starts), nil otherwise.
+func (s *servers) electrumAdminFor(n *Node) rpcext.ElectrumAdmin {
+	if n.index.electrum == nil {
+		return nil
+	}
+	return electrumAdmin{s}
 }
 
 // electrumConfig maps the node's Electrum options to the server's
@@ -94,6 +110,7 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		CostHardLimit:     l.CostHardLimit,
 		RequestSleep:      l.RequestSleep,
 		BandwidthUnit:     l.BandwidthUnit,
+		ExemptNets:        l.exemptNets,
 		Logf:              subsystemLoggers["ESRV"].Infof,
 	}
 	if len(ec.TLSListen)+len(ec.WSSListen) > 0 {

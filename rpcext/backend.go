@@ -148,6 +148,16 @@ type ElectrumInfo struct {
 	// CatchUp describes the index's catch-up since the node started (the
 	// one running, or the last one); absent when none ran.
 	CatchUp *CatchUpInfo `json:"catchup,omitempty"`
+
+	// Refused counts connections refused before their session began, by
+	// reason (max_sessions, max_sessions_per_ip, shutting_down);
+	// Disconnected counts ended sessions by reason; Throttled counts
+	// requests delayed by cost throttling; SubscriptionsRefused counts
+	// subscriptions refused by a limit. All since the node started.
+	Refused              map[string]uint64 `json:"refused,omitempty"`
+	Disconnected         map[string]uint64 `json:"disconnected,omitempty"`
+	Throttled            uint64            `json:"throttled"`
+	SubscriptionsRefused uint64            `json:"subscriptionsrefused"`
 }
 
 // CatchUpInfo is the state of an index catch-up. Height, Txs, the rate and

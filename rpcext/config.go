@@ -66,4 +66,8 @@ type Config struct {
 
 	// RelayFee is the minimum relay fee in BTC/kB reported by getinfo.
 	RelayFee float64
+
+	// ElectrumAdmin serves the operator's Electrum commands (admin.go);
+	// nil when the node runs no Electrum server.
+	ElectrumAdmin ElectrumAdmin
 }

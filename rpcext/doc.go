@@ -8,8 +8,11 @@
 // integration/rpctest harness. Commands are parsed with btcjson and answered
 // with btcjson's result types.
 //
-// Beyond btcd it adds getelectruminfo, registered with btcjson so btcctl and
-// rpcclient know it.
+// Beyond btcd it adds getelectruminfo and the operator's Electrum commands
+// (admin.go: getelectrumsessions, disconnectelectrumsession,
+// getscripthashinfo, reloadelectrumtls), registered with btcjson so
+// rpcclient and cmd/btcd-electrum-ctl know them. The operator's commands
+// need the server's credentials.
 //
 // The server reads the node through three small interfaces owned here
 // (backend.go): Chain (btcd's *blockchain.BlockChain satisfies it), Mempool

@@ -30,7 +30,8 @@ func main() {
 }
 
 // run loads the configuration, starts the node and waits for SIGINT,
-// SIGTERM or an RPC stop request, then shuts the node down.
+// SIGTERM or an RPC stop request, then shuts the node down. SIGHUP reloads
+// the Electrum TLS certificate and key.
 func run(args []string) error {
 	cfg, _, err := node.LoadConfig(args)
 	if err != nil {
@@ -75,6 +76,12 @@ func run(args []string) error {
 	}()
 	cfg.Interrupt = interrupt
 
+	// SIGHUP reloads the Electrum TLS certificate; one that arrives while
+	// the node starts is handled once it runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
 	if cfg.Profile != "" {
 		startProfileServer(cfg.Profile)
 	}
@@ -110,12 +117,21 @@ func run(args []string) error {
 				limit>>20, cfg.ElectrumServeMem)
 		}
 	}
-	select {
-	case <-interrupt:
-	case <-n.StopRequested():
-		log.Infof("Stop requested over RPC")
+	for {
+		select {
+		case <-interrupt:
+			return n.Stop()
+		case <-n.StopRequested():
+			log.Infof("Stop requested over RPC")
+			return n.Stop()
+		case <-hup:
+			log.Infof("Received SIGHUP, reloading the Electrum TLS certificate")
+			if _, err := n.ReloadElectrumTLS(); err != nil {
+				// The Electrum server has logged why; say what remains.
+				log.Warnf("Electrum TLS certificate not reloaded: %v", err)
+			}
+		}
 	}
-	return n.Stop()
 }
 
 // startProfileServer serves net/http/pprof on localhost:port, as btcd's

@@ -1,0 +1,360 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/gorilla/websocket"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
+)
+
+// scrape reads the node's Prometheus endpoint (text exposition format) and
+// returns the value of the series name whose labels include want; for a
+// histogram, its sample count (name_count).
+func scrape(t *testing.T, n *Node, name string, want map[string]string) (float64, bool) {
+	t.Helper()
+	resp, err := http.Get("http://" + n.MetricsAddr().String() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("metrics line %q", line)
+		}
+		metric, labels, _ := strings.Cut(strings.TrimSuffix(series, "}"), "{")
+		if metric != name && metric != name+"_count" {
+			continue
+		}
+		match := true
+		for k, v := range want {
+			match = match && strings.Contains(","+labels+",", ","+k+"=\""+v+"\",")
+		}
+		if !match {
+			continue
+		}
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		return f, true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return 0, false
+}
+
+// TestMetricsEndpoint scrapes a real node's --metricslisten endpoint and checks that the values move with the chain, the index, the mempool and the Electrum server.
+func TestMetricsEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.MetricsListen = "127.0.0.1:0"
+	cfg.ElectrumTLSListeners = []string{"127.0.0.1:0"}
+	cfg.ElectrumCert, cfg.ElectrumKey = filepath.Join(dir, "e.cert"), filepath.Join(dir, "e.key")
+	n := startNode(t, cfg)
+	must := func(name string, labels map[string]string, want float64) {
+		t.Helper()
+		if got, ok := scrape(t, n, name, labels); !ok || got != want {
+			t.Fatalf("%s%v = %v (present %v), want %v", name, labels, got, ok, want)
+		}
+	}
+	must("btcd_chain_height", nil, 0)
+	must("electrum_index_height", nil, 0)
+	must("electrum_sessions", map[string]string{"transport": "tcp"}, 0)
+
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatal(err)
+	}
+	must("btcd_chain_height", nil, 101)
+	must("electrum_index_height", nil, 101)
+	must("electrum_index_progress", nil, 1)
+	must("electrum_index_blocks_total", nil, 101)
+	must("electrum_index_block_pass_seconds", map[string]string{"phase": "plan"}, 101)
+	must("electrum_index_block_pass_seconds", map[string]string{"phase": "write"}, 101)
+	if rows, _ := scrape(t, n, "electrum_index_rows", nil); rows < 101*2 {
+		t.Fatalf("index rows %v after 101 blocks", rows)
+	}
+	if w, _ := scrape(t, n, "electrum_index_rows_written_total", nil); w < 101*4 {
+		t.Fatalf("rows written %v after 101 blocks", w)
+	}
+	if b, _ := scrape(t, n, "electrum_index_bytes_written_total", nil); b < 101*100 {
+		t.Fatalf("bytes written %v after 101 blocks", b)
+	}
+
+	c := dialElectrum(t, n)
+	c.call("server.version", "metrics-test", "1.4")
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	c.call("blockchain.scripthash.subscribe", indexers.ScriptHashFromScript(pkScript).String())
+	must("electrum_sessions", map[string]string{"transport": "tcp"}, 1)
+	must("electrum_subscriptions", nil, 1)
+	must("electrum_requests_total", map[string]string{"method": "blockchain.scripthash.subscribe"}, 1)
+	must("electrum_request_duration_seconds", map[string]string{"method": "server.version"}, 1)
+
+	must("btcd_mempool_transactions", nil, 0)
+	tx := spendCoinbase(t, n, 1, 20_000)
+	var buf bytes.Buffer
+	if err := tx.MsgTx().Serialize(&buf); err != nil {
+		t.Fatal(err)
+	}
+	c.call("blockchain.transaction.broadcast", hex.EncodeToString(buf.Bytes()))
+	c.notification("blockchain.scripthash.subscribe")
+	must("btcd_mempool_transactions", nil, 1)
+	if v, _ := scrape(t, n, "electrum_notifications_total", nil); v < 1 {
+		t.Fatalf("notifications counted: %v", v)
+	}
+	if v, _ := scrape(t, n, "electrum_received_bytes_total", map[string]string{"transport": "tcp"}); v < 100 {
+		t.Fatalf("bytes received: %v", v)
+	}
+
+	// Every series the Grafana dashboard plots is served.
+	dashboard, err := os.ReadFile("../docs/grafana-dashboard.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := regexp.MustCompile(`\b(?:btcd|electrum|process|go)_[a-z0-9_]+`).FindAllString(string(dashboard), -1)
+	if len(names) < 20 {
+		t.Fatalf("only %d series found in the dashboard", len(names))
+	}
+	for _, name := range names {
+		if _, ok := scrape(t, n, name, nil); !ok {
+			t.Errorf("the dashboard plots %s, which the node does not serve", name)
+		}
+	}
+}
+
+// TestElectrumExemptNetsOnNode runs the per-IP session limit on a real node: by default loopback (a reverse proxy or Tor daemon) is exempt and many sessions are served; with --electrumexemptnets=none the limit applies, and the refusal shows in getelectruminfo.
+func TestElectrumExemptNetsOnNode(t *testing.T) {
+	t.Run("default exempts loopback", func(t *testing.T) {
+		cfg := testConfig(t, t.TempDir(), true)
+		cfg.Electrum.MaxSessionsPerIP = 2
+		n := startNode(t, cfg)
+		for i := 0; i < 6; i++ {
+			c := dialElectrum(t, n)
+			c.call("server.version", "proxy-client", "1.4")
+		}
+		if info := (rpcBackend{n}).ElectrumInfo(); info.Sessions != 6 || info.Refused["max_sessions_per_ip"] != 0 {
+			t.Fatalf("getelectruminfo %+v", info)
+		}
+	})
+	t.Run("none", func(t *testing.T) {
+		cfg := testConfig(t, t.TempDir(), true)
+		cfg.Electrum.MaxSessionsPerIP = 2
+		cfg.Electrum.ExemptNets = []string{"none"}
+		n := startNode(t, cfg)
+		for i := 0; i < 2; i++ {
+			dialElectrum(t, n).call("server.version", "client", "1.4")
+		}
+		c := dialElectrum(t, n)
+		msg := c.read()
+		if e, _ := msg["error"].(map[string]any); e == nil || e["code"] != float64(-101) {
+			t.Fatalf("third session from one address: %v", msg)
+		}
+		if info := (rpcBackend{n}).ElectrumInfo(); info.Refused["max_sessions_per_ip"] != 1 {
+			t.Fatalf("refusal not in getelectruminfo: %+v", info.Refused)
+		}
+	})
+}
+
+// adminClient is an rpcclient for the node's RPC server.
+func adminClient(t *testing.T, n *Node, user, pass string) *rpcclient.Client {
+	t.Helper()
+	c, err := rpcclient.New(&rpcclient.ConnConfig{Host: n.RPCAddrs()[0].String(), User: user, Pass: pass,
+		HTTPPostMode: true, DisableTLS: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	return c
+}
+
+// TestElectrumAdminRPC calls the operator's Electrum commands on a real node with rpcclient: sessions listed with their client names, a script hash described by address and by hash as a wallet sees it, a session closed, the TLS certificate reloaded; they need the RPC credentials and are unknown on the Electrum port.
+func TestElectrumAdminRPC(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.ElectrumTLSListeners = []string{"127.0.0.1:0"}
+	cfg.ElectrumCert = filepath.Join(dir, "e.cert")
+	cfg.ElectrumKey = filepath.Join(dir, "e.key")
+	n := startNode(t, cfg)
+	if _, err := n.Generate(3, nil); err != nil {
+		t.Fatal(err)
+	}
+	rpc := adminClient(t, n, "user", "pass")
+
+	wallet := dialElectrum(t, n)
+	wallet.call("server.version", "Electrum 4.5.8", "1.4")
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	sh := indexers.ScriptHashFromScript(pkScript).String()
+	walletStatus := wallet.call("blockchain.scripthash.subscribe", sh)
+
+	raw, err := rpc.RawRequest(rpcext.GetElectrumSessionsMethod, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sessions []rpcext.ElectrumSession
+	if err := json.Unmarshal(raw, &sessions); err != nil {
+		t.Fatal(err)
+	}
+	if len(sessions) != 1 || sessions[0].ClientName != "Electrum 4.5.8" || sessions[0].Protocol != "1.4" ||
+		sessions[0].Subscriptions != 1 || sessions[0].Transport != "tcp" || !sessions[0].Exempt ||
+		sessions[0].Address != wallet.conn.LocalAddr().String() || sessions[0].BytesIn == 0 {
+		t.Fatalf("getelectrumsessions: %s", raw)
+	}
+
+	for _, arg := range []string{testMiningAddr(t).EncodeAddress(), sh} {
+		raw, err = rpc.RawRequest(rpcext.GetScriptHashInfoMethod, []json.RawMessage{jsonString(arg)})
+		if err != nil {
+			t.Fatalf("getscripthashinfo %s: %v", arg, err)
+		}
+		var info rpcext.ScriptHashInfo
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.ScriptHash != sh || info.HistoryLength != 3 || info.UnspentCount != 3 || info.IndexHeight != 3 ||
+			info.Status == nil || *info.Status != walletStatus || info.Subscribers != 1 ||
+			info.ConfirmedBalance != 3*50_0000_0000 {
+			t.Fatalf("getscripthashinfo %s: %s (wallet status %v)", arg, raw, walletStatus)
+		}
+	}
+	if _, err := rpc.RawRequest(rpcext.GetScriptHashInfoMethod, []json.RawMessage{jsonString("nonsense")}); err == nil {
+		t.Fatal("getscripthashinfo accepted nonsense")
+	}
+
+	// The TLS certificate is reloaded; a broken one is refused.
+	raw, err = rpc.RawRequest(rpcext.ReloadElectrumTLSMethod, nil)
+	if err != nil {
+		t.Fatalf("reloadelectrumtls: %v", err)
+	}
+	pemCert, _ := os.ReadFile(cfg.ElectrumCert)
+	var cert rpcext.TLSCertificate
+	if err := json.Unmarshal(raw, &cert); err != nil || cert.CertFile != cfg.ElectrumCert || cert.SHA256 != pemFingerprint(t, pemCert) {
+		t.Fatalf("reloadelectrumtls: %s, %v", raw, err)
+	}
+	if err := os.WriteFile(cfg.ElectrumCert, []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rpc.RawRequest(rpcext.ReloadElectrumTLSMethod, nil); err == nil || !strings.Contains(err.Error(), "still using") {
+		t.Fatalf("reloading a broken certificate: %v", err)
+	}
+	tc, err := tls.Dial("tcp", n.ElectrumAddrs()[electrum.TLS][0].String(), &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("TLS after a failed reload: %v", err)
+	}
+	tc.Close()
+
+	// Not on the Electrum port.
+	other := dialElectrum(t, n)
+	other.call("server.version", "curious", "1.4")
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": rpcext.GetElectrumSessionsMethod, "params": []any{}})
+	other.conn.Write(append(req, '\n'))
+	if msg := other.read(); msg["error"] == nil {
+		t.Fatalf("getelectrumsessions over the Electrum port: %v", msg)
+	}
+
+	// Credentials are required.
+	if _, err := adminClient(t, n, "user", "wrong").RawRequest(rpcext.GetElectrumSessionsMethod, nil); err == nil {
+		t.Fatal("getelectrumsessions without the credentials succeeded")
+	}
+
+	// Closing the wallet's session.
+	id, _ := json.Marshal(sessions[0].ID)
+	if _, err := rpc.RawRequest(rpcext.DisconnectElectrumSessionMethod, []json.RawMessage{id}); err != nil {
+		t.Fatal(err)
+	}
+	wallet.conn.SetReadDeadline(time.Now().Add(testWait))
+	if _, err := bufio.NewReader(wallet.conn).ReadByte(); err == nil {
+		t.Fatal("the session is still open")
+	}
+	if _, err := rpc.RawRequest(rpcext.DisconnectElectrumSessionMethod, []json.RawMessage{id}); err == nil {
+		t.Fatal("closing a closed session succeeded")
+	}
+	if info := (rpcBackend{n}).ElectrumInfo(); info.Disconnected["admin"] != 1 {
+		t.Fatalf("admin disconnection not counted: %v", info.Disconnected)
+	}
+}
+
+// jsonString encodes s as a JSON string.
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// pemFingerprint is the hex SHA-256 of the first certificate in a PEM file.
+func pemFingerprint(t *testing.T, pemCert []byte) string {
+	t.Helper()
+	block, _ := pem.Decode(pemCert)
+	if block == nil {
+		t.Fatal("no PEM block")
+	}
+	sum := sha256.Sum256(block.Bytes)
+	return hex.EncodeToString(sum[:])
+}
+
+// TestElectrumBehindReverseProxy puts a real reverse proxy (net/http/httputil, which forwards WebSocket upgrades as nginx does) in front of the node's WebSocket listener: every wallet arrives from 127.0.0.1, and with the default exempt networks far more of them than --electrummaxsessionsperip are served.
+func TestElectrumBehindReverseProxy(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), true)
+	cfg.ElectrumListeners = nil
+	cfg.ElectrumWSListeners = []string{"127.0.0.1:0"}
+	cfg.Electrum.MaxSessionsPerIP = 2
+	n := startNode(t, cfg)
+	backend, err := url.Parse("http://" + n.ElectrumAddrs()[electrum.WS][0].String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httptest.NewServer(httputil.NewSingleHostReverseProxy(backend))
+	defer proxy.Close()
+
+	const wallets = 10
+	for i := 0; i < wallets; i++ {
+		c, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(proxy.URL, "http")+"/electrum", nil)
+		if err != nil {
+			t.Fatalf("wallet %d: %v", i, err)
+		}
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(testWait))
+		if err := c.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["web wallet","1.4"]}`)); err != nil {
+			t.Fatal(err)
+		}
+		_, msg, err := c.ReadMessage()
+		if err != nil || !strings.Contains(string(msg), `"result"`) {
+			t.Fatalf("wallet %d through the proxy: %s, %v", i, msg, err)
+		}
+	}
+	sessions := electrumAdmin{n.srv}.Sessions()
+	if len(sessions) != wallets {
+		t.Fatalf("%d sessions, want %d", len(sessions), wallets)
+	}
+	for _, s := range sessions {
+		if !strings.HasPrefix(s.Address, "127.0.0.1:") || s.Transport != "ws" || !s.Exempt || s.ClientName != "web wallet" {
+			t.Fatalf("session behind the proxy: %+v", s)
+		}
+	}
+}
