@@ -401,7 +401,7 @@ func (cfg *Config) Normalize() error {
 	cfg.AddPeers = normalizeAddresses(cfg.AddPeers, cfg.params.DefaultPort)
 
 	// As btcd: without credentials there is no RPC server.
-	if cfg.RPCUser == "" && cfg.RPCPass == "" {
+	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
 		cfg.DisableRPC = true
 	}
 	if len(cfg.RPCListeners) == 0 {

@@ -39,6 +39,8 @@ func (n *Node) setupServers() (*servers, error) {
 			Listen:                cfg.RPCListeners,
 			User:                  cfg.RPCUser,
 			Pass:                  cfg.RPCPass,
+			LimitUser:             cfg.RPCLimitUser,
+			LimitPass:             cfg.RPCLimitPass,
 			DisableTLS:            cfg.DisableTLS,
 			CertFile:              cfg.RPCCert,
 			KeyFile:               cfg.RPCKey,

@@ -35,6 +35,12 @@ type Config struct {
 	User string
 	Pass string
 
+	// LimitUser and LimitPass are the credentials of btcd's limited user
+	// (--rpclimituser, --rpclimitpass), who may call only the methods
+	// btcd allows it (limited.go).
+	LimitUser string
+	LimitPass string
+
 	// DisableTLS serves plain HTTP. Otherwise CertFile and KeyFile are
 	// used, and a self-signed pair is written there when both are
 	// missing.
