@@ -38,7 +38,7 @@ func limitedAllowed(method string) bool {
 
 // errLimitedUser is btcd's answer to the limited user calling another
 // method.
-var errLimitedUser = btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, "limited user not authorized for this method")
+var errLimitedUser = btcjson.NewRPCError(btcjson.ErrRPCInternal.Code, "limited user not authorized for this method")
 
 // checkAuthLevel reports whether r carries the full or the limited user's
 // basic-auth credentials (ok), and which (limited).
