@@ -1,0 +1,158 @@
+package node
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/btcsuite/btcd/address/v2"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/txscript/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+)
+
+// TestAddrIndexAndDrops runs --addrindex (which turns --txindex on) with the
+// Electrum index: searchrawtransactions finds a payment in the mempool and
+// once confirmed (with the spent output's value through vinextra), and pages
+// through the mining address's coinbases forwards and backwards as btcd.
+// Then the --drop*index flags delete each index from the stopped node's
+// database; the node starts without them, and starting with --addrindex
+// again rebuilds the address index.
+func TestAddrIndexAndDrops(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.AddrIndex = true
+	n := startNode(t, cfg)
+	if !cfg.TxIndex {
+		t.Fatal("--addrindex did not turn --txindex on")
+	}
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := rpcClient(t, n.RPCAddrs()[0].String())
+
+	script := freshScript(t)
+	_, addrs, _, _ := txscript.ExtractPkScriptAddrs(script, &chaincfg.RegressionNetParams)
+	paid := payFromCoinbase(t, n, 1, script)
+	txs, err := c.SearchRawTransactions(addrs[0], 0, 10, false, nil)
+	if err != nil || len(txs) != 1 || txs[0].TxHash() != *paid.Hash() {
+		t.Fatalf("unconfirmed payment: %v %v", txs, err)
+	}
+	hashes, err := n.Generate(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verbose, err := c.SearchRawTransactionsVerbose(addrs[0], 0, 10, true, false, nil)
+	if err != nil || len(verbose) != 1 {
+		t.Fatalf("confirmed payment: %v %v", verbose, err)
+	}
+	v := verbose[0]
+	if v.Txid != paid.Hash().String() || v.BlockHash != hashes[0].String() || v.Confirmations != 1 {
+		t.Fatalf("verbose result %+v", v)
+	}
+	if v.Vin[0].PrevOut == nil || v.Vin[0].PrevOut.Value != 50 ||
+		v.Vin[0].PrevOut.Addresses[0] != testMiningAddr(t).EncodeAddress() {
+		t.Fatalf("vinextra prevout %+v", v.Vin[0].PrevOut)
+	}
+
+	// Paging through the mining address: coinbases in chain order.
+	mining := testMiningAddr(t)
+	page, err := c.SearchRawTransactions(mining, 5, 3, false, nil)
+	if err != nil || len(page) != 3 {
+		t.Fatalf("page: %d %v", len(page), err)
+	}
+	for i, tx := range page {
+		want := mustBlock(t, n, int32(6+i)).Transactions()[0].Hash()
+		if tx.TxHash() != *want {
+			t.Fatalf("page entry %d is %v, want coinbase of height %d", i, tx.TxHash(), 6+i)
+		}
+	}
+	// reverse is the same list backwards (the spend of coinbase 1 is the
+	// newest entry, after the tip's coinbase in its block).
+	all, err := c.SearchRawTransactions(mining, 0, 1000, false, nil)
+	if err != nil || len(all) != 103 {
+		t.Fatalf("all entries: %d %v", len(all), err)
+	}
+	backwards, err := c.SearchRawTransactions(mining, 0, 1000, true, nil)
+	if err != nil || len(backwards) != len(all) {
+		t.Fatalf("reverse: %d %v", len(backwards), err)
+	}
+	for i := range all {
+		if all[i].TxHash() != backwards[len(all)-1-i].TxHash() {
+			t.Fatalf("reverse entry %d differs", i)
+		}
+	}
+	if _, err := c.SearchRawTransactions(freshAddr(t), 0, 1, false, nil); err == nil ||
+		!strings.Contains(err.Error(), "No information available about address") {
+		t.Fatalf("unknown address: %v", err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	initialized := func() (addr, tx, cf, el bool) {
+		t.Helper()
+		db, err := database.Open("ffldb", BlockDBPath(cfg.NetDataDir()), chaincfg.RegressionNetParams.Net)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return btcdindexers.AddrIndexInitialized(db), btcdindexers.TxIndexInitialized(db),
+			btcdindexers.CfIndexInitialized(db), indexers.ElectrumIndexInitialized(db)
+	}
+	drop := func(set func(*Config)) {
+		t.Helper()
+		d := testConfig(t, dir, false)
+		set(d)
+		if !d.DropRequested() {
+			t.Fatal("no drop requested")
+		}
+		if err := DropIndexes(d); err != nil {
+			t.Fatalf("DropIndexes: %v", err)
+		}
+	}
+	if a, x, f, e := initialized(); !a || !x || !f || !e {
+		t.Fatalf("before the drops: addr %v tx %v cf %v electrum %v", a, x, f, e)
+	}
+	drop(func(d *Config) { d.DropAddrIndex = true })
+	if a, x, _, _ := initialized(); a || !x {
+		t.Fatalf("after --dropaddrindex: addr %v tx %v", a, x)
+	}
+	drop(func(d *Config) { d.DropTxIndex, d.DropCfIndex, d.DropElectrumIndex = true, true, true })
+	if a, x, f, e := initialized(); a || x || f || e {
+		t.Fatalf("after the drops: addr %v tx %v cf %v electrum %v", a, x, f, e)
+	}
+
+	// Without indexes the node runs, and says so.
+	plain := testConfig(t, dir, false)
+	plain.NoCFilters = true
+	n2 := startNode(t, plain)
+	c2 := rpcClient(t, n2.RPCAddrs()[0].String())
+	if _, err := c2.SearchRawTransactions(mining, 0, 1, false, nil); err == nil ||
+		!strings.Contains(err.Error(), "--addrindex") {
+		t.Fatalf("searchrawtransactions without the index: %v", err)
+	}
+	if err := n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// --addrindex again: rebuilt from the blocks.
+	again := testConfig(t, dir, false)
+	again.AddrIndex = true
+	n3 := startNode(t, again)
+	c3 := rpcClient(t, n3.RPCAddrs()[0].String())
+	txs, err = c3.SearchRawTransactions(addrs[0], 0, 10, false, nil)
+	if err != nil || len(txs) != 1 || txs[0].TxHash() != *paid.Hash() {
+		t.Fatalf("after the rebuild: %v %v", txs, err)
+	}
+}
+
+// freshAddr returns the address of a new key.
+func freshAddr(t *testing.T) address.Address {
+	t.Helper()
+	_, addrs, _, _ := txscript.ExtractPkScriptAddrs(freshScript(t), &chaincfg.RegressionNetParams)
+	return addrs[0]
+}
+
