@@ -155,4 +155,3 @@ func freshAddr(t *testing.T) address.Address {
 	_, addrs, _, _ := txscript.ExtractPkScriptAddrs(freshScript(t), &chaincfg.RegressionNetParams)
 	return addrs[0]
 }
-
