@@ -51,6 +51,7 @@ func (n *Node) setupServers() (*servers, error) {
 			MaxConcurrentRequests: cfg.RPCMaxConcurrentReqs,
 			MaxWebsockets:         cfg.RPCMaxWebsockets,
 			RelayFee:              cfg.minRelayTxFee.ToBTC(),
+			Pruned:                cfg.Prune != 0,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("RPC server: %w", err)

@@ -72,4 +72,7 @@ type Config struct {
 
 	// RelayFee is the minimum relay fee in BTC/kB reported by getinfo.
 	RelayFee float64
+
+	// Pruned is reported by getblockchaininfo (the node runs --prune).
+	Pruned bool
 }

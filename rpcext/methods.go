@@ -62,8 +62,10 @@ func init() {
 		"submitblock":        {handleSubmitBlock, "Submits a block; null on success, a rejection reason otherwise."},
 		"uptime":             {handleUptime, "Returns the seconds since the server started."},
 	}
-	for name, m := range indexMethods {
-		methods[name] = m
+	for _, extra := range []map[string]method{indexMethods, btcdMethods} {
+		for name, m := range extra {
+			methods[name] = m
+		}
 	}
 	for name := range methods {
 		methodNames = append(methodNames, name)
