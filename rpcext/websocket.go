@@ -47,6 +47,8 @@ type wsClient struct {
 	// blocks is set by notifyblocks; filter by loadtxfilter.
 	blocks bool
 	filter *txFilter
+	// watch holds the transaction subscriptions (wsnotify.go).
+	watch wsWatch
 
 	signal    chan struct{}
 	quit      chan struct{}
