@@ -7,11 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // TestBtcdChainMethods calls btcd's chain and utility methods through
@@ -177,4 +180,64 @@ func rawParams(t *testing.T, params ...string) []json.RawMessage {
 		out[i] = b
 	}
 	return out
+}
+
+// TestBtcdUtilMethods signs and verifies a message, builds a raw
+// transaction, and tests a transaction for the mempool before and after it
+// is accepted (testmempoolaccept, gettxspendingprevout), through btcd's
+// rpcclient.
+func TestBtcdUtilMethods(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := rpcClient(t, n.RPCAddrs()[0].String())
+
+	wif, err := btcutil.NewWIF(testKey, &chaincfg.RegressionNetParams, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sig string
+	raw, err := c.RawRequest("signmessagewithprivkey", rawParams(t, wif.String(), "hello"))
+	if err != nil || json.Unmarshal(raw, &sig) != nil {
+		t.Fatalf("signmessagewithprivkey %s %v", raw, err)
+	}
+	if ok, err := c.VerifyMessage(testMiningAddr(t), sig, "hello"); err != nil || !ok {
+		t.Fatalf("verifymessage of the signed message: %v %v", ok, err)
+	}
+	if ok, err := c.VerifyMessage(testMiningAddr(t), sig, "hello!"); err != nil || ok {
+		t.Fatalf("verifymessage of another message: %v %v", ok, err)
+	}
+
+	cb := mustBlock(t, n, 1).Transactions()[0]
+	lock := int64(0)
+	mtx, err := c.CreateRawTransaction([]btcjson.TransactionInput{{Txid: cb.Hash().String(), Vout: 0}},
+		map[address.Address]btcutil.Amount{testMiningAddr(t): 49 * btcutil.SatoshiPerBitcoin}, &lock)
+	if err != nil || len(mtx.TxIn) != 1 || mtx.TxIn[0].PreviousOutPoint.Hash != *cb.Hash() ||
+		len(mtx.TxOut) != 1 || mtx.TxOut[0].Value != 49*btcutil.SatoshiPerBitcoin {
+		t.Fatalf("createrawtransaction %v %v", mtx, err)
+	}
+
+	spend := spendCoinbase(t, n, 1, 10_000)
+	res, err := c.TestMempoolAccept([]*wire.MsgTx{spend.MsgTx()}, 0)
+	if err != nil || len(res) != 1 || !res[0].Allowed || res[0].Txid != spend.Hash().String() {
+		t.Fatalf("testmempoolaccept %+v %v", res, err)
+	}
+	if n.TxPool().HaveTransaction(spend.Hash()) {
+		t.Fatal("testmempoolaccept added the transaction")
+	}
+	op := wire.OutPoint{Hash: *cb.Hash(), Index: 0}
+	if sp, err := c.GetTxSpendingPrevOut([]wire.OutPoint{op}); err != nil || sp[0].SpendingTxid != "" {
+		t.Fatalf("gettxspendingprevout before: %+v %v", sp, err)
+	}
+	if _, err := n.ProcessTx(spend); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := c.GetTxSpendingPrevOut([]wire.OutPoint{op}); err != nil || sp[0].SpendingTxid != spend.Hash().String() {
+		t.Fatalf("gettxspendingprevout after: %+v %v", sp, err)
+	}
+	double := spendCoinbase(t, n, 1, 20_000)
+	if res, err := c.TestMempoolAccept([]*wire.MsgTx{double.MsgTx()}, 0); err != nil || res[0].Allowed || res[0].RejectReason == "" {
+		t.Fatalf("testmempoolaccept of a double spend %+v %v", res, err)
+	}
 }
