@@ -56,6 +56,7 @@ type Node struct {
 	services     wire.ServiceFlag
 	p2pListeners []net.Listener
 	peers        *peerSet
+	totals       netTotals
 	bans         *banList
 	rebroadcast  *rebroadcaster
 

@@ -367,6 +367,8 @@ func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
 			OnFilterAdd:    sp.OnFilterAdd,
 			OnFilterClear:  sp.OnFilterClear,
 			OnMemPool:      sp.OnMemPool,
+			OnRead:         n.totals.onRead,
+			OnWrite:        n.totals.onWrite,
 		},
 		NewestBlock: func() (*chainhash.Hash, int32, error) {
 			best := n.chain.BestSnapshot()

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -240,4 +241,85 @@ func TestBtcdUtilMethods(t *testing.T) {
 	if res, err := c.TestMempoolAccept([]*wire.MsgTx{double.MsgTx()}, 0); err != nil || res[0].Allowed || res[0].RejectReason == "" {
 		t.Fatalf("testmempoolaccept of a double spend %+v %v", res, err)
 	}
+}
+
+// TestBtcdAdminMethods drives btcd's network, mining and debugging methods
+// through btcd's rpcclient on two connected nodes.
+func TestBtcdAdminMethods(t *testing.T) {
+	a := startNode(t, testConfig(t, t.TempDir(), false))
+	b := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, err := a.Generate(10, nil); err != nil {
+		t.Fatal(err)
+	}
+	c := rpcClient(t, a.RPCAddrs()[0].String())
+	bAddr := b.P2PAddrs()[0].String()
+	if err := c.AddNode(bAddr, rpcclient.ANAdd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the added peer", func() bool { return a.ConnectedCount() == 1 })
+
+	if added, err := c.GetAddedNodeInfoNoDNS(bAddr); err != nil || len(added) != 1 || added[0] != bAddr {
+		t.Fatalf("getaddednodeinfo %v %v", added, err)
+	}
+	info, err := c.GetAddedNodeInfo(bAddr)
+	if err != nil || len(info) != 1 || info[0].Connected == nil || !*info[0].Connected {
+		t.Fatalf("getaddednodeinfo dns %+v %v", info, err)
+	}
+	totals, err := c.GetNetTotals()
+	if err != nil || totals.TotalBytesRecv == 0 || totals.TotalBytesSent == 0 {
+		t.Fatalf("getnettotals %+v %v", totals, err)
+	}
+	if err := c.Ping(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a ping round trip", func() bool {
+		peers, err := c.GetPeerInfo()
+		return err == nil && len(peers) == 1 && peers[0].PingTime > 0
+	})
+	if _, err := c.GetNodeAddresses(nil); err != nil {
+		t.Fatalf("getnodeaddresses: %v", err)
+	}
+	// node disconnect refuses a permanent peer; node remove by id drops it.
+	if _, err := c.RawRequest("node", rawParams(t, "disconnect", bAddr)); err == nil ||
+		!strings.Contains(err.Error(), "use remove") {
+		t.Fatalf("node disconnect of a permanent peer: %v", err)
+	}
+	id := a.Peers()[0].ID()
+	if err := c.Node(btcjson.NRemove, strconv.Itoa(int(id)), nil); err != nil {
+		t.Fatalf("node remove: %v", err)
+	}
+	waitFor(t, "the removed peer to go", func() bool { return a.ConnectedCount() == 0 })
+
+	if err := c.SetGenerate(true, 1); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := c.GetGenerate(); err != nil || !on {
+		t.Fatalf("getgenerate after setgenerate true: %v %v", on, err)
+	}
+	if err := c.SetGenerate(false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := c.GetGenerate(); err != nil || on {
+		t.Fatalf("getgenerate after setgenerate false: %v %v", on, err)
+	}
+	if _, err := c.GetHashesPerSec(); err != nil {
+		t.Fatal(err)
+	}
+	mi, err := c.GetMiningInfo()
+	if err != nil || mi.Blocks < 10 || mi.NetworkHashPS <= 0 {
+		t.Fatalf("getmininginfo %+v %v", mi, err)
+	}
+	if ok, err := c.VerifyChainLevel(3); err != nil || !ok {
+		t.Fatalf("verifychain %v %v", ok, err)
+	}
+	if out, err := c.RawRequest("debuglevel", rawParams(t, "show")); err != nil || !strings.Contains(string(out), "SRVR") {
+		t.Fatalf("debuglevel show %s %v", out, err)
+	}
+	if out, err := c.RawRequest("debuglevel", rawParams(t, "SRVR=debug")); err != nil || string(out) != `"Done."` {
+		t.Fatalf("debuglevel %s %v", out, err)
+	}
+	if _, err := c.RawRequest("debuglevel", rawParams(t, "nonsense=1")); err == nil {
+		t.Fatal("debuglevel accepted a bad spec")
+	}
+	_ = SetLogLevels(os.Getenv("NODE_TEST_LOG"))
 }

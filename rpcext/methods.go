@@ -62,7 +62,7 @@ func init() {
 		"submitblock":        {handleSubmitBlock, "Submits a block; null on success, a rejection reason otherwise."},
 		"uptime":             {handleUptime, "Returns the seconds since the server started."},
 	}
-	for _, extra := range []map[string]method{indexMethods, btcdMethods, btcdUtilMethods} {
+	for _, extra := range []map[string]method{indexMethods, btcdMethods, btcdUtilMethods, adminMethods} {
 		for name, m := range extra {
 			methods[name] = m
 		}
