@@ -386,4 +386,3 @@ func handleVerifyChain(s *Server, cmd interface{}) (interface{}, error) {
 	}
 	return true, nil
 }
-
