@@ -3,6 +3,7 @@ package node
 import (
 	"encoding/hex"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
@@ -133,4 +134,60 @@ func mustHex(t *testing.T, s string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestWebsocketRescan runs btcd's legacy rescan from the genesis block with
+// btcd's rpcclient: recvtx for the payment to a watched address (with its
+// block), redeemingtx for the spend of a watched outpoint, then
+// rescanfinished at the tip.
+func TestWebsocketRescan(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, err := n.Generate(103, nil); err != nil {
+		t.Fatal(err)
+	}
+	watched := freshAddr(t)
+	pkScript, _ := txscript.PayToAddrScript(watched)
+	paid := payFromCoinbase(t, n, 1, pkScript)
+	spend := spendCoinbase(t, n, 2, 10_000)
+	if _, err := n.ProcessTx(spend); err != nil {
+		t.Fatal(err)
+	}
+	hashes, err := n.Generate(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tip := n.Chain().BestSnapshot()
+
+	recvs := make(chan recvTx, 10)
+	redeems := make(chan recvTx, 10)
+	finished := make(chan int32, 1)
+	c, err := rpcclient.New(&rpcclient.ConnConfig{Host: n.RPCAddrs()[0].String(), Endpoint: "ws",
+		User: "user", Pass: "pass", DisableTLS: true}, &rpcclient.NotificationHandlers{
+		OnRecvTx:      func(tx *btcutil.Tx, d *btcjson.BlockDetails) { recvs <- recvTx{*tx.Hash(), d} },
+		OnRedeemingTx: func(tx *btcutil.Tx, d *btcjson.BlockDetails) { redeems <- recvTx{*tx.Hash(), d} },
+		OnRescanFinished: func(h *chainhash.Hash, height int32, _ time.Time) {
+			if *h == tip.Hash {
+				finished <- height
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Shutdown()
+	op := wire.OutPoint{Hash: *mustBlock(t, n, 2).Transactions()[0].Hash(), Index: 0}
+	genesis := n.Params().GenesisHash
+	if err := c.Rescan(genesis, []address.Address{watched}, []*wire.OutPoint{&op}); err != nil {
+		t.Fatalf("rescan: %v", err)
+	}
+	if r := recv(t, recvs, "recvtx"); r.hash != *paid.Hash() || r.details == nil ||
+		r.details.Hash != hashes[0].String() || r.details.Height != tip.Height-1 {
+		t.Fatalf("recvtx %+v %+v", r, r.details)
+	}
+	if r := recv(t, redeems, "redeemingtx"); r.hash != *spend.Hash() || r.details == nil || r.details.Hash != hashes[0].String() {
+		t.Fatalf("redeemingtx %+v %+v", r, r.details)
+	}
+	if h := recv(t, finished, "rescanfinished"); h != tip.Height {
+		t.Fatalf("rescanfinished at %d, tip %d", h, tip.Height)
+	}
 }
