@@ -9,6 +9,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
@@ -154,4 +155,65 @@ func freshAddr(t *testing.T) address.Address {
 	t.Helper()
 	_, addrs, _, _ := txscript.ExtractPkScriptAddrs(freshScript(t), &chaincfg.RegressionNetParams)
 	return addrs[0]
+}
+
+// TestIndexesFollowReorgWhileDisabled keeps btcd's address and compact
+// filter indexes across a reorganization made while they were disabled
+// (not dropped). The chain deleted the stale block's spend journal, which
+// btcd v0.26.2's own index manager needs to rewind them (it fails to start
+// there); the node rewinds them itself (the address index reads the spent
+// scripts from the transaction index) and catches them up, so
+// searchrawtransactions finds the payment in its new block, the new blocks'
+// filters are served and the stale block's is gone.
+func TestIndexesFollowReorgWhileDisabled(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, false)
+	cfg.AddrIndex = true
+	n := startNode(t, cfg)
+	if _, err := n.Generate(101, nil); err != nil {
+		t.Fatal(err)
+	}
+	script := freshScript(t)
+	_, addrs, _, _ := txscript.ExtractPkScriptAddrs(script, &chaincfg.RegressionNetParams)
+	paid := payFromCoinbase(t, n, 1, script)
+	old, err := n.Generate(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the indexes: the payment's block is replaced.
+	off := testConfig(t, dir, false)
+	off.NoCFilters = true
+	n2 := startNode(t, off)
+	if err := n2.Chain().InvalidateBlock(old[0]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the payment back in the mempool", func() bool { return n2.TxPool().HaveTransaction(paid.Hash()) })
+	branch, err := n2.Generate(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n2.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	on := testConfig(t, dir, false)
+	on.AddrIndex = true
+	n3 := startNode(t, on)
+	c := rpcClient(t, n3.RPCAddrs()[0].String())
+	res, err := c.SearchRawTransactionsVerbose(addrs[0], 0, 10, false, false, nil)
+	if err != nil || len(res) != 1 || res[0].Txid != paid.Hash().String() || res[0].BlockHash != branch[0].String() {
+		t.Fatalf("after the reorg: %+v %v (want %v in %v)", res, err, paid.Hash(), branch[0])
+	}
+	f, err := c.GetCFilter(branch[1], wire.GCSFilterRegular)
+	if err != nil || len(f.Data) == 0 {
+		t.Fatalf("filter of the new tip: %v", err)
+	}
+	// The stale block's filter went with the rewind.
+	if f, err := c.GetCFilter(old[0], wire.GCSFilterRegular); err != nil || len(f.Data) != 0 {
+		t.Fatalf("getcfilter of the stale block: %x %v", f.Data, err)
+	}
 }
