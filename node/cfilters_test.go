@@ -307,3 +307,32 @@ func TestNoCFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCFCheckpoints mines past the first BIP 157 checkpoint interval: the
+// cfcheckpt answer holds the filter header at height 1000, equal to the
+// one getcfheaders chains up to.
+func TestCFCheckpoints(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, err := n.Generate(wire.CFCheckptInterval+5, nil); err != nil {
+		t.Fatal(err)
+	}
+	tip := n.Chain().BestSnapshot()
+	checkpts := make(chan *wire.MsgCFCheckpt, 1)
+	p := listeningPeer(t, n.P2PAddrs()[0].String(), peer.MessageListeners{
+		OnRead: func(_ *peer.Peer, _ int, m wire.Message, _ error) {
+			if cm, ok := m.(*wire.MsgCFCheckpt); ok {
+				checkpts <- cm
+			}
+		},
+	})
+	p.QueueMessage(wire.NewMsgGetCFCheckpt(wire.GCSFilterRegular, &tip.Hash), nil)
+	cm := recv(t, checkpts, "cfcheckpt")
+	if len(cm.FilterHeaders) != 1 || cm.StopHash != tip.Hash {
+		t.Fatalf("cfcheckpt with %d headers", len(cm.FilterHeaders))
+	}
+	at1000, _ := n.Chain().BlockHashByHeight(wire.CFCheckptInterval)
+	want, err := rpcBackend{n}.CFilterHeader(at1000, wire.GCSFilterRegular)
+	if err != nil || !bytes.Equal(cm.FilterHeaders[0][:], want) {
+		t.Fatalf("checkpoint %v, filter header at 1000 %x (%v)", cm.FilterHeaders[0], want, err)
+	}
+}
