@@ -20,6 +20,7 @@ import (
 type socksRequest struct {
 	user, pass string
 	target     string // host:port as the client named it
+	resolve    bool   // Tor's RESOLVE extension rather than CONNECT
 }
 
 // socks5 is a minimal SOCKS5 server for the tests: it accepts
@@ -108,7 +109,7 @@ func (s *socks5) serve(c net.Conn) {
 		}
 	}
 	head := make([]byte, 4)
-	if _, err := io.ReadFull(c, head); err != nil || head[1] != 1 {
+	if _, err := io.ReadFull(c, head); err != nil || (head[1] != 1 && head[1] != 0xF0) {
 		return
 	}
 	var host string
@@ -137,9 +138,15 @@ func (s *socks5) serve(c net.Conn) {
 		return
 	}
 	req.target = net.JoinHostPort(host, strconv.Itoa(int(binary.BigEndian.Uint16(portBuf))))
+	req.resolve = head[1] == 0xF0
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
+	if req.resolve {
+		// Tor's RESOLVE: every name is 127.0.0.1 here.
+		_, _ = c.Write([]byte{5, 0, 0, 1, 127, 0, 0, 1, 0, 0})
+		return
+	}
 
 	up, err := net.Dial("tcp", s.route(req.target))
 	if err != nil {
@@ -189,10 +196,24 @@ func TestProxyAndOnion(t *testing.T) {
 	if len(proxy.got()) != 1 {
 		t.Fatal("an onion address went through --proxy although --onion is set")
 	}
-	// Behind a proxy, names are not resolved locally.
-	if err := n.ConnectPeer("seed.example.invalid:18444", false); err == nil ||
-		!strings.Contains(err.Error(), "disabled behind --proxy") {
-		t.Fatalf("name behind --proxy: %v", err)
+	// Names are resolved through the onion proxy's Tor RESOLVE (both
+	// proxies set, as btcd), never by the local resolver; the connection
+	// then goes through --proxy.
+	_, port, _ := net.SplitHostPort(targetAddr)
+	if err := n.DisconnectPeer(targetAddr); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the disconnect", func() bool { return n.ConnectedCount() <= 1 })
+	if err := n.ConnectPeer(net.JoinHostPort("seed.example.invalid", port), false); err != nil {
+		t.Fatalf("name behind the proxies: %v", err)
+	}
+	waitFor(t, "the connection by name", func() bool { return len(proxy.got()) == 2 })
+	resolved := false
+	for _, r := range onionProxy.got() {
+		resolved = resolved || (r.resolve && r.target == "seed.example.invalid:0")
+	}
+	if !resolved || proxy.got()[1].target != "127.0.0.1:"+port {
+		t.Fatalf("name lookup: onion proxy saw %+v, proxy %+v", onionProxy.got(), proxy.got())
 	}
 
 	// --torisolation: every connection authenticates differently.

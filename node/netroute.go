@@ -10,6 +10,7 @@ import (
 	"github.com/btcsuite/go-socks/socks"
 
 	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/connmgr"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -137,15 +138,19 @@ func (n *Node) dial(addr net.Addr) (net.Conn, error) {
 }
 
 // lookupIP resolves a host name for the address manager, DNS seeding and
-// peers given by name. Behind --proxy the node does not ask the local
-// resolver, which would reveal what it connects to: names are refused, and
-// peers must be given by IP or .onion address (DNS seeding is off).
+// peers given by name, as btcd: through Tor's RESOLVE extension of the
+// --onion proxy when both proxies are set, of the --proxy proxy when it is
+// the only one (unless --noonion), and with the system resolver otherwise.
 func (n *Node) lookupIP(host string) ([]net.IP, error) {
 	if ip := net.ParseIP(host); ip != nil {
 		return []net.IP{ip}, nil
 	}
-	if n.cfg.Proxy != "" {
-		return nil, fmt.Errorf("not resolving %s: name lookups are disabled behind --proxy", host)
+	cfg := n.cfg
+	switch {
+	case cfg.Proxy != "" && cfg.OnionProxy != "":
+		return connmgr.TorLookupIP(host, cfg.OnionProxy)
+	case cfg.Proxy != "" && !cfg.NoOnion:
+		return connmgr.TorLookupIP(host, cfg.Proxy)
 	}
 	return net.LookupIP(host)
 }

@@ -253,8 +253,7 @@ func (n *Node) connectPermanentPeers() {
 // seedFromDNS adds addresses from the network's DNS seeds to the address
 // manager, unless disabled or connecting only to given peers.
 func (n *Node) seedFromDNS() {
-	// Behind --proxy names are not resolved locally (netroute.go).
-	if n.cfg.DisableDNSSeed || len(n.cfg.ConnectPeers) > 0 || len(n.params.DNSSeeds) == 0 || n.cfg.Proxy != "" {
+	if n.cfg.DisableDNSSeed || len(n.cfg.ConnectPeers) > 0 || len(n.params.DNSSeeds) == 0 {
 		return
 	}
 	go connmgr.SeedFromDNS(n.params, wire.SFNodeNetwork, n.lookupIP,
