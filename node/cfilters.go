@@ -44,12 +44,31 @@ func (sp *serverPeer) OnGetCFilters(_ *peer.Peer, msg *wire.MsgGetCFilters) {
 		srvrLog.Errorf("Fetch compact filters: %v", err)
 		return
 	}
+	// Up to 1000 filters per request: as getdata, wait every few for them
+	// to be written, so a peer repeating requests cannot queue the chain's
+	// filters in memory.
+	pending := make([]chan struct{}, 0, getDataBatch)
 	for i, f := range filters {
 		if len(f) == 0 {
 			srvrLog.Warnf("No compact filter for block %v", hashes[i])
 			return
 		}
-		sp.QueueMessage(wire.NewMsgCFilter(msg.FilterType, &hashes[i], f), nil)
+		done := make(chan struct{}, 1)
+		sp.QueueMessage(wire.NewMsgCFilter(msg.FilterType, &hashes[i], f), done)
+		pending = append(pending, done)
+		if len(pending) < getDataBatch && i < len(filters)-1 {
+			continue
+		}
+		for _, c := range pending {
+			select {
+			case <-c:
+			case <-sp.quit:
+				return
+			case <-n.quit:
+				return
+			}
+		}
+		pending = pending[:0]
 	}
 }
 

@@ -336,3 +336,55 @@ func TestCFCheckpoints(t *testing.T) {
 		t.Fatalf("checkpoint %v, filter header at 1000 %x (%v)", cm.FilterHeaders[0], want, err)
 	}
 }
+
+// TestCFilterRequestsHostile sends filter requests no honest client sends
+// (unknown stop hash, start above stop, ranges past the limit, an unknown
+// filter type): none is answered, and the same peer's valid request
+// afterwards is.
+func TestCFilterRequestsHostile(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	if _, err := n.Generate(20, nil); err != nil {
+		t.Fatal(err)
+	}
+	tip := n.Chain().BestSnapshot()
+	got := make(chan wire.Message, 100)
+	p := listeningPeer(t, n.P2PAddrs()[0].String(), peer.MessageListeners{
+		OnRead: func(_ *peer.Peer, _ int, m wire.Message, _ error) {
+			switch m.(type) {
+			case *wire.MsgCFilter, *wire.MsgCFHeaders, *wire.MsgCFCheckpt:
+				got <- m
+			}
+		},
+	})
+	unknown := chainhash.Hash{1, 2, 3}
+	for _, m := range []wire.Message{
+		wire.NewMsgGetCFilters(wire.GCSFilterRegular, 0, &unknown),
+		wire.NewMsgGetCFilters(wire.GCSFilterRegular, 15, mustHash(t, n, 10)),
+		wire.NewMsgGetCFilters(wire.FilterType(7), 0, &tip.Hash),
+		wire.NewMsgGetCFHeaders(wire.GCSFilterRegular, 0, &unknown),
+		wire.NewMsgGetCFHeaders(wire.GCSFilterRegular, 21, &tip.Hash),
+		wire.NewMsgGetCFHeaders(wire.FilterType(7), 0, &tip.Hash),
+		wire.NewMsgGetCFCheckpt(wire.GCSFilterRegular, &unknown),
+		wire.NewMsgGetCFCheckpt(wire.FilterType(7), &tip.Hash),
+	} {
+		p.QueueMessage(m, nil)
+	}
+	p.QueueMessage(wire.NewMsgGetCFHeaders(wire.GCSFilterRegular, 1, &tip.Hash), nil)
+	m := recv(t, got, "the valid cfheaders")
+	if h, ok := m.(*wire.MsgCFHeaders); !ok || len(h.FilterHashes) != int(tip.Height) {
+		t.Fatalf("first answer %T %v", m, m)
+	}
+	if !p.Connected() {
+		t.Fatal("disconnected")
+	}
+}
+
+// mustHash returns the main-chain block hash at height.
+func mustHash(t *testing.T, n *Node, height int32) *chainhash.Hash {
+	t.Helper()
+	h, err := n.Chain().BlockHashByHeight(height)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
