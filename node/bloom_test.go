@@ -25,14 +25,24 @@ func TestBloomFilters(t *testing.T) {
 	invs := make(chan *wire.MsgInv, 10)
 	merkles := make(chan *wire.MsgMerkleBlock, 1)
 	txs := make(chan *wire.MsgTx, 10)
+	pongs := make(chan struct{}, 10)
 	p := listeningPeer(t, n.P2PAddrs()[0].String(), peer.MessageListeners{
 		OnInv:         func(_ *peer.Peer, m *wire.MsgInv) { invs <- m },
 		OnMerkleBlock: func(_ *peer.Peer, m *wire.MsgMerkleBlock) { merkles <- m },
 		OnTx:          func(_ *peer.Peer, m *wire.MsgTx) { txs <- m },
+		OnPong:        func(_ *peer.Peer, _ *wire.MsgPong) { pongs <- struct{}{} },
 	})
+	// sync waits until the node processed everything sent before: it
+	// answers a ping after the messages queued ahead of it.
+	sync := func() {
+		t.Helper()
+		p.QueueMessage(wire.NewMsgPing(1), nil)
+		recv(t, pongs, "pong")
+	}
 	filter := bloom.NewFilter(10, 0, 0.0001, wire.BloomUpdateAll)
 	filter.Add(script[2:]) // the witness program, as wallets add it
 	p.QueueMessage(filter.MsgFilterLoad(), nil)
+	sync()
 
 	unrelated := spendCoinbase(t, n, 2, 10_000)
 	if _, err := n.ProcessTx(unrelated); err != nil {
@@ -76,6 +86,7 @@ func TestBloomFilters(t *testing.T) {
 
 	// filterclear: an unfiltered peer gets every transaction again.
 	p.QueueMessage(wire.NewMsgFilterClear(), nil)
+	sync()
 	other := spendCoinbase(t, n, 3, 10_000)
 	if _, err := n.ProcessTx(other); err != nil {
 		t.Fatal(err)
