@@ -114,6 +114,7 @@ func (n *notifier) run() {
 // call it from the chain's NTBlockConnected callback, in chain order. The
 // block's height should be set (blockchain's notifications set it).
 func (s *Server) NotifyBlockConnected(block *btcutil.Block) {
+	s.gbt.blockConnected()
 	s.ntfn.enqueue(blockEvent{block: block, connected: true})
 }
 

@@ -53,6 +53,9 @@ type Server struct {
 	serveWG sync.WaitGroup
 
 	ntfn *notifier
+
+	// gbt is getblocktemplate's template and long pollers (gbt.go).
+	gbt *gbtState
 }
 
 // New checks cfg, fills in defaults and loads (or creates) the TLS key
@@ -100,6 +103,7 @@ func New(cfg *Config) (*Server, error) {
 		s.tlsConfig = tc
 	}
 	s.ntfn = newNotifier(s)
+	s.gbt = newGBTState()
 	return s, nil
 }
 

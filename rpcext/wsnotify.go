@@ -227,6 +227,7 @@ func handleRescanBlocks(c *wsClient, cmd interface{}) (interface{}, error) {
 // the mempool: txaccepted or txacceptedverbose, recvtx and redeemingtx,
 // relevanttxaccepted. It never blocks.
 func (s *Server) NotifyTxsAccepted(txs []*btcutil.Tx) {
+	s.gbt.mempoolChanged()
 	if len(txs) > 0 {
 		s.ntfn.enqueue(blockEvent{txs: txs})
 	}
