@@ -36,7 +36,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
+.PHONY: all build test test-unit test-neutrino deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
 
 all: build
 
@@ -47,6 +47,7 @@ build:
 
 deps:
 	$(GO) mod download
+	cd $(NEUTRINO_DIR) && $(GO) mod download
 	npm ci --prefix electrum/testdata/js
 
 lint:
@@ -55,7 +56,16 @@ lint:
 
 test: deps lint
 	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(MAKE) test-neutrino
 	$(MAKE) fuzz
+
+# A real BIP 157 light client (Lightning Labs' Neutrino, a module of its own
+# on an older btcd) syncing headers, filter headers and filters from the
+# built node on regtest, and following a reorg (about 10 seconds).
+NEUTRINO_DIR := integration/neutrino
+test-neutrino: build
+	cd $(NEUTRINO_DIR) && $(GO) vet ./... && \
+		BTCD_ELECTRUM_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 5m ./...
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -22,6 +22,7 @@ import (
 type Manager struct {
 	db       database.DB
 	electrum *ElectrumIndex
+	others   []btcdindexers.Indexer
 	btcd     *btcdindexers.Manager
 }
 
@@ -29,12 +30,14 @@ type Manager struct {
 // and btcd's other indexes (for example its TxIndex), in the order of
 // dependency btcd's indexers.NewManager expects them in.
 func NewManager(db database.DB, electrum *ElectrumIndex, others ...btcdindexers.Indexer) *Manager {
-	return &Manager{db: db, electrum: electrum,
-		btcd: btcdindexers.NewManager(db, append([]btcdindexers.Indexer(nil), others...))}
+	others = append([]btcdindexers.Indexer(nil), others...)
+	return &Manager{db: db, electrum: electrum, others: others,
+		btcd: btcdindexers.NewManager(db, others)}
 }
 
-// Init prepares and catches up the Electrum index, then initialises btcd's
-// manager, which catches up the other indexes.
+// Init prepares and catches up the Electrum index, rewinds btcd's indexes
+// left on a stale branch (btcdrewind.go), then initialises btcd's manager,
+// which catches up the other indexes.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
@@ -42,6 +45,9 @@ func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) 
 		if err := m.electrum.prepare(chain, interrupt); err != nil {
 			return err
 		}
+	}
+	if err := m.rewindStaleBtcdIndexes(chain, interrupt); err != nil {
+		return err
 	}
 	if err := m.btcd.Init(chain, interrupt); err != nil {
 		return err

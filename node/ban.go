@@ -55,6 +55,10 @@ func (sp *serverPeer) addBanScore(persistent, transient uint32, reason string) b
 	if cfg.DisableBanning || (persistent == 0 && transient == 0) {
 		return false
 	}
+	if cfg.isWhitelisted(sp.Addr()) {
+		srvrLog.Debugf("Misbehaving whitelisted peer %s: %s", sp, reason)
+		return false
+	}
 	score := sp.banScore.Increase(persistent, transient)
 	if score <= cfg.BanThreshold/2 {
 		return false

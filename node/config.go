@@ -159,6 +159,10 @@ type Config struct {
 	ElectrumTxCache      int           `long:"electrumtxcache" description:"Memory in MiB for the Electrum index's cache of the transaction ids that histories and statuses read (0: off)"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
+	// BtcdOptions are btcd's index, filter and network routing options
+	// (config_btcd.go).
+	BtcdOptions
+
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
 
@@ -305,6 +309,9 @@ func (cfg *Config) Normalize() error {
 	if numNets > 1 {
 		return errors.New("the testnet, testnet4, regtest, signet and simnet options can not be used together -- choose one of the five")
 	}
+	if err := cfg.normalizeBtcd(); err != nil {
+		return err
+	}
 	if cfg.SimNet {
 		// As btcd: simnet never looks for peers by itself.
 		cfg.DisableDNSSeed = true
@@ -397,7 +404,7 @@ func (cfg *Config) Normalize() error {
 	cfg.AddPeers = normalizeAddresses(cfg.AddPeers, cfg.params.DefaultPort)
 
 	// As btcd: without credentials there is no RPC server.
-	if cfg.RPCUser == "" && cfg.RPCPass == "" {
+	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
 		cfg.DisableRPC = true
 	}
 	if len(cfg.RPCListeners) == 0 {

@@ -15,8 +15,10 @@ import (
 // indexSet holds the optional indexes and the index manager the chain runs
 // them through.
 type indexSet struct {
-	txIndex  *btcdindexers.TxIndex
-	electrum *indexers.ElectrumIndex
+	txIndex   *btcdindexers.TxIndex
+	addrIndex *btcdindexers.AddrIndex
+	cfIndex   *btcdindexers.CfIndex
+	electrum  *indexers.ElectrumIndex
 
 	// manager is nil when no index is enabled; otherwise it wraps the real
 	// manager to time every block it indexes.
@@ -32,6 +34,16 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 		indxLog.Info("Transaction index is enabled")
 		s.txIndex = btcdindexers.NewTxIndex(db)
 		others = append(others, s.txIndex)
+	}
+	if cfg.AddrIndex {
+		indxLog.Info("Address index is enabled")
+		s.addrIndex = btcdindexers.NewAddrIndex(db, cfg.params)
+		others = append(others, s.addrIndex)
+	}
+	if !cfg.NoCFilters {
+		indxLog.Info("Committed filter index is enabled")
+		s.cfIndex = btcdindexers.NewCfIndex(db, cfg.params)
+		others = append(others, s.cfIndex)
 	}
 	if cfg.ElectrumIndex {
 		indxLog.Info("Electrum index is enabled")

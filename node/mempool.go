@@ -42,6 +42,9 @@ func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
 	for _, desc := range txns {
 		n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, desc.Tx.Hash()), desc)
 	}
+	if n.srv != nil {
+		n.srv.txsAccepted(txns)
+	}
 	if n.mempoolView != nil {
 		n.events.push(nodeEvent{accepted: txns})
 	}

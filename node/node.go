@@ -56,6 +56,7 @@ type Node struct {
 	services     wire.ServiceFlag
 	p2pListeners []net.Listener
 	peers        *peerSet
+	totals       netTotals
 	bans         *banList
 	rebroadcast  *rebroadcaster
 
@@ -113,6 +114,10 @@ func New(cfg *Config) (*Node, error) {
 		return nil, fmt.Errorf("open block database: %w", err)
 	}
 	n.db = db
+	if err := checkIndexesAgainstPruning(db, cfg); err != nil {
+		n.closeAfterFailedNew()
+		return nil, err
+	}
 	if err := n.assemble(); err != nil {
 		n.closeAfterFailedNew()
 		return nil, err
@@ -179,6 +184,7 @@ func (n *Node) assemble() error {
 		SigCache:           n.sigCache,
 		HashCache:          n.hashCache,
 		FeeEstimator:       n.feeEstimator,
+		AddrIndex:          n.index.addrIndex,
 	})
 	if idx := n.index.electrum; idx != nil {
 		n.mempoolView = indexers.NewMempool(idx.PrevOut)

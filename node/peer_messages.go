@@ -197,6 +197,10 @@ func (sp *serverPeer) pushInventory(iv *wire.InvVect, done chan struct{}) error 
 		return sp.pushBlock(&iv.Hash, done, wire.BaseEncoding)
 	case wire.InvTypeWitnessBlock:
 		return sp.pushBlock(&iv.Hash, done, wire.WitnessEncoding)
+	case wire.InvTypeFilteredBlock:
+		return sp.pushMerkleBlock(&iv.Hash, done, wire.BaseEncoding)
+	case wire.InvTypeFilteredWitnessBlock:
+		return sp.pushMerkleBlock(&iv.Hash, done, wire.WitnessEncoding)
 	default:
 		return errors.New("unsupported inventory type")
 	}
@@ -368,6 +372,11 @@ func (n *Node) RelayInventory(iv *wire.InvVect, data interface{}) {
 			}
 			if desc, ok := data.(*mempool.TxDesc); ok {
 				if f := sp.feeFilter.Load(); f > 0 && desc.FeePerKB < f {
+					continue
+				}
+				// A peer with a bloom filter gets the matching
+				// transactions only.
+				if sp.filter.IsLoaded() && !sp.filter.MatchTxAndUpdate(desc.Tx) {
 					continue
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/btcutil/v2/bloom"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/connmgr"
 	"github.com/btcsuite/btcd/peer"
@@ -49,6 +50,7 @@ type serverPeer struct {
 	continueHash *chainhash.Hash
 
 	banScore        connmgr.DynamicBanScore
+	filter          *bloom.Filter // BIP 37, unloaded until filterload
 	relayTxDisabled atomic.Bool
 	feeFilter       atomic.Int64
 	sentAddrs       bool
@@ -69,6 +71,7 @@ func newServerPeer(n *Node, persistent bool) *serverPeer {
 	return &serverPeer{
 		node:           n,
 		persistent:     persistent,
+		filter:         bloom.LoadFilter(nil),
 		verAckCh:       make(chan struct{}),
 		txProcessed:    make(chan struct{}, 1),
 		blockProcessed: make(chan struct{}, 1),
@@ -132,7 +135,14 @@ func (s *peerSet) wait() { s.wg.Wait() }
 // connection manager.
 func (n *Node) setupPeerServer() error {
 	cfg := n.cfg
-	n.services = wire.SFNodeNetwork | wire.SFNodeNetworkLimited | wire.SFNodeWitness
+	n.services = wire.SFNodeNetwork | wire.SFNodeNetworkLimited | wire.SFNodeWitness |
+		wire.SFNodeBloom | wire.SFNodeCF
+	if cfg.NoPeerBloomFilters {
+		n.services &^= wire.SFNodeBloom
+	}
+	if cfg.NoCFilters {
+		n.services &^= wire.SFNodeCF
+	}
 	if cfg.V2Transport {
 		n.services |= wire.SFNodeP2PV2
 	}
@@ -140,7 +150,8 @@ func (n *Node) setupPeerServer() error {
 		// A pruned node can serve recent blocks only.
 		n.services &^= wire.SFNodeNetwork
 	}
-	n.addrManager = addrmgr.New(cfg.netDataDir, net.LookupIP)
+	n.addrManager = addrmgr.New(cfg.netDataDir, n.lookupIP)
+	n.addExternalIPs()
 
 	if !cfg.DisableListen {
 		for _, addr := range cfg.Listeners {
@@ -181,7 +192,7 @@ func (n *Node) setupPeerServer() error {
 		MaxInbound:     &maxInbound,
 		RetryDuration:  connectionRetryInterval,
 		TargetOutbound: uint32(max(targetOutbound, 1)),
-		Dial:           dialTCP,
+		Dial:           n.dial,
 		OnConnection:   n.outboundPeerConnected,
 		GetNewAddress:  newAddress,
 	})
@@ -191,11 +202,6 @@ func (n *Node) setupPeerServer() error {
 	n.connManager = cm
 	n.downgrader = peer.NewP2PDowngrader(uint(targetOutbound) + 1)
 	return nil
-}
-
-// dialTCP is connmgr's dialer.
-func dialTCP(addr net.Addr) (net.Conn, error) {
-	return net.DialTimeout(addr.Network(), addr.String(), dialTimeout)
 }
 
 // newOutboundAddress picks an address from the address manager for an
@@ -224,7 +230,7 @@ func (n *Node) newOutboundAddress() (net.Addr, error) {
 			continue
 		}
 		n.addrManager.Attempt(na)
-		return net.ResolveTCPAddr("tcp", addrmgr.NetAddressKey(na))
+		return n.resolvePeerAddr(addrmgr.NetAddressKey(na))
 	}
 	return nil, errors.New("no valid connect address")
 }
@@ -250,7 +256,7 @@ func (n *Node) seedFromDNS() {
 	if n.cfg.DisableDNSSeed || len(n.cfg.ConnectPeers) > 0 || len(n.params.DNSSeeds) == 0 {
 		return
 	}
-	go connmgr.SeedFromDNS(n.params, wire.SFNodeNetwork, net.LookupIP,
+	go connmgr.SeedFromDNS(n.params, wire.SFNodeNetwork, n.lookupIP,
 		func(addrs []*wire.NetAddressV2) {
 			// As btcd: the seed's addresses are credited to the
 			// first address returned.
@@ -267,7 +273,7 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 		return errNotStarted
 	}
 	addr = normalizeAddresses([]string{addr}, n.params.DefaultPort)[0]
-	tcpAddr, err := net.ResolveTCPAddr("tcp", addr)
+	tcpAddr, err := n.resolvePeerAddr(addr)
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", addr, err)
 	}
@@ -294,7 +300,7 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 // reconnecting to them, also when a permanent peer is not connected.
 func (n *Node) DisconnectPeer(addr string) error {
 	var removedReq *connmgr.ConnReq
-	if tcpAddr, err := net.ResolveTCPAddr("tcp", addr); err == nil {
+	if tcpAddr, err := n.resolvePeerAddr(addr); err == nil {
 		n.permanentMu.Lock()
 		removedReq = n.permanent[tcpAddr.String()]
 		delete(n.permanent, tcpAddr.String())
@@ -352,6 +358,16 @@ func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
 			OnGetAddr:    sp.OnGetAddr,
 			OnAddr:       sp.OnAddr,
 			OnAddrV2:     sp.OnAddrV2,
+
+			OnGetCFilters:  sp.OnGetCFilters,
+			OnGetCFHeaders: sp.OnGetCFHeaders,
+			OnGetCFCheckpt: sp.OnGetCFCheckpt,
+			OnFilterLoad:   sp.OnFilterLoad,
+			OnFilterAdd:    sp.OnFilterAdd,
+			OnFilterClear:  sp.OnFilterClear,
+			OnMemPool:      sp.OnMemPool,
+			OnRead:         n.totals.onRead,
+			OnWrite:        n.totals.onWrite,
 		},
 		NewestBlock: func() (*chainhash.Hash, int32, error) {
 			best := n.chain.BestSnapshot()
@@ -467,6 +483,11 @@ func (n *Node) peerHandshakeDone(sp *serverPeer) {
 		sp.Disconnect()
 		return
 	}
+	if !n.cfg.agentAllowed(sp.UserAgent()) {
+		srvrLog.Debugf("Disconnecting peer %s with undesired user agent %q", sp, sp.UserAgent())
+		sp.Disconnect()
+		return
+	}
 	if n.peers.count() >= n.cfg.MaxPeers && !sp.persistent {
 		srvrLog.Infof("Max peers reached [%d] - disconnecting peer %s", n.cfg.MaxPeers, sp)
 		sp.Disconnect()
@@ -478,6 +499,7 @@ func (n *Node) peerHandshakeDone(sp *serverPeer) {
 	n.syncManager.NewPeer(sp.Peer)
 
 	if !sp.Inbound() && !n.cfg.SimNet {
+		n.advertiseLocalAddress(sp)
 		if n.addrManager.NeedMoreAddresses() {
 			sp.QueueMessage(wire.NewMsgGetAddr(), nil)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -39,6 +40,8 @@ func (n *Node) setupServers() (*servers, error) {
 			Listen:                cfg.RPCListeners,
 			User:                  cfg.RPCUser,
 			Pass:                  cfg.RPCPass,
+			LimitUser:             cfg.RPCLimitUser,
+			LimitPass:             cfg.RPCLimitPass,
 			DisableTLS:            cfg.DisableTLS,
 			CertFile:              cfg.RPCCert,
 			KeyFile:               cfg.RPCKey,
@@ -50,6 +53,7 @@ func (n *Node) setupServers() (*servers, error) {
 			MaxWebsockets:         cfg.RPCMaxWebsockets,
 			RelayFee:              cfg.minRelayTxFee.ToBTC(),
 			ElectrumAdmin:         s.electrumAdminFor(n),
+			Pruned:                cfg.Prune != 0,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("RPC server: %w", err)
@@ -201,6 +205,19 @@ func (s *servers) blockDisconnected(block *btcutil.Block) {
 	if s.rpc != nil {
 		s.rpc.NotifyBlockDisconnected(block)
 	}
+}
+
+// txsAccepted passes transactions accepted into the mempool to the RPC
+// server's websocket notifications; it never blocks.
+func (s *servers) txsAccepted(descs []*mempool.TxDesc) {
+	if s.rpc == nil || len(descs) == 0 {
+		return
+	}
+	txs := make([]*btcutil.Tx, len(descs))
+	for i, d := range descs {
+		txs[i] = d.Tx
+	}
+	s.rpc.NotifyTxsAccepted(txs)
 }
 
 // electrumScripts tells the Electrum server whose confirmed histories a

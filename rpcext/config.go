@@ -35,6 +35,12 @@ type Config struct {
 	User string
 	Pass string
 
+	// LimitUser and LimitPass are the credentials of btcd's limited user
+	// (--rpclimituser, --rpclimitpass), who may call only the methods
+	// btcd allows it (limited.go).
+	LimitUser string
+	LimitPass string
+
 	// DisableTLS serves plain HTTP. Otherwise CertFile and KeyFile are
 	// used, and a self-signed pair is written there when both are
 	// missing.
@@ -70,4 +76,7 @@ type Config struct {
 	// ElectrumAdmin serves the operator's Electrum commands (admin.go);
 	// nil when the node runs no Electrum server.
 	ElectrumAdmin ElectrumAdmin
+
+	// Pruned is reported by getblockchaininfo (the node runs --prune).
+	Pruned bool
 }

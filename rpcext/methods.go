@@ -62,8 +62,13 @@ func init() {
 		"submitblock":        {handleSubmitBlock, "Submits a block; null on success, a rejection reason otherwise."},
 		"uptime":             {handleUptime, "Returns the seconds since the server started."},
 	}
-	for name, m := range adminMethods {
-		methods[name] = m
+	for _, extra := range []map[string]method{indexMethods, btcdMethods, btcdUtilMethods, nodeAdminMethods, adminMethods} {
+		for name, m := range extra {
+			if _, dup := methods[name]; dup {
+				panic("rpcext: method " + name + " defined twice")
+			}
+			methods[name] = m
+		}
 	}
 	for name := range methods {
 		methodNames = append(methodNames, name)

@@ -20,6 +20,9 @@ import (
 type blockEvent struct {
 	block     *btcutil.Block
 	connected bool
+	// txs, when set, are transactions accepted into the mempool (and
+	// block is nil).
+	txs []*btcutil.Tx
 }
 
 // notifier turns block events into websocket notifications on its own
@@ -68,7 +71,7 @@ func (n *notifier) enqueue(ev blockEvent) {
 		return
 	default:
 	}
-	if !n.s.hasBlockClients() {
+	if !n.s.hasBlockClients() && !n.s.hasTxClients() {
 		return
 	}
 	n.mu.Lock()
@@ -94,7 +97,14 @@ func (n *notifier) run() {
 		n.pending = nil
 		n.mu.Unlock()
 		for _, ev := range events {
+			if ev.txs != nil {
+				n.s.sendTxEvent(ev.txs)
+				continue
+			}
 			n.s.sendBlockEvent(ev)
+			if ev.connected {
+				n.s.sendBlockTxs(ev.block)
+			}
 		}
 	}
 }
@@ -104,6 +114,7 @@ func (n *notifier) run() {
 // call it from the chain's NTBlockConnected callback, in chain order. The
 // block's height should be set (blockchain's notifications set it).
 func (s *Server) NotifyBlockConnected(block *btcutil.Block) {
+	s.gbt.blockConnected()
 	s.ntfn.enqueue(blockEvent{block: block, connected: true})
 }
 

@@ -27,13 +27,19 @@ type rawRequest struct {
 // nil when nothing is to be sent back (only notifications). wsc is the
 // websocket client the body came from, or nil for HTTP.
 func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
+	return s.processBodyAs(body, wsc, wsc != nil && wsc.limited)
+}
+
+// processBodyAs is processBody for a client authenticated as the limited
+// user (limited) or not.
+func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool) []byte {
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
 		return marshalReply(btcjson.RpcVersion1, nil, nil,
 			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: invalid JSON"))
 	}
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return s.processRequest(trimmed, wsc)
+		return s.processRequest(trimmed, wsc, limited)
 	}
 
 	var batch []json.RawMessage
@@ -54,7 +60,7 @@ func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
 	out.WriteByte('[')
 	n := 0
 	for _, raw := range batch {
-		reply := s.processRequest(raw, wsc)
+		reply := s.processRequest(raw, wsc, limited)
 		if reply == nil {
 			continue
 		}
@@ -73,7 +79,7 @@ func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
 
 // processRequest answers one request object. It returns nil for a JSON-RPC
 // 2.0 notification (no "id"), which is executed but not answered.
-func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient) []byte {
+func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient, limited bool) []byte {
 	var req rawRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return marshalReply(btcjson.RpcVersion1, nil, nil,
@@ -94,7 +100,7 @@ func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient) []byte {
 		}
 	}
 
-	result, rpcErr := s.execute(ver, id, &req, wsc)
+	result, rpcErr := s.execute(ver, id, &req, wsc, limited)
 	if noReply {
 		return nil
 	}
@@ -103,7 +109,7 @@ func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient) []byte {
 
 // execute parses and runs one request.
 func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest,
-	wsc *wsClient) (interface{}, *btcjson.RPCError) {
+	wsc *wsClient, limited bool) (interface{}, *btcjson.RPCError) {
 
 	if req.Method == "" {
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: missing method")
@@ -124,6 +130,10 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCMethodNotFound.Code,
 				"Method not found: "+req.Method+" is only available over websockets")
 		}
+	}
+
+	if limited && !limitedAllowed(req.Method) {
+		return nil, errLimitedUser
 	}
 
 	cmd, err := btcjson.UnmarshalCmd(&btcjson.Request{

@@ -28,6 +28,10 @@ type Server struct {
 	authUser [32]byte
 	authPass [32]byte
 	authOn   bool
+	// limitUser and limitPass are the limited user's (limited.go).
+	limitUser [32]byte
+	limitPass [32]byte
+	limitOn   bool
 
 	// requestSlots bounds concurrently served HTTP requests.
 	requestSlots chan struct{}
@@ -49,6 +53,9 @@ type Server struct {
 	serveWG sync.WaitGroup
 
 	ntfn *notifier
+
+	// gbt is getblocktemplate's template and long pollers (gbt.go).
+	gbt *gbtState
 }
 
 // New checks cfg, fills in defaults and loads (or creates) the TLS key
@@ -82,6 +89,12 @@ func New(cfg *Config) (*Server, error) {
 		s.authUser = sha256.Sum256([]byte(c.User))
 		s.authPass = sha256.Sum256([]byte(c.Pass))
 	}
+	if c.LimitUser != "" || c.LimitPass != "" {
+		s.authOn = true
+		s.limitOn = true
+		s.limitUser = sha256.Sum256([]byte(c.LimitUser))
+		s.limitPass = sha256.Sum256([]byte(c.LimitPass))
+	}
 	if !c.DisableTLS {
 		tc, err := loadTLS(c.CertFile, c.KeyFile)
 		if err != nil {
@@ -90,6 +103,7 @@ func New(cfg *Config) (*Server, error) {
 		s.tlsConfig = tc
 	}
 	s.ntfn = newNotifier(s)
+	s.gbt = newGBTState()
 	return s, nil
 }
 
@@ -242,7 +256,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !s.checkAuth(r) {
+	ok, limited := s.checkAuthLevel(r)
+	if !ok {
 		authFail(w)
 		return
 	}
@@ -275,7 +290,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	reply := s.processBody(body, nil)
+	reply := s.processBodyAs(body, nil, limited)
 	w.Header().Set("Content-Type", "application/json")
 	if reply != nil {
 		reply = append(reply, '\n')

@@ -36,8 +36,10 @@ type wsClient struct {
 	s    *Server
 	conn *websocket.Conn
 
-	// authenticated is only touched by the reading goroutine.
+	// authenticated and limited (authenticated as the limited user) are
+	// only touched by the reading goroutine.
 	authenticated bool
+	limited       bool
 
 	mu       sync.Mutex
 	out      [][]byte
@@ -45,6 +47,8 @@ type wsClient struct {
 	// blocks is set by notifyblocks; filter by loadtxfilter.
 	blocks bool
 	filter *txFilter
+	// watch holds the transaction subscriptions (wsnotify.go).
+	watch wsWatch
 
 	signal    chan struct{}
 	quit      chan struct{}
@@ -54,13 +58,12 @@ type wsClient struct {
 // serveWebsocket upgrades an authenticated request (or one that will
 // authenticate with its first message) and serves it until it closes.
 func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
-	authed := !s.authOn
+	authed, limited := !s.authOn, false
 	if _, _, ok := r.BasicAuth(); ok {
-		if !s.checkAuth(r) {
+		if authed, limited = s.checkAuthLevel(r); !authed {
 			authFail(w)
 			return
 		}
-		authed = true
 	}
 
 	s.mu.Lock()
@@ -79,6 +82,7 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	c := &wsClient{
 		s:             s,
 		authenticated: authed,
+		limited:       limited,
 		signal:        make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 	}
@@ -159,11 +163,13 @@ func (c *wsClient) admitUnauthenticated(msg []byte) bool {
 // basic auth on the websocket upgrade.
 func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 	a := cmd.(*btcjson.AuthenticateCmd)
-	if c.s.authOn && !c.s.credentialsMatch(a.Username, a.Passphrase) {
+	ok, limited := c.s.credentialsLevel(a.Username, a.Passphrase)
+	if c.s.authOn && !ok {
 		c.close()
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Authentication failed")
 	}
 	c.authenticated = true
+	c.limited = limited
 	return nil, nil
 }
 

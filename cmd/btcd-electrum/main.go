@@ -96,6 +96,15 @@ func run(args []string) error {
 		defer f.Close()
 		defer pprof.StopCPUProfile()
 	}
+	if err := startProfiles(cfg); err != nil {
+		return err
+	}
+	defer stopProfiles()
+
+	if cfg.DropRequested() {
+		// As btcd: delete the named indexes and exit.
+		return node.DropIndexes(cfg)
+	}
 
 	n, err := node.New(cfg)
 	if err != nil {

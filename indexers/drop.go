@@ -1,0 +1,44 @@
+package indexers
+
+import (
+	"github.com/btcsuite/btcd/database"
+)
+
+// ElectrumIndexInitialized reports whether db holds an Electrum index (its
+// tip entry in btcd's index tips bucket).
+func ElectrumIndexInitialized(db database.DB) bool {
+	var exists bool
+	_ = db.View(func(dbTx database.Tx) error {
+		tips := dbTx.Metadata().Bucket(indexTipsBucketName)
+		exists = tips != nil && tips.Get(electrumIndexKey) != nil
+		return nil
+	})
+	return exists
+}
+
+// DropElectrumIndex deletes the Electrum index from db in bounded
+// transactions: its rows, its schema version and its tip, so the database is
+// as if the index had never been enabled (btcd's --drop*index for the other
+// indexes does the same). A later start with --electrumindex builds it anew.
+// It is a no-op without an index.
+func DropElectrumIndex(db database.DB, interrupt <-chan struct{}) error {
+	if !ElectrumIndexInitialized(db) {
+		log.Infof("Not dropping the Electrum index: it does not exist")
+		return nil
+	}
+	log.Infof("Dropping the Electrum index")
+	idx := NewElectrumIndex(db, nil)
+	if err := idx.drop(interrupt); err != nil {
+		return err
+	}
+	err := db.Update(func(dbTx database.Tx) error {
+		if err := dbTx.Metadata().Delete(versionKey); err != nil {
+			return err
+		}
+		return dbTx.Metadata().Bucket(indexTipsBucketName).Delete(electrumIndexKey)
+	})
+	if err == nil {
+		log.Infof("Dropped the Electrum index")
+	}
+	return err
+}
