@@ -188,9 +188,12 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	}
 
 	// Neither node listens for peers, serves RPC or looks for peers: the
-	// only peer is a loopback address nothing answers on.
+	// only peer is a loopback address nothing answers on. Both build
+	// exactly the index named: btcd, and this node, also build compact
+	// block filters by default, which --nocfilters leaves out.
 	args := []string{ci.NetFlag(), "--datadir=" + dataDir, "--logdir=" + filepath.Join(dir, "logs"),
-		"--nolisten", "--norpc", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint}
+		"--nolisten", "--norpc", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
+		"--nocfilters"}
 	bin := c.btcd
 	var port int
 	switch kind {

@@ -215,7 +215,10 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 	}
 	args := []string{ci.NetFlag(), "--datadir=" + filepath.Join(dir, "data"), "--logdir=" + filepath.Join(dir, "logs"),
 		"--nolisten", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
-		fmt.Sprintf("--rpclisten=127.0.0.1:%d", rpcPort), "--rpcuser=" + rpcUser, "--rpcpass=" + rpcPass, "--notls"}
+		fmt.Sprintf("--rpclisten=127.0.0.1:%d", rpcPort), "--rpcuser=" + rpcUser, "--rpcpass=" + rpcPass, "--notls",
+		// With and without the Electrum index, no compact block filters
+		// (on by default, as in btcd): the runs differ by the index alone.
+		"--nocfilters"}
 	var ePort int
 	if withIndex {
 		if ePort, err = freePort(); err != nil {

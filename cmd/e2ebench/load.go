@@ -65,7 +65,7 @@ func runLoad(args []string) error {
 	// one address and is meant to run flat out.
 	nodeArgs := append([]string{ci.NetFlag(), "--datadir=" + dataDir, "--logdir=" + filepath.Join(dir, "logs"),
 		"--nolisten", "--norpc", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
-		"--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),
+		"--nocfilters", "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),
 		"--electrummaxsessionsperip=-1", "--electrumcosthardlimit=-1"}, c.nodeArgs...)
 	onLine := func(t time.Duration, line string) {
 		if c.verbose {
