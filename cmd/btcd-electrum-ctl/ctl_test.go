@@ -146,6 +146,10 @@ func TestCtlAgainstNode(t *testing.T) {
 	if out := must("--proxy", proxy, "--proxyuser", "u", "--proxypass", "p", "getblockcount"); out != "2\n" {
 		t.Fatalf("getblockcount through the proxy printed %q", out)
 	}
+	// The proxy is really in the path: it refuses other credentials.
+	if _, err := ctl(t, append(base, "--proxy", proxy, "--proxyuser", "u", "--proxypass", "wrong", "getblockcount")...); err == nil {
+		t.Fatal("the proxy's refusal did not fail the command")
+	}
 }
 
 // TestCtlListCommands checks that -l lists btcd's commands and the Electrum ones, and leaves out the websocket-only ones.
@@ -189,7 +193,13 @@ func startSOCKS5(t *testing.T) string {
 func serveSOCKS5(c net.Conn) {
 	defer c.Close()
 	buf := make([]byte, 512)
-	if _, err := io.ReadFull(c, buf[:3]); err != nil || buf[2] != 2 {
+	// Greeting: version, number of methods, methods; username and
+	// password (2) must be among them.
+	if _, err := io.ReadFull(c, buf[:2]); err != nil || buf[0] != 5 {
+		return
+	}
+	methods := make([]byte, buf[1])
+	if _, err := io.ReadFull(c, methods); err != nil || !bytes.Contains(methods, []byte{2}) {
 		return
 	}
 	c.Write([]byte{5, 2})

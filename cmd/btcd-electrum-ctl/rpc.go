@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
+
+	"github.com/btcsuite/go-socks/socks"
 )
 
 // requestTimeout bounds one command, connection included.
@@ -62,8 +65,11 @@ func httpClient(cfg *config) (*http.Client, error) {
 	dialer := &net.Dialer{Timeout: 30 * time.Second}
 	transport := &http.Transport{DialContext: dialer.DialContext}
 	if cfg.Proxy != "" {
-		p := socks5{addr: cfg.Proxy, user: cfg.ProxyUser, pass: cfg.ProxyPass, dialer: dialer}
-		transport.DialContext = p.dialContext
+		// btcd's SOCKS5 client, as btcctl uses it.
+		p := &socks.Proxy{Addr: cfg.Proxy, Username: cfg.ProxyUser, Password: cfg.ProxyPass}
+		transport.DialContext = func(_ context.Context, network, addr string) (net.Conn, error) {
+			return p.DialTimeout(network, addr, dialer.Timeout)
+		}
 	}
 	if !cfg.NoTLS {
 		tc := &tls.Config{InsecureSkipVerify: cfg.TLSSkipVerify}
