@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -67,6 +68,11 @@ type Node struct {
 	events *eventQueue
 	srv    *servers
 
+	// verifyJob runs verifyelectrumindex (nil without the Electrum index);
+	// verifyCancel ends its verification at shutdown.
+	verifyJob    *indexers.VerifyJob
+	verifyCancel context.CancelFunc
+
 	generateMu sync.Mutex
 
 	startOnce sync.Once
@@ -108,6 +114,10 @@ func New(cfg *Config) (*Node, error) {
 	}
 	n.db = db
 	if err := n.assemble(); err != nil {
+		n.closeAfterFailedNew()
+		return nil, err
+	}
+	if err := n.setupVerification(); err != nil {
 		n.closeAfterFailedNew()
 		return nil, err
 	}
@@ -323,6 +333,7 @@ func (n *Node) Stop() error {
 		}
 		n.events.close()
 		n.wg.Wait()
+		n.stopVerification()
 		saveFeeEstimator(n.db, n.feeEstimator)
 		if e := n.db.Close(); e != nil {
 			err = fmt.Errorf("close block database: %w", e)

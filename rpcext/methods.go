@@ -61,6 +61,7 @@ func init() {
 		"submitblock":        {handleSubmitBlock, "Submits a block; null on success, a rejection reason otherwise."},
 		"uptime":             {handleUptime, "Returns the seconds since the server started."},
 	}
+	methods[VerifyElectrumIndexMethod] = method{handleVerifyElectrumIndex, "Starts (\"start\", the default) or reports (\"status\") a verification of the Electrum index against the chain on the live node: progress, then the first differences by table, script hash and height."}
 	for name := range methods {
 		methodNames = append(methodNames, name)
 	}
