@@ -155,6 +155,7 @@ type Config struct {
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
 	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
+	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" hidden:"true" description:"Size in KiB of the catch-up's batches (0: the default, sized by --electrumcatchupmem); small batches commit often, for crash tests"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// Electrum holds the protocol server's limit options.
