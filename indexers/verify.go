@@ -501,10 +501,11 @@ func (v *verifier) chainPassInto(lo, hi int32, w planWriter) (sizeStats, error) 
 		if err != nil {
 			return stats, err
 		}
-		p := planBlockRaw(block, raw, stxos, h == 0, nil)
+		p := planBlockRaw(block, raw, stxos, h == 0, planPool.Get().(*planBufs))
 		w.block(p)
 		stats = stats.add(applyConnect(w, p, base))
 		base += uint64(len(p.txs))
+		planPool.Put(p.bufs)
 		v.res.Blocks = h + 1
 		v.res.Txs = base
 		v.prog.Height = h

@@ -6,8 +6,15 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -336,4 +343,90 @@ func TestVerifyWhileChainMoves(t *testing.T) {
 		t.Fatal("no verification completed")
 	}
 	verifyOK(t, h, "after")
+}
+
+// BenchmarkVerify verifies the index of a bulk chain of VERIFY_TXS
+// transactions (default 200,000; VERIFY_CHAIN keeps the chain, with its
+// index, in a directory across runs) and reports the rows compared per
+// second and the peak of the Go heap during the verification over what it
+// held before.
+func BenchmarkVerify(b *testing.B) {
+	minTxs := 200000
+	if v := os.Getenv("VERIFY_TXS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		minTxs = n
+	}
+	dir := os.Getenv("VERIFY_CHAIN")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "chain")
+	}
+	index := func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		return indexers.NewManager(db, indexers.NewElectrumIndex(db, params))
+	}
+	var h *testchain.Harness
+	var err error
+	if _, statErr := os.Stat(dir); statErr == nil {
+		h, err = testchain.OpenWith(dir, testchain.Options{Pool: testchain.BulkScriptPool(), Index: index})
+	} else {
+		// Built without the index, which the reopening catches up.
+		if h, err = testchain.CreateBulk(dir, 7, minTxs, nil); err == nil {
+			err = h.ReopenWith(testchain.Options{Pool: testchain.BulkScriptPool(), Index: index})
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		base, baseLive := heapInUse(), heapLive()
+		var peak, peakLive atomic.Uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				if v := heapInUse(); v > peak.Load() {
+					peak.Store(v)
+				}
+				if v := heapLive(); v > peakLive.Load() {
+					peakLive.Store(v)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{})
+		close(stop)
+		<-done
+		if err != nil || !res.OK() {
+			b.Fatalf("verify: %v %+v", err, res)
+		}
+		b.ReportMetric(float64(res.Txs), "txs")
+		b.ReportMetric(float64(res.Rows), "rows")
+		b.ReportMetric(float64(res.Rows)/res.Duration.Seconds(), "rows/s")
+		b.ReportMetric(float64(peak.Load()-min(base, peak.Load()))/(1<<20), "peakheap-MiB")
+		b.ReportMetric(float64(peakLive.Load()-min(baseLive, peakLive.Load()))/(1<<20), "peaklive-MiB")
+	}
+}
+
+// heapInUse is the Go heap's bytes of objects, live or not yet collected.
+func heapInUse() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// heapLive is the Go heap's live bytes as the last collection marked them.
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
