@@ -112,7 +112,7 @@ func New(cfg *Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open block database: %w", err)
 	}
-	n.db = db
+	n.db = guardDB(db)
 	if err := n.assemble(); err != nil {
 		n.closeAfterFailedNew()
 		return nil, err
@@ -336,6 +336,9 @@ func (n *Node) Stop() error {
 		n.stopVerification()
 		saveFeeEstimator(n.db, n.feeEstimator)
 		if e := n.db.Close(); e != nil {
+			// Writing ffldb's cache failed: what it held is lost, and the
+			// next start resumes from the last commit written.
+			log.Errorf("Close block database: %v", e)
 			err = fmt.Errorf("close block database: %w", e)
 		}
 		log.Infof("Shutdown complete")
