@@ -36,7 +36,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz
+.PHONY: all build test test-unit deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz soak
 
 all: build
 
@@ -62,6 +62,17 @@ fuzz:
 		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg; \
 	done
+
+# The long forms of the reliability tests (docs/RELIABILITY.md): 200 SIGKILLs
+# of the node binary and 1,000 reorganizations under subscribed sessions
+# (make test runs 10 and 50). SOAK_SEED repeats a run's random choices.
+SOAK_KILLS  ?= 200
+SOAK_REORGS ?= 1000
+soak:
+	CRASH_KILLS=$(SOAK_KILLS) $(if $(SOAK_SEED),CRASH_SEED=$(SOAK_SEED)) \
+		$(GO) test -count=1 -timeout 4h -run '^TestCrashKillRestart$$' -v ./integration/
+	STORM_REORGS=$(SOAK_REORGS) $(if $(SOAK_SEED),STORM_SEED=$(SOAK_SEED)) \
+		$(GO) test -count=1 -timeout 4h -run '^TestReorgStorm$$' -v ./integration/
 
 # Benchmarks behind docs/BENCHMARKS.md: the in-process ones (about 5 minutes
 # on 2 cores), then the built binary end to end on a generated mainnet-shaped

@@ -422,7 +422,9 @@ func (r *crashRun) killShutdown(n *Node) {
 		logSize = st.Size()
 	}
 	_ = n.cmd.Process.Signal(syscall.SIGINT)
-	r.killAfter(n, 300*time.Millisecond)
+	// A clean shutdown of this small node takes some tens of
+	// milliseconds.
+	r.killAfter(n, 40*time.Millisecond)
 	b, _ := os.ReadFile(n.LogFile)
 	switch tail := string(b[min(int(logSize), len(b)):]); {
 	case strings.Contains(tail, "Shutdown complete"):
