@@ -123,11 +123,17 @@ func (d Difference) String() string {
 		s += " script hash " + d.HashX
 	}
 	s += " key " + hex.EncodeToString(d.Key)
+	val := func(b []byte) string {
+		if len(b) == 0 {
+			return "(empty)"
+		}
+		return hex.EncodeToString(b)
+	}
 	if d.Stored != nil {
-		s += " stored " + hex.EncodeToString(d.Stored)
+		s += " stored " + val(d.Stored)
 	}
 	if d.Expected != nil {
-		s += " expected " + hex.EncodeToString(d.Expected)
+		s += " expected " + val(d.Expected)
 	}
 	if d.Detail != "" {
 		s += " (" + d.Detail + ")"
@@ -245,7 +251,7 @@ func (v *verifier) run() error {
 	v.res.ExpectedRows = exp.Rows
 	stats := decodeStats(v.meta.Get(statsKey))
 	if stats != exp {
-		v.diff(Difference{Table: "meta", Kind: "value", Key: statsKey, Stored: v.meta.Get(statsKey),
+		v.diff(Difference{Table: "meta", Kind: "value", Key: statsKey, Stored: bytes.Clone(v.meta.Get(statsKey)),
 			Expected: encodeStats(exp), Height: v.tip.Height, Detail: "index size (rows, bytes)"})
 	}
 
