@@ -56,7 +56,7 @@ type stormSession struct {
 	// null), tip the last header.
 	status map[indexers.ScriptHash]string
 	tip    HeaderTip
-	// seen records every status notification, for failure reports.
+	// seen records the last status notifications, for failure reports.
 	seen []string
 }
 
@@ -590,49 +590,15 @@ func (s *storm) check(step string) {
 					case str(st) == old:
 						t.Fatalf("%s: session %d: spurious notification for %s repeats its status %s", step, i, hexSH, old)
 					case !allowed[sh]:
-						h, _ := ss.ec.GetHistory(s.ctx, sh.String())
-						full := history(m, p, sh)
-						for k := 0; k <= len(full); k++ {
-							if str(Status(full[:k])) == str(st) {
-								t.Logf("the notified status is that of the first %d of %d entries", k, len(full))
-							}
-						}
-						for _, b := range s.stepBlocks {
-							for _, tx := range b.Transactions() {
-								for _, hgt := range []int32{0, -1, b.Height()} {
-									alt := append(append([]HistoryItem(nil), full...), HistoryItem{TxHash: tx.Hash().String(), Height: hgt})
-									if str(Status(alt)) == str(st) {
-										t.Logf("the notified status has transaction %v of block %d at height %d too", tx.Hash(), b.Height(), hgt)
-										for i, in := range tx.MsgTx().TxIn {
-											t.Logf("input %d spends %v of script %v", i, in.PreviousOutPoint, s.outScript[in.PreviousOutPoint])
-										}
-										for i, o := range tx.MsgTx().TxOut {
-											t.Logf("output %d pays %v", i, indexers.ScriptHashFromScript(o.PkScript))
-										}
-									}
-								}
-							}
-						}
-						for _, b := range s.stepBlocks {
-							t.Logf("step block %d %v", b.Height(), b.Hash())
-						}
-						for _, l := range ss.seen {
-							if strings.Contains(l, hexSH[:8]) {
-								t.Logf("seen %s", l)
-							}
-						}
-						time.Sleep(time.Second)
-						for _, n := range drainNotes(ss.ec) {
-							if hx, st2, ok := decodeStatus(n); ok && hx == hexSH {
-								t.Logf("then: %s", str(st2))
-							}
-						}
-						t.Fatalf("%s: session %d: spurious notification for %s, which the step did not touch (status %s, was %s); "+
-							"server history now %v (status %s), model %v, before %v",
-							step, i, hexSH, str(st), old, h, str(Status(h)), history(m, p, sh), history(s.prev, s.prevPool, sh))
+						s.explainSpurious(ss, sh, str(st), m, p)
+						t.Fatalf("%s: session %d: spurious notification for %s, which the step did not touch (status %s, was %s)",
+							step, i, hexSH, str(st), old)
 					}
 					if str(st) != want[sh] {
 						s.transitional++
+					}
+					if len(ss.seen) >= 400 {
+						ss.seen = append(ss.seen[:0], ss.seen[200:]...)
 					}
 					ss.seen = append(ss.seen, fmt.Sprintf("%s: %s -> %.8s (model %.8s)", step, hexSH[:8], str(st), want[sh]))
 					ss.status[sh] = str(st)
@@ -688,6 +654,45 @@ func (s *storm) check(step string) {
 		}
 	}
 	s.prev, s.prevPool, s.prevStatus = m, p, want
+}
+
+// explainSpurious logs what is known of a spurious status: the server's
+// history, which prefix of the model's history or which transaction of the
+// step's blocks added to it it is the status of, the session's earlier
+// notifications for the script and any that follow within a second.
+func (s *storm) explainSpurious(ss *stormSession, sh indexers.ScriptHash, st string, m *testchain.Model, p *poolModel) {
+	t := s.t
+	h, _ := ss.ec.GetHistory(s.ctx, sh.String())
+	full := history(m, p, sh)
+	t.Logf("server history %v (status %s); model %v; before the step %v", h, str(Status(h)), full,
+		history(s.prev, s.prevPool, sh))
+	for k := 0; k <= len(full); k++ {
+		if str(Status(full[:k])) == st {
+			t.Logf("the notified status is that of the first %d of %d entries", k, len(full))
+		}
+	}
+	for _, b := range s.stepBlocks {
+		t.Logf("step block %d %v", b.Height(), b.Hash())
+		for _, tx := range b.Transactions() {
+			for _, hgt := range []int32{0, -1, b.Height()} {
+				alt := append(append([]HistoryItem(nil), full...), HistoryItem{TxHash: tx.Hash().String(), Height: hgt})
+				if str(Status(alt)) == st {
+					t.Logf("the notified status has transaction %v of block %d at height %d too", tx.Hash(), b.Height(), hgt)
+				}
+			}
+		}
+	}
+	for _, l := range ss.seen {
+		if strings.Contains(l, sh.String()[:8]) {
+			t.Logf("earlier: %s", l)
+		}
+	}
+	time.Sleep(time.Second)
+	for _, n := range drainNotes(ss.ec) {
+		if hx, st2, ok := decodeStatus(n); ok && hx == sh.String() {
+			t.Logf("then: %s", str(st2))
+		}
+	}
 }
 
 // compareAnswers compares one script's history, balance and unspent
