@@ -337,6 +337,9 @@ func (cfg *Config) Normalize() error {
 	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
 		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
 	}
+	if cfg.ElectrumVerify && !cfg.ElectrumIndex {
+		return errors.New("--electrumverify verifies the Electrum index: it needs --electrumindex")
+	}
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")
 	}

@@ -129,3 +129,14 @@ func TestVerifyElectrumIndex(t *testing.T) {
 		t.Fatalf("difference %+v, want the missing history row at height 102 (key %x)", d, deleted)
 	}
 }
+
+// --electrumverify without the index it verifies is refused.
+func TestElectrumVerifyNeedsTheIndex(t *testing.T) {
+	_, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--regtest", "--electrumverify"})
+	if err == nil || !strings.Contains(err.Error(), "--electrumindex") {
+		t.Fatalf("error %v, want one naming --electrumindex", err)
+	}
+	if _, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--regtest", "--electrumverify", "--electrumindex"}); err != nil {
+		t.Fatal(err)
+	}
+}
