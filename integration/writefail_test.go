@@ -101,11 +101,6 @@ func TestWriteFailureStopsNode(t *testing.T) {
 
 	// Writes work again: the node resumes from its last commit.
 	n = r.restart(false)
-	_, height, err := n.RPC.GetBestBlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.next = int(height) // blocks[i] is at height i+1
 	for i := 0; i < 5; i++ {
 		r.submit(n)
 	}
