@@ -38,6 +38,11 @@ func verifyOverRPC(t *testing.T, n *Node) *rpcext.VerifyIndexResult {
 		t.Fatal(err)
 	}
 	defer c.Shutdown()
+	bogus, _ := json.Marshal("bogus")
+	if _, err := c.RawRequest(rpcext.VerifyElectrumIndexMethod, []json.RawMessage{bogus}); err == nil ||
+		!strings.Contains(err.Error(), "start") {
+		t.Fatalf("verifyelectrumindex with an unknown action: %v", err)
+	}
 	started := verifyRPC(t, c, "start")
 	if started.Started == 0 {
 		t.Fatalf("start: %+v", started)
