@@ -40,7 +40,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit test-neutrino deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz fuzz-short
+.PHONY: all build test test-unit test-neutrino deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz fuzz-short soak
 
 all: build
 
@@ -84,6 +84,17 @@ fuzz-short:
 		echo "fuzz $$name ($$pkg) for $$n executions"; \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $${n}x $$pkg; \
 	done
+
+# The long forms of the reliability tests (docs/RELIABILITY.md): 200 SIGKILLs
+# of the node binary and 1,000 reorganizations under subscribed sessions
+# (make test runs 10 and 50). SOAK_SEED repeats a run's random choices.
+SOAK_KILLS  ?= 200
+SOAK_REORGS ?= 1000
+soak:
+	CRASH_KILLS=$(SOAK_KILLS) $(if $(SOAK_SEED),CRASH_SEED=$(SOAK_SEED)) \
+		$(GO) test -count=1 -timeout 4h -run '^TestCrashKillRestart$$' -v ./integration/
+	STORM_REORGS=$(SOAK_REORGS) $(if $(SOAK_SEED),STORM_SEED=$(SOAK_SEED)) \
+		$(GO) test -count=1 -timeout 4h -run '^TestReorgStorm$$' -v ./integration/
 
 # Benchmarks behind docs/BENCHMARKS.md: the in-process ones (about 5 minutes
 # on 2 cores), then the built binary end to end on a generated mainnet-shaped

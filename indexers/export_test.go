@@ -32,10 +32,6 @@ func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount u
 	idx.mu.Unlock()
 }
 
-// SetCatchUpBatch sets the size of the catch-up's merged batches (as ffldb
-// counts them), so a small chain crosses many batch boundaries.
-func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }
-
 // SetReadCacheMinRows makes the read cache keep answers of at least n rows,
 // so that small test chains exercise it.
 func (idx *ElectrumIndex) SetReadCacheMinRows(n int) { idx.reads.minRows = n }

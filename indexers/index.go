@@ -133,6 +133,12 @@ func (idx *ElectrumIndex) SetChunkCacheBytes(n int) {
 	idx.chunks = newChunkCache(n)
 }
 
+// SetCatchUpBatch sets the size of the catch-up's merged batches as ffldb
+// counts them (0: the default). Small batches make a small chain cross many
+// batch boundaries and commits, which tests of crashes and interrupts need;
+// they make a catch-up slower.
+func (idx *ElectrumIndex) SetCatchUpBatch(bytes int) { idx.batchBytes = bytes }
+
 // SetReadCacheBytes bounds the cache of long histories, unspent lists and
 // balances (DefaultReadCacheBytes unless set; 0 turns it off). Call it
 // before the index serves reads.

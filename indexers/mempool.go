@@ -51,6 +51,12 @@ type poolTx struct {
 	ins     []poolIn
 	spends  []wire.OutPoint // every input, known spent output or not
 	scripts []ScriptHash
+	// unknown are inputs whose spent output could not be resolved when
+	// the transaction came: during a reorganization the view may catch a
+	// transaction put back into the pool after its parent's block left
+	// the index but before the parent itself came back to the pool. Sync
+	// resolves them again.
+	unknown []wire.OutPoint
 }
 
 // poolOut is an output of a pool transaction.
@@ -107,6 +113,7 @@ func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
 		}
 	}
 	m.addLocked(descs, touched)
+	m.resolveUnknownLocked(touched)
 	// Whether a transaction has an unconfirmed input changes both ways: a
 	// parent that is mined leaves the pool, and a parent whose block is
 	// disconnected comes back to it.
@@ -178,28 +185,8 @@ func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{
 	}
 	for _, in := range msg.TxIn {
 		prev := in.PreviousOutPoint
-		var (
-			script []byte
-			value  int64
-		)
-		if parent, ok := m.txs[prev.Hash]; ok {
-			ptx.unconf = true
-			for _, o := range parent.outs {
-				if o.vout == prev.Index {
-					ptx.ins = append(ptx.ins, poolIn{script: o.script, prev: prev, value: o.value})
-					add(o.script)
-				}
-			}
-		} else if m.prevOut != nil {
-			var err error
-			script, value, err = m.prevOut(prev)
-			if err != nil {
-				log.Debugf("Mempool transaction %v spends unknown output %v: %v", ptx.txid, prev, err)
-			} else {
-				sh := ScriptHashFromScript(script)
-				ptx.ins = append(ptx.ins, poolIn{script: sh, prev: prev, value: value})
-				add(sh)
-			}
+		if !m.resolveLocked(ptx, prev, add) {
+			ptx.unknown = append(ptx.unknown, prev)
 		}
 		m.spentBy[prev] = ptx.txid
 		ptx.spends = append(ptx.spends, prev)
@@ -215,6 +202,75 @@ func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{
 		touched[sh] = struct{}{}
 	}
 	m.histOK = false
+}
+
+// resolveLocked finds the output prev that ptx spends, in the view or through
+// prevOut, records the input and adds its script with add; it reports
+// whether the output was found.
+func (m *Mempool) resolveLocked(ptx *poolTx, prev wire.OutPoint, add func(ScriptHash)) bool {
+	if parent, ok := m.txs[prev.Hash]; ok {
+		ptx.unconf = true
+		for _, o := range parent.outs {
+			if o.vout == prev.Index {
+				ptx.ins = append(ptx.ins, poolIn{script: o.script, prev: prev, value: o.value})
+				add(o.script)
+			}
+		}
+		return true
+	}
+	if m.prevOut == nil {
+		return true
+	}
+	script, value, err := m.prevOut(prev)
+	if err != nil {
+		log.Debugf("Mempool transaction %v spends unknown output %v: %v", ptx.txid, prev, err)
+		return false
+	}
+	sh := ScriptHashFromScript(script)
+	ptx.ins = append(ptx.ins, poolIn{script: sh, prev: prev, value: value})
+	add(sh)
+	return true
+}
+
+// resolveUnknownLocked tries again the inputs of pool transactions whose
+// spent outputs were unknown, and indexes the scripts found.
+func (m *Mempool) resolveUnknownLocked(touched map[ScriptHash]struct{}) {
+	for _, ptx := range m.txs {
+		if len(ptx.unknown) == 0 {
+			continue
+		}
+		var added []ScriptHash
+		add := func(sh ScriptHash) {
+			// A script the transaction already paid changes too: its
+			// balance now counts the spend.
+			touched[sh] = struct{}{}
+			for _, s := range ptx.scripts {
+				if s == sh {
+					return
+				}
+			}
+			ptx.scripts = append(ptx.scripts, sh)
+			added = append(added, sh)
+		}
+		// Sync sets unconf afterwards, and touches the scripts when it
+		// changes.
+		unconf := ptx.unconf
+		still := ptx.unknown[:0]
+		for _, prev := range ptx.unknown {
+			if !m.resolveLocked(ptx, prev, add) {
+				still = append(still, prev)
+			}
+		}
+		ptx.unknown, ptx.unconf = still, unconf
+		for _, sh := range added {
+			set := m.byScript[sh]
+			if set == nil {
+				set = make(map[chainhash.Hash]struct{})
+				m.byScript[sh] = set
+			}
+			set[ptx.txid] = struct{}{}
+		}
+	}
 }
 
 // removeLocked drops one transaction from the view.

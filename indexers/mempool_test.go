@@ -184,3 +184,32 @@ func TestFeeHistogramDescends(t *testing.T) {
 		t.Errorf("histogram holds %v vbytes, pool %d", total, vs)
 	}
 }
+
+// A transaction that enters the view while the output it spends is known
+// nowhere (mid-reorganization: its parent's block has left the index and
+// the parent is not back in the pool yet) gets the spent output's script
+// once a later Sync finds it, with its entry, balance and status.
+func TestMempoolResolvesSpentOutputLater(t *testing.T) {
+	f := newPoolFixture()
+	missing := f.confirmed[f.c1]
+	delete(f.confirmed, f.c1)
+	m := NewMempool(f.prevOut)
+	m.Sync([]*mempool.TxDesc{f.tx1})
+	if es := m.Entries(f.shA); len(es) != 1 {
+		t.Fatalf("script A before: %d entries (the change output only)", len(es))
+	}
+	if got := m.Balance(f.shA); got != 300 {
+		t.Fatalf("script A before: balance %d, want the change 300", got)
+	}
+	f.confirmed[f.c1] = missing
+	touched := m.Sync([]*mempool.TxDesc{f.tx1})
+	if !containsAll(touched, f.shA) {
+		t.Fatalf("Sync touched %v, not script A", touched)
+	}
+	if got := m.Balance(f.shA); got != 300-1000 {
+		t.Fatalf("script A after: balance %d, want %d", got, 300-1000)
+	}
+	if !m.IsSpent(f.c1) {
+		t.Fatal("the spent output is not marked spent")
+	}
+}

@@ -133,6 +133,11 @@ func (c *propChecker) check(step string, touched *chainhash.Hash) {
 		from = max(min(c.prev.Height, m.Height)-propMaxDepth-1, 0)
 	}
 	c.checkTxs(m, from, fail)
+	// Every fifth check (and every one of a trailing index) the stored
+	// rows are verified against the chain, key by key.
+	if c.checks%5 == 0 || c.trailing {
+		verifyOK(t, c.h, step)
+	}
 
 	if touched != nil && c.prev != nil {
 		want := make(map[indexers.ScriptHash]bool)

@@ -157,6 +157,8 @@ type Config struct {
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
 	ElectrumTxCache      int           `long:"electrumtxcache" description:"Memory in MiB for the Electrum index's cache of the transaction ids that histories and statuses read (0: off)"`
+	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
+	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" hidden:"true" description:"Size in KiB of the catch-up's batches (0: the default, sized by --electrumcatchupmem); small batches commit often, for crash tests"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// BtcdOptions are btcd's index, filter and network routing options
@@ -351,6 +353,9 @@ func (cfg *Config) Normalize() error {
 	}
 	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
 		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
+	}
+	if cfg.ElectrumVerify && !cfg.ElectrumIndex {
+		return errors.New("--electrumverify verifies the Electrum index: it needs --electrumindex")
 	}
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
 		return errors.New("--prune cannot be used with --txindex or --electrumindex: indexes need every block and spend journal")

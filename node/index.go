@@ -51,6 +51,7 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 		s.electrum.SetProgressInterval(cfg.ElectrumProgress)
 		s.electrum.SetCatchUpMemory(cfg.ElectrumCatchUpMem)
 		s.electrum.SetChunkCacheBytes(cfg.ElectrumTxCache << 20)
+		s.electrum.SetCatchUpBatch(cfg.ElectrumCatchUpBatch << 10)
 		// The Electrum index logs its own per-block timing line.
 		s.manager = indexers.NewManager(db, s.electrum, others...)
 		return s

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -70,6 +71,11 @@ type Node struct {
 	// metrics is the Prometheus endpoint (nil without --metricslisten).
 	metrics *metricsServer
 
+	// verifyJob runs verifyelectrumindex (nil without the Electrum index);
+	// verifyCancel ends its verification at shutdown.
+	verifyJob    *indexers.VerifyJob
+	verifyCancel context.CancelFunc
+
 	generateMu sync.Mutex
 	faucetMu   sync.Mutex
 	// intervalMiner is the --regtestmineinterval goroutine, waited for
@@ -113,12 +119,16 @@ func New(cfg *Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open block database: %w", err)
 	}
-	n.db = db
-	if err := checkIndexesAgainstPruning(db, cfg); err != nil {
+	n.db = guardDB(db)
+	if err := checkIndexesAgainstPruning(n.db, cfg); err != nil {
 		n.closeAfterFailedNew()
 		return nil, err
 	}
 	if err := n.assemble(); err != nil {
+		n.closeAfterFailedNew()
+		return nil, err
+	}
+	if err := n.setupVerification(); err != nil {
 		n.closeAfterFailedNew()
 		return nil, err
 	}
@@ -360,11 +370,15 @@ func (n *Node) Stop() error {
 		}
 		n.events.close()
 		n.wg.Wait()
+		n.stopVerification()
 		saveFeeEstimator(n.db, n.feeEstimator)
 		if n.metrics != nil {
 			n.metrics.close()
 		}
 		if e := n.db.Close(); e != nil {
+			// Writing ffldb's cache failed: what it held is lost, and the
+			// next start resumes from the last commit written.
+			log.Errorf("Close block database: %v", e)
 			err = fmt.Errorf("close block database: %w", e)
 		}
 		log.Infof("Shutdown complete")

@@ -108,6 +108,7 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 		n.dropConfirmed(block)
 		n.srv.blockConnected(block)
 	case blockchain.NTBlockDisconnected:
+		n.dropOrphaned(block)
 		n.srv.blockDisconnected(block)
 	default:
 		return
@@ -130,6 +131,23 @@ func (n *Node) dropConfirmed(block *btcutil.Block) {
 	for _, tx := range block.Transactions()[1:] {
 		n.txMemPool.RemoveTransaction(tx, false)
 		n.txMemPool.RemoveDoubleSpends(tx)
+	}
+}
+
+// dropOrphaned removes from btcd's pool the transactions that spend a
+// disconnected block's transactions which did not return to the pool.
+// netsync puts a disconnected block's transactions back into the pool
+// before this runs, and removes the spenders of those it rejects; one whose
+// own inputs are missing (an input's transaction, from the same reorg, was
+// rejected) is neither added nor removed, so its spenders, put back from a
+// higher block a moment earlier, would stay in the pool spending outputs
+// that exist nowhere, and Electrum clients would be shown them as unconfirmed
+// history and balance. Found by the reorg storm test (docs/RELIABILITY.md).
+func (n *Node) dropOrphaned(block *btcutil.Block) {
+	for _, tx := range block.Transactions()[1:] {
+		if !n.txMemPool.IsTransactionInPool(tx.Hash()) {
+			n.txMemPool.RemoveTransaction(tx, true)
+		}
 	}
 }
 

@@ -33,7 +33,8 @@ func TestSampleConfig(t *testing.T) {
 	var uncommented []string
 	for _, o := range allOptions(defaults.Command.Group) {
 		name := o.LongName
-		if name == "configfile" || name == "version" {
+		if name == "configfile" || name == "version" || o.Hidden {
+			// Command-line only, or a test knob not shown to operators.
 			continue
 		}
 		value, ok := stated[name]

@@ -70,6 +70,7 @@ func init() {
 			methods[name] = m
 		}
 	}
+	methods[VerifyElectrumIndexMethod] = method{handleVerifyElectrumIndex, "Starts (\"start\", the default) or reports (\"status\") a verification of the Electrum index against the chain on the live node: progress, then the first differences by table, script hash and height."}
 	for name := range methods {
 		methodNames = append(methodNames, name)
 	}

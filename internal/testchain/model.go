@@ -137,6 +137,15 @@ func BuildModelAt(h *Harness, tip chainhash.Hash) (*Model, error) {
 	return buildModel(blocks)
 }
 
+// ModelOfBlocks computes the model of a chain given as its blocks from
+// genesis to the tip (read from a node over RPC, for example).
+func ModelOfBlocks(blocks []*btcutil.Block) (*Model, error) {
+	if len(blocks) == 0 {
+		return nil, errors.New("model: no blocks")
+	}
+	return buildModel(blocks)
+}
+
 // buildModel computes the model of a chain given as its blocks from genesis.
 func buildModel(blocks []*btcutil.Block) (*Model, error) {
 	top := int32(len(blocks) - 1)

@@ -1,0 +1,439 @@
+package indexers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/database"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+)
+
+// verifyOK verifies the index of h and fails the test on any difference.
+func verifyOK(t testing.TB, h *testchain.Harness, step string) *indexers.VerifyResult {
+	t.Helper()
+	res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{})
+	if err != nil {
+		t.Fatalf("%s: verify: %v", step, err)
+	}
+	if !res.OK() {
+		for _, d := range res.Differences {
+			t.Errorf("%s: %v", step, d)
+		}
+		t.Fatalf("%s: verify found %d differences in %d partitions", step, len(res.Differences), res.MismatchedParts)
+	}
+	return res
+}
+
+// storedRows counts the index's rows, without its bookkeeping entries (schema
+// version, size, reorg epoch, the tip's copy).
+func storedRows(t testing.TB, db database.DB) int64 {
+	n := int64(0)
+	for k := range indexRows(t, db) {
+		if k != string(indexers.VersionKey) && k != string(indexers.StatsKey) && k != string(indexers.ReorgKey) && k != string(indexers.TipKey) {
+			n++
+		}
+	}
+	return n
+}
+
+// An index written by the block path through blocks, competing branches and
+// invalidations, and one written by the catch-up in many batches, verify
+// clean, every stored row counted.
+func TestVerifyCleanIndex(t *testing.T) {
+	t.Run("block path with reorgs", func(t *testing.T) {
+		var idx *indexers.ElectrumIndex
+		h := testchain.New(t, propIndex(&idx))
+		if err := h.MineMature(); err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(21))
+		spec := testchain.DefaultSpec()
+		spec.Txs = 20
+		for i := 0; i < 12; i++ {
+			if _, err := h.Mine(rng, spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := h.ReorgReplay(rng, 3, spec); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 4; i++ {
+			if _, err := h.Mine(rng, spec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var phases []string
+		res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{
+			Progress: func(p indexers.VerifyProgress) {
+				if len(phases) == 0 || phases[len(phases)-1] != p.Phase {
+					phases = append(phases, p.Phase)
+				}
+			}})
+		if err != nil || !res.OK() {
+			t.Fatalf("verify: %v %+v", err, res)
+		}
+		hash, height := h.Tip()
+		if res.Tip.Hash != hash || res.Tip.Height != height || res.Blocks != height+1 {
+			t.Fatalf("verified tip %d %v over %d blocks, chain tip %d %v", res.Tip.Height, res.Tip.Hash,
+				res.Blocks, height, hash)
+		}
+		if n := storedRows(t, h.DB); res.Rows != n || res.ExpectedRows != n || n == 0 {
+			t.Fatalf("verify compared %d rows (expected %d), index holds %d", res.Rows, res.ExpectedRows, n)
+		}
+		want := []string{indexers.VerifyPhaseBlocks, indexers.VerifyPhaseRows, indexers.VerifyPhaseDone}
+		if len(phases) != len(want) || phases[0] != want[0] || phases[1] != want[1] || phases[2] != want[2] {
+			t.Fatalf("phases %v, want %v", phases, want)
+		}
+	})
+	t.Run("catch-up in batches", func(t *testing.T) {
+		h := randomChain(t, 22, 30)
+		err := h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			idx := indexers.NewElectrumIndex(db, params)
+			idx.SetCatchUpBatch(16 << 10)
+			return indexers.NewManager(db, idx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		verifyOK(t, h, "after catch-up")
+	})
+	t.Run("empty chain", func(t *testing.T) {
+		var idx *indexers.ElectrumIndex
+		h := testchain.New(t, propIndex(&idx))
+		verifyOK(t, h, "genesis only")
+	})
+}
+
+// rowHeight returns the height a row of the index belongs to.
+func rowHeight(k []byte) int32 {
+	switch k[2] {
+	case 'h':
+		return int32(binary.BigEndian.Uint32(k[3+11:]))
+	case 'i':
+		return int32(binary.BigEndian.Uint32(k[3+8:]))
+	case 'u', 't', 'b':
+		off := 3
+		if k[2] == 'u' {
+			off += 11
+		}
+		return int32(binary.BigEndian.Uint32(k[off:]))
+	}
+	return -1
+}
+
+// A row put, deleted or changed in a verified index is reported with its
+// table, kind, height and (for tables keyed by one) script hash; undone,
+// the index verifies clean again.
+func TestVerifyReportsCorruptRows(t *testing.T) {
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, propIndex(&idx))
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(23))
+	spec := testchain.DefaultSpec()
+	spec.Txs = 20
+	for i := 0; i < 10; i++ {
+		if _, err := h.Mine(rng, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verifyOK(t, h, "before")
+	rows := indexRows(t, h.DB)
+	// pick returns a row of a table from a block above the mature coins.
+	pick := func(tag byte) ([]byte, []byte) {
+		for k, v := range rows {
+			if len(k) > 3 && k[2] == tag && rowHeight([]byte(k)) > 101 {
+				return []byte(k), v
+			}
+		}
+		t.Fatalf("no row of table %c", tag)
+		return nil, nil
+	}
+
+	type change struct {
+		name   string
+		table  string
+		kind   string
+		hashX  bool
+		mutate func() (key, val []byte, del bool) // the row to put or delete
+	}
+	cases := []change{
+		{name: "history row deleted", table: "history", kind: "missing", hashX: true,
+			mutate: func() ([]byte, []byte, bool) { k, _ := pick('h'); return k, nil, true }},
+		{name: "history row added", table: "history", kind: "extra", hashX: true,
+			mutate: func() ([]byte, []byte, bool) {
+				k, _ := pick('h')
+				k = bytes.Clone(k)
+				k[len(k)-1] ^= 0x40 // another position in the same block
+				return k, []byte{}, false
+			}},
+		{name: "unspent amount changed", table: "unspent", kind: "value", hashX: true,
+			mutate: func() ([]byte, []byte, bool) {
+				k, v := pick('u')
+				v = bytes.Clone(v)
+				v[7]++
+				return k, v, false
+			}},
+		{name: "unspent position changed", table: "unspent", kind: "value", hashX: true,
+			mutate: func() ([]byte, []byte, bool) {
+				k, v := pick('u')
+				v = bytes.Clone(v)
+				v[9] ^= 0x20
+				return k, v, false
+			}},
+		{name: "unspent row deleted", table: "unspent", kind: "missing", hashX: true,
+			mutate: func() ([]byte, []byte, bool) { k, _ := pick('u'); return k, nil, true }},
+		{name: "txid row deleted", table: "txid", kind: "missing",
+			mutate: func() ([]byte, []byte, bool) { k, _ := pick('i'); return k, nil, true }},
+		{name: "transaction chunk changed", table: "tx", kind: "value",
+			mutate: func() ([]byte, []byte, bool) {
+				k, v := pick('t')
+				v = bytes.Clone(v)
+				v[34] ^= 1 // a transaction's offset in its block
+				return k, v, false
+			}},
+		{name: "block row deleted", table: "block", kind: "missing",
+			mutate: func() ([]byte, []byte, bool) { k, _ := pick('b'); return k, nil, true }},
+		{name: "copy of the tip changed", table: "meta", kind: "value",
+			mutate: func() ([]byte, []byte, bool) {
+				v := bytes.Clone(rows[string(indexers.TipKey)])
+				v[0] ^= 1
+				return indexers.TipKey, v, false
+			}},
+		{name: "row of no table", table: "meta", kind: "malformed",
+			mutate: func() ([]byte, []byte, bool) { return []byte("Exz-stray"), []byte{1}, false }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			key, val, del := c.mutate()
+			old, had := rows[string(key)]
+			write := func(put bool, v []byte) {
+				err := h.DB.Update(func(dbTx database.Tx) error {
+					if put {
+						return dbTx.Metadata().Put(key, v)
+					}
+					return dbTx.Metadata().Delete(key)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			write(!del, val)
+			undone := false
+			t.Cleanup(func() {
+				if !undone {
+					write(had, old)
+				}
+			})
+			res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.OK() || len(res.Differences) == 0 {
+				t.Fatalf("corrupt index verified clean: %+v", res)
+			}
+			var found *indexers.Difference
+			for i := range res.Differences {
+				d := &res.Differences[i]
+				t.Logf("reported: %v", d)
+				if bytes.Equal(d.Key, key) {
+					found = d
+				}
+			}
+			if found == nil {
+				t.Fatalf("key %x not reported", key)
+			}
+			if found.Table != c.table || found.Kind != c.kind {
+				t.Fatalf("reported table %s kind %s, want %s %s", found.Table, found.Kind, c.table, c.kind)
+			}
+			if c.table != "meta" && found.Height != rowHeight(key) {
+				t.Fatalf("reported height %d, want %d", found.Height, rowHeight(key))
+			}
+			if c.hashX && found.HashX != hex.EncodeToString(key[3:14]) {
+				t.Fatalf("reported script hash %s, want %x", found.HashX, key[3:14])
+			}
+			// Every difference is the one change: no stray reports.
+			for _, d := range res.Differences {
+				if !bytes.Equal(d.Key, key) && !bytes.Equal(d.Key, indexers.StatsKey) {
+					t.Fatalf("spurious difference %v", d)
+				}
+			}
+			write(had, old)
+			undone = true
+			verifyOK(t, h, "undone")
+		})
+	}
+}
+
+// A verification runs from one snapshot while the chain connects blocks and
+// reorganizes underneath it: every run verifies clean at the tip it saw.
+func TestVerifyWhileChainMoves(t *testing.T) {
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, propIndex(&idx))
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(24))
+	spec := testchain.DefaultSpec()
+	spec.Txs = 20
+	for i := 0; i < 8; i++ {
+		if _, err := h.Mine(rng, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var (
+		wg   sync.WaitGroup
+		runs int
+		fail error
+		bad  *indexers.VerifyResult
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{})
+			if err != nil {
+				fail = err
+				return
+			}
+			if !res.OK() {
+				bad = res
+				return
+			}
+			runs++
+		}
+	}()
+	for i := 0; i < 12; i++ {
+		var err error
+		if i%3 == 2 {
+			_, err = h.ReorgReplay(rng, 1+rng.Intn(3), spec)
+		} else {
+			_, err = h.Mine(rng, spec)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if fail != nil {
+		t.Fatal(fail)
+	}
+	if bad != nil {
+		t.Fatalf("verification during chain moves failed: %+v", bad.Differences)
+	}
+	t.Logf("%d verifications while the chain moved", runs)
+	if runs == 0 {
+		t.Fatal("no verification completed")
+	}
+	verifyOK(t, h, "after")
+}
+
+// BenchmarkVerify verifies the index of a bulk chain of VERIFY_TXS
+// transactions (default 200,000; VERIFY_CHAIN keeps the chain, with its
+// index, in a directory across runs) and reports the rows compared per
+// second and the peak of the Go heap during the verification over what it
+// held before.
+func BenchmarkVerify(b *testing.B) {
+	minTxs := 200000
+	if v := os.Getenv("VERIFY_TXS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		minTxs = n
+	}
+	dir := os.Getenv("VERIFY_CHAIN")
+	if dir == "" {
+		dir = filepath.Join(b.TempDir(), "chain")
+	}
+	index := func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		return indexers.NewManager(db, indexers.NewElectrumIndex(db, params))
+	}
+	var h *testchain.Harness
+	var err error
+	if _, statErr := os.Stat(dir); statErr == nil {
+		h, err = testchain.OpenWith(dir, testchain.Options{Pool: testchain.BulkScriptPool(), Index: index})
+	} else {
+		// Built without the index, which the reopening catches up.
+		if h, err = testchain.CreateBulk(dir, 7, minTxs, nil); err == nil {
+			err = h.ReopenWith(testchain.Options{Pool: testchain.BulkScriptPool(), Index: index})
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		base, baseLive := heapInUse(), heapLive()
+		var peak, peakLive atomic.Uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				if v := heapInUse(); v > peak.Load() {
+					peak.Store(v)
+				}
+				if v := heapLive(); v > peakLive.Load() {
+					peakLive.Store(v)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
+		res, err := indexers.Verify(context.Background(), h.DB, h.Chain, indexers.VerifyOptions{})
+		close(stop)
+		<-done
+		if err != nil || !res.OK() {
+			b.Fatalf("verify: %v %+v", err, res)
+		}
+		b.ReportMetric(float64(res.Txs), "txs")
+		b.ReportMetric(float64(res.Rows), "rows")
+		b.ReportMetric(float64(res.Rows)/res.Duration.Seconds(), "rows/s")
+		b.ReportMetric(float64(peak.Load()-min(base, peak.Load()))/(1<<20), "peakheap-MiB")
+		b.ReportMetric(float64(peakLive.Load()-min(baseLive, peakLive.Load()))/(1<<20), "peaklive-MiB")
+	}
+}
+
+// heapInUse is the Go heap's bytes of objects, live or not yet collected.
+func heapInUse() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// heapLive is the Go heap's live bytes as the last collection marked them.
+func heapLive() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
