@@ -695,8 +695,8 @@ func (s *storm) explainSpurious(ss *stormSession, sh indexers.ScriptHash, st str
 	}
 }
 
-// compareAnswers compares one script's history, balance and unspent
-// outputs with the model and the pool.
+// compareAnswers compares one script's history, merkle proof, balance and
+// unspent outputs with the model and the pool.
 func (s *storm) compareAnswers(step string, ec *ElectrumClient, m *testchain.Model, p *poolModel, sh indexers.ScriptHash) {
 	t := s.t
 	t.Helper()
@@ -727,6 +727,19 @@ func (s *storm) compareAnswers(step string, ec *ElectrumClient, m *testchain.Mod
 	sortMempool(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s: script %s: history %v, model %v", step, sh, got, want)
+	}
+	// The proof of the script's latest confirmed transaction: it must prove
+	// the root of the header at its height, from the model's position.
+	if conf := m.History[sh]; len(conf) > 0 {
+		last := conf[len(conf)-1]
+		checkMerkle(t, s.ctx, ec, s.node.RPC, last.TxHash.String(), last.Height)
+		mk, err := ec.GetMerkle(s.ctx, last.TxHash.String(), last.Height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos := m.Txs[last.TxHash]; uint32(mk.Pos) != pos.Pos || pos.Height != last.Height {
+			t.Fatalf("%s: get_merkle of %v gives position %d, model %d at %d", step, last.TxHash, mk.Pos, pos.Pos, pos.Height)
+		}
 	}
 	bal, err := ec.GetBalance(s.ctx, sh.String())
 	if err != nil {
