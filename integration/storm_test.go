@@ -632,8 +632,8 @@ func (s *storm) check(step string) {
 	// Answers of a few sessions.
 	for _, i := range s.rng.Perm(len(s.sessions))[:min(2, len(s.sessions))] {
 		ss := s.sessions[i]
-		for _, sh := range ss.scripts {
-			s.compareAnswers(step, ss.ec, m, p, sh)
+		for j, sh := range ss.scripts {
+			s.compareAnswers(step, ss.ec, m, p, sh, j < 3)
 		}
 		for _, h := range []int32{m.Height, m.Height - int32(s.rng.Intn(25))} {
 			got, err := ss.ec.BlockHeader(s.ctx, h)
@@ -695,9 +695,9 @@ func (s *storm) explainSpurious(ss *stormSession, sh indexers.ScriptHash, st str
 	}
 }
 
-// compareAnswers compares one script's history, balance and unspent
-// outputs with the model and the pool.
-func (s *storm) compareAnswers(step string, ec *ElectrumClient, m *testchain.Model, p *poolModel, sh indexers.ScriptHash) {
+// compareAnswers compares one script's history, balance and unspent outputs
+// (and, with proof, a merkle proof) with the model and the pool.
+func (s *storm) compareAnswers(step string, ec *ElectrumClient, m *testchain.Model, p *poolModel, sh indexers.ScriptHash, proof bool) {
 	t := s.t
 	t.Helper()
 	hist, err := ec.GetHistory(s.ctx, sh.String())
@@ -727,6 +727,19 @@ func (s *storm) compareAnswers(step string, ec *ElectrumClient, m *testchain.Mod
 	sortMempool(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("%s: script %s: history %v, model %v", step, sh, got, want)
+	}
+	// The proof of the script's latest confirmed transaction: it must prove
+	// the root of the header at its height, from the model's position.
+	if conf := m.History[sh]; proof && len(conf) > 0 {
+		last := conf[len(conf)-1]
+		checkMerkle(t, s.ctx, ec, s.node.RPC, last.TxHash.String(), last.Height)
+		mk, err := ec.GetMerkle(s.ctx, last.TxHash.String(), last.Height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pos := m.Txs[last.TxHash]; uint32(mk.Pos) != pos.Pos || pos.Height != last.Height {
+			t.Fatalf("%s: get_merkle of %v gives position %d, model %d at %d", step, last.TxHash, mk.Pos, pos.Pos, pos.Height)
+		}
 	}
 	bal, err := ec.GetBalance(s.ctx, sh.String())
 	if err != nil {
