@@ -33,8 +33,8 @@ import (
 // the chain waits for, and both want the same cores. Measured on the
 // mainnet-shaped 1M chain (docs/BENCHMARKS.md), runs whenever the lag
 // reached 150,000 transactions made a replay 2.25 times as long as without
-// the index (79 CPU-seconds); runs in the pauses make it 1.59 times (59),
-// and block by block it is 2.9 times.
+// the index (79 CPU-seconds); runs in the pauses make it 1.6-1.8 times
+// (59-68), and block by block it is 2.9 times.
 //
 // Nothing of the index's atomicity is lost. The index tip is always a block
 // of the main chain whose rows are all committed with it; a crash while
