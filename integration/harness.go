@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -222,6 +223,21 @@ func Start(cfg NodeConfig) (*Node, error) {
 // startNode does StartNode's work and returns errors instead of failing;
 // t is nil for Start.
 func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
+	for attempt := 1; ; attempt++ {
+		n, err := startNodeOnce(t, cfg)
+		if err == nil || !cfg.Binary || attempt == 3 || !errors.Is(err, errAddrInUse) {
+			return n, err
+		}
+	}
+}
+
+// errAddrInUse marks a node binary that exited at start because another
+// process took one of its ports between FreeAddr and the node binding it;
+// the harness starts it again on other ports.
+var errAddrInUse = errors.New("a port of the node was taken")
+
+// startNodeOnce is startNode without the retry.
+func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, Dir: cfg.Dir}
 	if n.Dir == "" && t != nil {
 		n.Dir = t.TempDir()
@@ -328,6 +344,10 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 		HTTPPostMode: true, DisableTLS: !cfg.RPCTLS}
 	if err := n.waitRPC(conn, certFile); err != nil {
 		_ = n.Stop()
+		if out, rerr := os.ReadFile(filepath.Join(n.Dir, "stdout.log")); rerr == nil && cfg.Binary &&
+			bytes.Contains(out, []byte("address already in use")) {
+			return nil, fmt.Errorf("%w: %v", errAddrInUse, err)
+		}
 		return nil, err
 	}
 	if n.ElectrumAddr != "" {
