@@ -28,6 +28,7 @@ type BtcdOptions struct {
 	AgentBlacklist []string `long:"agentblacklist" description:"A comma separated list of user-agent substrings which will cause the node to reject any peers whose user-agent contains any of the blacklisted substrings."`
 	AgentWhitelist []string `long:"agentwhitelist" description:"A comma separated list of user-agent substrings which will cause the node to require all peers' user-agents to contain one of the whitelisted substrings. The blacklist is applied before the whitelist, and an empty whitelist will allow all agents that do not fail the blacklist."`
 	ExternalIPs    []string `long:"externalip" description:"Add an ip to the list of local addresses we claim to listen on to peers"`
+	Upnp           bool     `long:"upnp" description:"Use UPnP to map our listening port outside of NAT"`
 
 	Proxy          string `long:"proxy" description:"Connect via SOCKS5 proxy (eg. 127.0.0.1:9050)"`
 	ProxyUser      string `long:"proxyuser" description:"Username for proxy server"`
@@ -51,6 +52,10 @@ type BtcdOptions struct {
 
 	// Derived by normalizeBtcd.
 	whitelists []*net.IPNet
+
+	// upnpSSDPAddr replaces the SSDP multicast address --upnp searches
+	// (tests point it at a loopback listener).
+	upnpSSDPAddr string
 }
 
 // normalizeBtcd validates the btcd options and derives what they imply, as

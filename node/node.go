@@ -315,6 +315,10 @@ func (n *Node) Start() error {
 		n.connManager.Start()
 		n.connectPermanentPeers()
 		n.seedFromDNS()
+		if n.upnpWanted() {
+			n.wg.Add(1)
+			go n.upnpLoop()
+		}
 
 		err = n.srv.start()
 		if err != nil {
