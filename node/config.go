@@ -397,8 +397,9 @@ func (cfg *Config) Normalize() error {
 		return errors.New("--generate requires at least one --miningaddr")
 	}
 
-	// --connect means "only these peers": no listening unless asked for.
-	if len(cfg.ConnectPeers) > 0 && len(cfg.Listeners) == 0 {
+	// --connect means "only these peers", and --proxy that peers reach us
+	// through it, not directly: no listening unless asked for, as in btcd.
+	if (len(cfg.ConnectPeers) > 0 || cfg.Proxy != "") && len(cfg.Listeners) == 0 {
 		cfg.DisableListen = true
 	}
 	if len(cfg.Listeners) == 0 {

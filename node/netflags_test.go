@@ -431,4 +431,17 @@ func TestBtcdOptionsValidation(t *testing.T) {
 	if err := cfg.Normalize(); err != nil || !cfg.TxIndex {
 		t.Fatalf("addrindex: %v, txindex %v", err, cfg.TxIndex)
 	}
+
+	// --proxy without --listen turns listening off, as in btcd; with
+	// --listen it stays on.
+	cfg = base()
+	cfg.Listeners, cfg.DisableListen, cfg.Proxy = nil, false, "127.0.0.1:9050"
+	if err := cfg.Normalize(); err != nil || !cfg.DisableListen {
+		t.Fatalf("proxy: %v, listening off %v", err, cfg.DisableListen)
+	}
+	cfg = base()
+	cfg.Listeners, cfg.DisableListen, cfg.Proxy = []string{"127.0.0.1:0"}, false, "127.0.0.1:9050"
+	if err := cfg.Normalize(); err != nil || cfg.DisableListen {
+		t.Fatalf("proxy with listen: %v, listening off %v", err, cfg.DisableListen)
+	}
 }
