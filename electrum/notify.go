@@ -122,6 +122,15 @@ func (n *notifier) run() {
 // pass handles a batch of events observed at sequence number seq and
 // records how long it took (the fan-out time).
 func (n *notifier) pass(q []event, seq uint64) {
+	// Flushes waiting on this batch are released once its notifications
+	// are queued and counted.
+	defer func() {
+		for _, e := range q {
+			if e.done != nil {
+				close(e.done)
+			}
+		}
+	}()
 	mx := n.srv.mx
 	if mx == nil {
 		n.fanOut(q, seq)
@@ -172,13 +181,6 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 		}
 	}
 	n.rmu.RUnlock()
-	defer func() {
-		for _, e := range q {
-			if e.done != nil {
-				close(e.done)
-			}
-		}
-	}()
 	if len(work) == 0 {
 		return
 	}
