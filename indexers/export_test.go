@@ -28,7 +28,7 @@ var TipKey = tipKey
 // block again after rolling its transaction back.
 func (idx *ElectrumIndex) SetMemTip(hash chainhash.Hash, height int32, txCount uint64) {
 	idx.mu.Lock()
-	idx.tip = memTip{valid: true, hash: hash, height: height, txCount: txCount}
+	idx.setTip(memTip{valid: true, hash: hash, height: height, txCount: txCount})
 	idx.mu.Unlock()
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -73,6 +74,9 @@ type ElectrumIndex struct {
 
 	// chunks caches "Ext" chunks for reads (chunkcache.go); nil: off.
 	chunks *chunkCache
+
+	// latest is the in-memory tip for LatestTip, set with idx.tip.
+	latest atomic.Pointer[Tip]
 
 	// balances carries cached balances across blocks (balancelog.go).
 	balances *balanceLog
@@ -171,7 +175,7 @@ func (idx *ElectrumIndex) Init() error {
 			return err
 		}
 		idx.mu.Lock()
-		idx.tip = t
+		idx.setTip(t)
 		idx.mu.Unlock()
 		return nil
 	})
@@ -240,7 +244,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	mustWrite(meta.Put(tipKey, tipVal(&plan.hash, plan.height)))
 	idx.balances.logBlock(plan)
 	n := uint64(len(plan.txs))
-	idx.tip = memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats}
+	idx.setTip(memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats})
 	idx.remember(plan)
 	idx.observed(plan, start, planned)
 
@@ -278,8 +282,8 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	mustWrite(meta.Put(tipKey, tipVal(&block.MsgBlock().Header.PrevBlock, plan.height-1)))
 	mustWrite(bumpReorgEpoch(meta))
-	idx.tip = memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
-		height: plan.height - 1, txCount: base, stats: stats}
+	idx.setTip(memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
+		height: plan.height - 1, txCount: base, stats: stats})
 	idx.remember(plan)
 	log.Infof("Unindexed block %d (%d tx)", plan.height, n)
 	return nil

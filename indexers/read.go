@@ -42,12 +42,22 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 // read: while that block's transaction commits it is a moment ahead of what
 // readers see. false before the index is loaded.
 func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
-	idx.mu.Lock()
-	defer idx.mu.Unlock()
-	if !idx.tip.valid {
+	t := idx.latest.Load()
+	if t == nil {
 		return Tip{Height: -1}, false
 	}
-	return Tip{Hash: idx.tip.hash, Height: idx.tip.height}, true
+	return *t, true
+}
+
+// setTip moves the in-memory tip; idx.mu is held. Readers of LatestTip see
+// it without idx.mu, which ConnectBlock holds while it writes a block.
+func (idx *ElectrumIndex) setTip(t memTip) {
+	idx.tip = t
+	if !t.valid {
+		idx.latest.Store(nil)
+		return
+	}
+	idx.latest.Store(&Tip{Hash: t.hash, Height: t.height})
 }
 
 // historyNumsWith returns the txpos of hx's history after position from (all

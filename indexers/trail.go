@@ -256,7 +256,7 @@ func (idx *ElectrumIndex) trailCommit(dbTx database.Tx, prev chainhash.Hash, fir
 		_ = dbTx.Rollback()
 		return errTrailMoved
 	}
-	idx.tip = tip
+	idx.setTip(tip)
 	idx.mu.Unlock()
 	if err := dbTx.Commit(); err != nil {
 		panic(fmt.Sprintf("electrum index: commit of a trailing batch failed: %v", err))
