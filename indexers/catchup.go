@@ -664,6 +664,10 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 				err = idx.trailCommit(dbTx, guard.prev, guard.first, guard.hashes,
 					memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats})
 			} else {
+				// The tip moves without the held rows (held.go).
+				idx.mu.Lock()
+				idx.forgetHeld()
+				idx.mu.Unlock()
 				err = dbTx.Commit()
 			}
 			dbTx = nil
@@ -725,6 +729,7 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 		}
 		parent = p.hash
 		stats = stats.add(applyConnect(b, p, count))
+		idx.heavy.add(p)
 		count += uint64(len(p.txs))
 		if len(b.hashes) == 0 {
 			b.first, b.prev = p.height, p.prev
@@ -788,7 +793,11 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	log.Infof("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)", done,
 		count-start.txCount, elapsed.Round(time.Millisecond),
 		float64(count-start.txCount)/elapsed.Seconds())
-	return idx.Init()
+	if err := idx.Init(); err != nil {
+		return err
+	}
+	idx.goHoldHeavy()
+	return nil
 }
 
 // limitString formats a memory limit for the log.

@@ -58,3 +58,33 @@ func (idx *ElectrumIndex) TrailingCounts() (skipped, runs, moved int) {
 // SetAfterCatchUpCommit sets a function the catch-up's committer calls after
 // each commit, before Progress reports it.
 func (idx *ElectrumIndex) SetAfterCatchUpCommit(f func()) { idx.afterCommit = f }
+
+// SetHeldMin makes the index hold the balances of scripts with at least n
+// unspent rows, so that small test chains exercise the held rows.
+func (idx *ElectrumIndex) SetHeldMin(n int64) { idx.heldMin = n }
+
+// HeldScripts returns the scripts whose balances are held in memory.
+func (idx *ElectrumIndex) HeldScripts() int {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return len(idx.held)
+}
+
+// WaitHeldWriter waits until the background writer of held balances has
+// written every offer and the reads of heavy scripts after a catch-up are
+// done.
+func (idx *ElectrumIndex) WaitHeldWriter() {
+	for {
+		idx.heldWG.Wait()
+		idx.heldMu.Lock()
+		idle := !idx.heldRunning && len(idx.heldQ) == 0
+		idx.heldMu.Unlock()
+		if idle {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// IsHeldKey reports whether k is a held balance row or their tip's entry.
+func IsHeldKey(k []byte) bool { return isHeldKey(k) }

@@ -84,6 +84,17 @@ type ElectrumIndex struct {
 	// scanSplit is how many unspent rows of a script one cursor reads
 	// before the rest is read by several (scan.go).
 	scanSplit int
+
+	// held is the held balances (held.go), guarded by mu; heldQ queues
+	// offers for the background writer, which runs while heldRunning
+	// (guarded by heldMu); heavy counts the scripts a catch-up funds.
+	held        map[hashX]heldEntry
+	heldQ       chan heldOffer
+	heldMu      sync.Mutex
+	heldRunning bool
+	heldWG      sync.WaitGroup // the writer and surveys running
+	heavy       *heavyCount
+	heldMin     int64
 }
 
 // DefaultProgressInterval is the default interval of the catch-up's progress
@@ -127,7 +138,9 @@ func NewElectrumIndex(db database.DB, params *chaincfg.Params) *ElectrumIndex {
 	return &ElectrumIndex{db: db, params: params, statuses: newStatusCache(statusCacheEntries),
 		reads: newReadCache(DefaultReadCacheBytes), chunks: newChunkCache(DefaultChunkCacheBytes),
 		balances:  newBalanceLog(),
-		scanSplit: scanSplitAfter}
+		scanSplit: scanSplitAfter,
+		held:      make(map[hashX]heldEntry), heldQ: make(chan heldOffer, heldQueue),
+		heavy: newHeavyCount(), heldMin: heldMin}
 }
 
 // SetChunkCacheBytes bounds the cache of transaction chunks
@@ -176,6 +189,7 @@ func (idx *ElectrumIndex) Init() error {
 		}
 		idx.mu.Lock()
 		idx.setTip(t)
+		idx.loadHeld(dbTx.Metadata(), Tip{Hash: t.hash, Height: t.height})
 		idx.mu.Unlock()
 		return nil
 	})
@@ -242,6 +256,7 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 	stats = stats.add(applyConnect(meta, plan, base))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	mustWrite(meta.Put(tipKey, tipVal(&plan.hash, plan.height)))
+	idx.applyHeld(meta, plan, 1, &plan.hash, plan.height)
 	idx.balances.logBlock(plan)
 	n := uint64(len(plan.txs))
 	idx.setTip(memTip{valid: true, hash: plan.hash, height: plan.height, txCount: base + n, stats: stats})
@@ -281,6 +296,7 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	mustWrite(meta.Put(tipKey, tipVal(&block.MsgBlock().Header.PrevBlock, plan.height-1)))
+	idx.applyHeld(meta, plan, -1, &block.MsgBlock().Header.PrevBlock, plan.height-1)
 	mustWrite(bumpReorgEpoch(meta))
 	idx.setTip(memTip{valid: true, hash: block.MsgBlock().Header.PrevBlock,
 		height: plan.height - 1, txCount: base, stats: stats})

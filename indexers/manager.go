@@ -200,6 +200,9 @@ func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
 		log.Infof("Electrum index: dropped %d rows", n)
 	}
 	return idx.db.Update(func(dbTx database.Tx) error {
+		idx.mu.Lock()
+		idx.forgetHeld()
+		idx.mu.Unlock()
 		if err := idx.Create(dbTx); err != nil {
 			return err
 		}
@@ -257,6 +260,10 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 		plan := planBlock(block, stxos, tip.height == 0)
 		err = idx.db.Update(func(dbTx database.Tx) error {
 			meta := dbTx.Metadata()
+			// The tip moves without the held rows (held.go).
+			idx.mu.Lock()
+			idx.forgetHeld()
+			idx.mu.Unlock()
 			stats := tip.stats.add(applyDisconnect(meta, plan))
 			if err := meta.Put(statsKey, encodeStats(stats)); err != nil {
 				return err

@@ -22,8 +22,9 @@ import (
 
 // propIndex returns an index factory that records the Electrum index it
 // builds in *idx. Its read cache keeps every answer, so that every check
-// also checks answers served from the cache across blocks and reorgs, and
-// unspent lists of more than two rows are read by split scans.
+// also checks answers served from the cache across blocks and reorgs,
+// unspent lists of more than two rows are read by split scans, and the
+// balances of scripts with two or more unspent outputs are held as rows.
 func propIndex(idx **indexers.ElectrumIndex) testchain.IndexFactory {
 	return propIndexTrailing(idx, false)
 }
@@ -36,6 +37,7 @@ func propIndexTrailing(idx **indexers.ElectrumIndex, trailing bool) testchain.In
 		*idx = indexers.NewElectrumIndex(db, params)
 		(*idx).SetReadCacheMinRows(1)
 		(*idx).SetScanSplit(2)
+		(*idx).SetHeldMin(2)
 		if trailing {
 			(*idx).SetTrailing(indexers.DefaultTrailAge, nil)
 			(*idx).SetTrailingTuning(1, time.Millisecond)
@@ -461,8 +463,16 @@ func runPropertyWith(t *testing.T, seed int64, steps int, trailing bool) {
 	for _, hist := range c.prev.History {
 		longest = max(longest, len(hist))
 	}
-	t.Logf("seed %d: %d steps, %d reorgs, %d invalidations, height %d, %d scripts, %d txs seen, longest history %d",
-		seed, steps, reorgs, invalidations, height, len(c.seenScripts), len(c.seenTxs), longest)
+	t.Logf("seed %d: %d steps, %d reorgs, %d invalidations, height %d, %d scripts, %d txs seen, longest history %d, %d balances held",
+		seed, steps, reorgs, invalidations, height, len(c.seenScripts), len(c.seenTxs), longest, idx.HeldScripts())
+	if !trailing {
+		// Every read compared held balances with the model; the rows
+		// themselves verify against the stored unspent rows.
+		if idx.HeldScripts() == 0 {
+			t.Fatal("no balance was held")
+		}
+		verifyOK(t, h, "end")
+	}
 	if trailing {
 		skipped, runs, moved := idx.TrailingCounts()
 		t.Logf("seed %d: %d blocks left to the trailing worker, %d runs, %d stopped by reorganizations",

@@ -473,6 +473,7 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 			}
 			idx.balances.watchScript(hx)
 			idx.reads.put(&readEntry{key: readKey{hx: hx, kind: readBalance}, at: tip, balance: sum})
+			idx.offerHeld(heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: int64(len(out))}})
 		}
 	}
 	return out, tip, nil
@@ -525,14 +526,19 @@ func (r unspentRun) Swap(a, b int) {
 // outputs. Balances of scripts with many unspent outputs are cached.
 func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	var (
-		tip Tip
-		sum int64
+		tip   Tip
+		sum   int64
+		offer heldOffer
 	)
 	hx := sh.hashX()
 	key := readKey{hx: hx, kind: readBalance}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta := dbTx.Metadata()
+		if h, ok := heldBalance(meta, &hx, tip); ok {
+			sum = h.balance
+			return nil
+		}
 		c := meta.Cursor()
 		if e := idx.reads.get(key); e != nil {
 			if unchangedSince(meta, c, &hx, e.at) {
@@ -560,8 +566,12 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 			idx.balances.watchScript(hx)
 			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
 		}
+		offer = heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: int64(rows)}}
 		return nil
 	})
+	if err == nil {
+		idx.offerHeld(offer)
+	}
 	return sum, tip, err
 }
 

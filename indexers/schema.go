@@ -60,6 +60,10 @@ import (
 //	      a lookup of the bucket. Set from "idxtips" when the index is
 //	      loaded, should another program have moved the index tip alone.
 //	      Not counted in "Exs".
+//	"Exa" hashX(11)                      ->    balance(8) count(8)
+//	"Exq"                                ->    hash(32) height(4, little-endian)
+//	      held balances of scripts with many unspent outputs and the tip
+//	      they are exact at (held.go). Not counted in "Exs".
 //	"Exs"                                ->    rows(8) bytes(8)
 //	      the number of rows above and their key and value bytes, kept
 //	      with every block from the in-memory tip (never read on the block

@@ -257,6 +257,8 @@ func (idx *ElectrumIndex) trailCommit(dbTx database.Tx, prev chainhash.Hash, fir
 		return errTrailMoved
 	}
 	idx.setTip(tip)
+	// The tip moves without the held rows (held.go).
+	idx.forgetHeld()
 	idx.mu.Unlock()
 	if err := dbTx.Commit(); err != nil {
 		panic(fmt.Sprintf("electrum index: commit of a trailing batch failed: %v", err))
@@ -315,6 +317,7 @@ func (idx *ElectrumIndex) trailLoop() {
 			t.poke(false)
 		} else {
 			idx.releaseWaiters()
+			idx.goHoldHeavy()
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -259,6 +260,9 @@ func (v *verifier) run() error {
 	if err := v.rowPass(); err != nil {
 		return err
 	}
+	if err := v.checkHeld(); err != nil {
+		return err
+	}
 
 	// Partitions whose fingerprints differ, compared row by row.
 	type part struct {
@@ -377,7 +381,49 @@ func (v *verifier) readTip() (bool, error) {
 // (a count of disconnects, any value) and the tip's copy (checked against
 // btcd's entry).
 func bookkeepingKey(k []byte) bool {
-	return bytes.Equal(k, versionKey) || bytes.Equal(k, statsKey) || bytes.Equal(k, reorgKey) || bytes.Equal(k, tipKey)
+	return bytes.Equal(k, versionKey) || bytes.Equal(k, statsKey) || bytes.Equal(k, reorgKey) ||
+		bytes.Equal(k, tipKey) || isHeldKey(k)
+}
+
+// checkHeld compares every held balance row (held.go), when the rows are
+// marked exact at the tip, with the sum and number of the script's stored
+// unspent rows (themselves checked against the chain by the row pass).
+func (v *verifier) checkHeld() error {
+	if !heldValid(v.meta, v.tip) {
+		return nil
+	}
+	prefix := []byte{rowPrefix[0], rowPrefix[1], tagHeld}
+	c := v.meta.Cursor()
+	for ok := c.Seek(prefix); ok && bytes.HasPrefix(c.Key(), prefix); ok = c.Next() {
+		if err := v.ctx.Err(); err != nil {
+			return err
+		}
+		k, val := c.Key(), c.Value()
+		stored, ok := decodeHeldVal(val)
+		if len(k) != heldKeyLen || !ok {
+			v.diff(Difference{Table: "held", Kind: "malformed", Key: bytes.Clone(k), Stored: bytes.Clone(val),
+				Height: -1, Detail: "held balance row"})
+			continue
+		}
+		var hx hashX
+		copy(hx[:], k[pfx:])
+		var want heldEntry
+		s := utxoScan{meta: v.meta, hx: &hx, top: v.tip.Height, split: math.MaxInt}
+		s.run(v.meta.Cursor(), func(int) {}, func(_ int, r *utxoRow) {
+			want.balance += r.value
+		})
+		want.count = s.rows.Load()
+		if stored != want {
+			v.diff(Difference{Table: "held", Kind: "value", Key: bytes.Clone(k), Stored: bytes.Clone(val),
+				Expected: heldVal(want), HashX: hex.EncodeToString(hx[:]), Height: v.tip.Height,
+				Detail: fmt.Sprintf("held balance %d of %d unspent outputs, stored %d of %d",
+					want.balance, want.count, stored.balance, stored.count)})
+		}
+		if v.full() {
+			break
+		}
+	}
+	return nil
 }
 
 func (v *verifier) checkMeta() error {
