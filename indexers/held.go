@@ -200,12 +200,15 @@ func (idx *ElectrumIndex) offerHeld(o heldOffer) {
 	if o.e.count < idx.heldMin || o.at.Height < 0 {
 		return
 	}
-	idx.mu.Lock()
-	_, have := idx.held[o.hx]
-	full := len(idx.held) >= heldMax
-	idx.mu.Unlock()
-	if have || full {
-		return
+	// A read never waits for a block being written (which holds idx.mu
+	// throughout): then the writer sorts the offer out.
+	if idx.mu.TryLock() {
+		_, have := idx.held[o.hx]
+		full := len(idx.held) >= heldMax
+		idx.mu.Unlock()
+		if have || full {
+			return
+		}
 	}
 	select {
 	case idx.heldQ <- o:
