@@ -452,17 +452,7 @@ func (idx *ElectrumIndex) readHeldEntry(hx hashX) (heldOffer, error) {
 	err := idx.db.View(func(dbTx database.Tx) error {
 		o.at = readTip(dbTx)
 		meta := dbTx.Metadata()
-		s := utxoScan{meta: meta, hx: &hx, top: o.at.Height, split: idx.scanSplit}
-		sums := make([]int64, 1)
-		s.run(meta.Cursor(), func(n int) {
-			sums = append(sums, make([]int64, n-len(sums))...)
-		}, func(i int, r *utxoRow) {
-			sums[i] += r.value
-		})
-		for _, v := range sums {
-			o.e.balance += v
-		}
-		o.e.count = s.rows.Load()
+		o.e.balance, o.e.count = sumUnspent(meta, meta.Cursor(), &hx, o.at.Height, idx.scanSplit)
 		return nil
 	})
 	return o, err

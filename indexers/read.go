@@ -551,22 +551,13 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 				return nil
 			}
 		}
-		s := utxoScan{meta: meta, hx: &hx, top: tip.Height, split: idx.scanSplit}
-		sums := make([]int64, 1)
-		s.run(c, func(n int) {
-			sums = append(sums, make([]int64, n-len(sums))...)
-		}, func(i int, r *utxoRow) {
-			sums[i] += r.value
-		})
-		for _, v := range sums {
-			sum += v
-		}
-		rows := int(s.rows.Load())
-		if idx.reads.worth(rows) {
+		var rows int64
+		sum, rows = sumUnspent(meta, c, &hx, tip.Height, idx.scanSplit)
+		if idx.reads.worth(int(rows)) {
 			idx.balances.watchScript(hx)
 			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
 		}
-		offer = heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: int64(rows)}}
+		offer = heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: rows}}
 		return nil
 	})
 	if err == nil {

@@ -156,3 +156,19 @@ func (s *utxoScan) count(n int64) bool {
 	}
 	return true
 }
+
+// sumUnspent returns the sum and the number of the unspent rows of hx up to
+// height top, read with c and, past split rows, several cursors.
+func sumUnspent(meta database.Bucket, c database.Cursor, hx *hashX, top int32, split int) (sum, rows int64) {
+	s := utxoScan{meta: meta, hx: hx, top: top, split: split}
+	sums := make([]int64, 1)
+	s.run(c, func(n int) {
+		sums = append(sums, make([]int64, n-len(sums))...)
+	}, func(i int, r *utxoRow) {
+		sums[i] += r.value
+	})
+	for _, v := range sums {
+		sum += v
+	}
+	return sum, s.rows.Load()
+}

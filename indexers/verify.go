@@ -408,11 +408,7 @@ func (v *verifier) checkHeld() error {
 		var hx hashX
 		copy(hx[:], k[pfx:])
 		var want heldEntry
-		s := utxoScan{meta: v.meta, hx: &hx, top: v.tip.Height, split: math.MaxInt}
-		s.run(v.meta.Cursor(), func(int) {}, func(_ int, r *utxoRow) {
-			want.balance += r.value
-		})
-		want.count = s.rows.Load()
+		want.balance, want.count = sumUnspent(v.meta, v.meta.Cursor(), &hx, v.tip.Height, math.MaxInt)
 		if stored != want {
 			v.diff(Difference{Table: "held", Kind: "value", Key: bytes.Clone(k), Stored: bytes.Clone(val),
 				Expected: heldVal(want), HashX: hex.EncodeToString(hx[:]), Height: v.tip.Height,
