@@ -59,10 +59,6 @@ func (idx *ElectrumIndex) TrailingCounts() (skipped, runs, moved int) {
 // each commit, before Progress reports it.
 func (idx *ElectrumIndex) SetAfterCatchUpCommit(f func()) { idx.afterCommit = f }
 
-// SetHeldMin makes the index hold the balances of scripts with at least n
-// unspent rows, so that small test chains exercise the held rows.
-func (idx *ElectrumIndex) SetHeldMin(n int64) { idx.heldMin = n }
-
 // HeldScripts returns the scripts whose balances are held in memory.
 func (idx *ElectrumIndex) HeldScripts() int {
 	idx.mu.Lock()

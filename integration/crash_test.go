@@ -202,7 +202,7 @@ func TestCrashKillRestart(t *testing.T) {
 // args are the node's flags for a run of the crash test.
 func (r *crashRun) args(index, trailing bool) NodeConfig {
 	cfg := NodeConfig{Binary: true, Dir: r.dir, NoElectrumIndex: !index,
-		Args: []string{"--electrumcatchupbatch=24", "--electrumprogress=100ms"}}
+		Args: []string{"--electrumcatchupbatch=24", "--electrumprogress=100ms", "--electrumheldmin=2"}}
 	if !trailing {
 		cfg.Args = append(cfg.Args, "--electrumtrailage=0")
 	}

@@ -159,6 +159,7 @@ type Config struct {
 	ElectrumTxCache      int           `long:"electrumtxcache" description:"Memory in MiB for the Electrum index's cache of the transaction ids that histories and statuses read (0: off)"`
 	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
 	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" hidden:"true" description:"Size in KiB of the catch-up's batches (0: the default, sized by --electrumcatchupmem); small batches commit often, for crash tests"`
+	ElectrumHeldMin      int64         `long:"electrumheldmin" hidden:"true" description:"Unspent outputs from which a script's balance is held as a row of the index (0: the default, 8192); small values make regtest tests exercise held balances"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
 
 	// BtcdOptions are btcd's index, filter and network routing options

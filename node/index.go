@@ -52,6 +52,7 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 		s.electrum.SetCatchUpMemory(cfg.ElectrumCatchUpMem)
 		s.electrum.SetChunkCacheBytes(cfg.ElectrumTxCache << 20)
 		s.electrum.SetCatchUpBatch(cfg.ElectrumCatchUpBatch << 10)
+		s.electrum.SetHeldMin(cfg.ElectrumHeldMin)
 		// The Electrum index logs its own per-block timing line.
 		s.manager = indexers.NewManager(db, s.electrum, others...)
 		return s
