@@ -123,10 +123,15 @@ func heldValid(meta database.Bucket, tip Tip) bool {
 
 // heldBalance returns the held balance of hx in a view whose tip is tip.
 func heldBalance(meta database.Bucket, hx *hashX, tip Tip) (heldEntry, bool) {
-	if tip.Height < 0 || !heldValid(meta, tip) {
+	if tip.Height < 0 {
 		return heldEntry{}, false
 	}
-	return decodeHeldVal(meta.Get(heldKey(hx)))
+	// Most scripts have no row: one get, then the mark for those that do.
+	e, ok := decodeHeldVal(meta.Get(heldKey(hx)))
+	if !ok || !heldValid(meta, tip) {
+		return heldEntry{}, false
+	}
+	return e, true
 }
 
 // loadHeld sets the in-memory held set from a view whose index tip is tip.
