@@ -3,11 +3,14 @@ package rpcext
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
+	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
 // newOfflineServer returns a server over node that is not listening, for
@@ -96,14 +99,37 @@ func TestHostileRequestsGetProtocolErrors(t *testing.T) {
 	}
 }
 
+// fuzzBackend is the test node with mining refused, so that the inputs of
+// FuzzProcessBody share one node whose chain stays small: generate's
+// parameter checks run, its mining does not.
+type fuzzBackend struct{ *testNode }
+
+// Generate implements Backend by refusing.
+func (fuzzBackend) Generate(uint32, address.Address) ([]*chainhash.Hash, error) {
+	return nil, errors.New("mining is off while fuzzing")
+}
+
+// FuzzProcessBody hands arbitrary bodies to the JSON-RPC server's request
+// processing, as the HTTP handler does after authentication, for the full
+// user and the limited user: every reply is well-formed JSON-RPC and no
+// handler panics. One node (three blocks mined) and one server serve every
+// input of a fuzzing process.
 func FuzzProcessBody(f *testing.F) {
 	for _, in := range hostileInputs[:len(hostileInputs)-1] {
-		f.Add([]byte(in))
+		f.Add([]byte(in), false)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := newTestNode(t)
-		s := newOfflineServer(t, n)
-		checkReply(t, in, s.processBody(in, nil))
+	f.Add([]byte(`{"method":"getblock","params":["`+strings.Repeat("0", 64)+`",2],"id":1}`), true)
+	n := newTestNode(f)
+	if _, err := n.Generate(3, nil); err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(&Config{DisableTLS: true, Params: n.params, Chain: n.chain,
+		Mempool: n.pool, Backend: fuzzBackend{n}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limited bool) {
+		checkReply(t, in, s.processBodyAs(in, nil, limited))
 	})
 }
 
