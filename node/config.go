@@ -23,6 +23,7 @@ import (
 	flags "github.com/jessevdk/go-flags"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 // Defaults, matching btcd's where btcd has the same option.
@@ -120,6 +121,8 @@ type Config struct {
 	RPCMaxClients        int      `long:"rpcmaxclients" description:"Max number of RPC clients for standard connections"`
 	RPCMaxWebsockets     int      `long:"rpcmaxwebsockets" description:"Max number of RPC websocket connections"`
 	RPCMaxConcurrentReqs int      `long:"rpcmaxconcurrentreqs" description:"Max number of concurrent RPC requests that may be processed concurrently"`
+	RPCMaxRequestBytes   int64    `long:"rpcmaxrequestbytes" description:"Largest RPC request body or websocket message in bytes"`
+	RPCMaxBatch          int      `long:"rpcmaxbatch" description:"Largest RPC batch in requests"`
 	DisableTLS           bool     `long:"notls" description:"Disable TLS for the RPC server -- NOTE: This is only allowed if the RPC server is bound to localhost"`
 	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass is specified"`
 
@@ -208,6 +211,8 @@ func DefaultConfig() *Config {
 		RPCMaxClients:        defaultMaxRPCClients,
 		RPCMaxWebsockets:     defaultMaxRPCWebsockets,
 		RPCMaxConcurrentReqs: defaultMaxRPCConcurrentReqs,
+		RPCMaxRequestBytes:   rpcext.DefaultMaxRequestBytes,
+		RPCMaxBatch:          rpcext.DefaultMaxBatchRequests,
 		BlockMinSize:         defaultBlockMinSize,
 		BlockMaxSize:         defaultBlockMaxSize,
 		BlockMinWeight:       defaultBlockMinWeight,

@@ -77,7 +77,7 @@ var hostileInputs = []string{
 	`[{"method":"getblockcount","id":1},{"method":"nosuch","id":2},"junk",{"jsonrpc":"2.0","method":"uptime"}]`,
 	`{"method":"getblockcount","id":1}{"method":"getblockcount","id":2}`,
 	"\xff\xfe{\"method\":\"getblockcount\"}",
-	`[` + strings.Repeat(`{"method":"getblockcount","id":1},`, MaxBatchRequests) + `{"method":"getblockcount","id":1}]`,
+	`[` + strings.Repeat(`{"method":"getblockcount","id":1},`, DefaultMaxBatchRequests) + `{"method":"getblockcount","id":1}]`,
 	strings.Repeat(`[`, 100000) + strings.Repeat(`]`, 100000),
 }
 
