@@ -418,6 +418,14 @@ func (cfg *Config) Normalize() error {
 	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
 		cfg.DisableRPC = true
 	}
+	// A user name is no secret: unlike btcd, a user without a password is
+	// refused rather than let anyone who knows the name in.
+	if !cfg.DisableRPC && cfg.RPCUser != "" && cfg.RPCPass == "" {
+		return errors.New("--rpcuser needs --rpcpass: with an empty password anyone who knows the user name could use the RPC server")
+	}
+	if !cfg.DisableRPC && cfg.RPCLimitUser != "" && cfg.RPCLimitPass == "" {
+		return errors.New("--rpclimituser needs --rpclimitpass: with an empty password anyone who knows the user name could use the RPC server")
+	}
 	if len(cfg.RPCListeners) == 0 {
 		cfg.RPCListeners = []string{net.JoinHostPort("localhost", cfg.rpcPort)}
 	}
