@@ -132,7 +132,7 @@ func (w *watchedConn) RemoteAddr() net.Addr { return pipeAddr{} }
 // and nothing queued), or until it has closed the connection. It is
 // bounded, so that a stuck server shows up as a slow input, not a hang.
 func (fs *fuzzServer) settle(w *watchedConn, sent int64) {
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if w.closed.Load() || (w.consumed.Load() >= sent && fs.idle() && w.waiting.Load()) {
 			return
@@ -172,7 +172,7 @@ func (fs *fuzzServer) session(t *testing.T, tr Transport, body []byte, check fun
 	c, sc := l.dial()
 	defer func() {
 		c.Close()
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for !sc.closed.Load() && time.Now().Before(deadline) {
 			time.Sleep(10 * time.Microsecond)
 		}
@@ -180,7 +180,7 @@ func (fs *fuzzServer) session(t *testing.T, tr Transport, body []byte, check fun
 			t.Fatal("the server did not close its end of a closed connection")
 		}
 	}()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.SetDeadline(time.Now().Add(time.Minute))
 	br := bufio.NewReader(c)
 	var sent int64
 	if tr == WS {
@@ -465,6 +465,10 @@ func FuzzMethodParams(f *testing.F) {
 		}
 		ss := newDirectSession(fs.s, fuzzVersions[int(ver)%len(fuzzVersions)])
 		defer ss.close()
+		if name == "server.version" {
+			// Negotiation itself: the session's first request.
+			ss.negotiated.Store(false)
+		}
 		resp, ok, after := ss.execute(&request{v2: true, id: json.RawMessage(`1`), method: name, params: params})
 		if after != nil {
 			after()
