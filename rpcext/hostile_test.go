@@ -110,15 +110,17 @@ func (fuzzBackend) Generate(uint32, address.Address) ([]*chainhash.Hash, error) 
 }
 
 // FuzzProcessBody hands arbitrary bodies to the JSON-RPC server's request
-// processing, as the HTTP handler does after authentication, for the full
-// user and the limited user: every reply is well-formed JSON-RPC and no
-// handler panics. One node (three blocks mined) and one server serve every
+// processing, as the HTTP handler does after authentication and as the
+// websocket reader does for an authenticated client, for the full user and
+// the limited user: every reply is well-formed JSON-RPC and no handler
+// panics. One node (three blocks mined) and one server serve every
 // input of a fuzzing process.
 func FuzzProcessBody(f *testing.F) {
 	for _, in := range hostileInputs[:len(hostileInputs)-1] {
 		f.Add([]byte(in), false)
 	}
 	f.Add([]byte(`{"method":"getblock","params":["`+strings.Repeat("0", 64)+`",2],"id":1}`), true)
+	f.Add([]byte(`[{"method":"notifyblocks","id":1},{"method":"loadtxfilter","params":[true,["mipcBbFg9gMiCh81Kj8tqqdgoZub1ZJRfn"],[{"hash":"`+strings.Repeat("0", 64)+`","index":0}]],"id":2},{"method":"rescanblocks","params":[["`+strings.Repeat("0", 64)+`"]],"id":3}]`), false)
 	n := newTestNode(f)
 	if _, err := n.Generate(3, nil); err != nil {
 		f.Fatal(err)
@@ -130,6 +132,11 @@ func FuzzProcessBody(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, limited bool) {
 		checkReply(t, in, s.processBodyAs(in, nil, limited))
+		// The same body as a websocket message, where the websocket-only
+		// methods (notifyblocks, loadtxfilter, authenticate, ...) answer.
+		wsc := &wsClient{s: s, authenticated: true, limited: limited,
+			signal: make(chan struct{}, 1), quit: make(chan struct{})}
+		checkReply(t, in, s.processBody(in, wsc))
 	})
 }
 
