@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -133,12 +134,23 @@ func (w *watchedConn) RemoteAddr() net.Addr { return pipeAddr{} }
 // bounded, so that a stuck server shows up as a slow input, not a hang.
 func (fs *fuzzServer) settle(w *watchedConn, sent int64) {
 	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	for i := 0; time.Now().Before(deadline); i++ {
 		if w.closed.Load() || (w.consumed.Load() >= sent && fs.idle() && w.waiting.Load()) {
 			return
 		}
-		time.Sleep(10 * time.Microsecond)
+		pause(i)
 	}
+}
+
+// pause yields to the server's goroutines while waiting for them: at
+// first only the processor (most waits end within a few yields), then
+// sleeping.
+func pause(i int) {
+	if i < 1000 {
+		runtime.Gosched()
+		return
+	}
+	time.Sleep(10 * time.Microsecond)
 }
 
 // idle reports whether the server has a session and none of its sessions
@@ -173,8 +185,8 @@ func (fs *fuzzServer) session(t *testing.T, tr Transport, body []byte, check fun
 	defer func() {
 		c.Close()
 		deadline := time.Now().Add(time.Minute)
-		for !sc.closed.Load() && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Microsecond)
+		for i := 0; !sc.closed.Load() && time.Now().Before(deadline); i++ {
+			pause(i)
 		}
 		if !sc.closed.Load() {
 			t.Fatal("the server did not close its end of a closed connection")
