@@ -17,15 +17,20 @@ BIN       := bin/btcd-electrum
 RUN_MINING_ADDR := bcrt1ql3e9pgs3mmwuwrh95fecme0s0qtn2880hlwwpw
 RUN_ARGS  ?=
 
-# `make fuzz` runs each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m).
-# `make test` runs each for the number of executions after its name here
-# (about 10 s each on 2 cores): a count, not a duration, because with a
-# duration Go 1.26's fuzzing coordinator can fail a target with "context
-# deadline exceeded" at the deadline when the machine is busy
-# (golang/go#75804, fixed in Go 1.27).
+# `make fuzz` runs each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m;
+# docs/RELIABILITY.md, "Fuzzing", says what each covers). `make test` runs
+# each for the number of executions after its name here (a few seconds
+# each on 2 cores): a count, not a duration, because with a duration Go
+# 1.26's fuzzing coordinator can fail a target with "context deadline
+# exceeded" at the deadline when the machine is busy (golang/go#75804,
+# fixed in Go 1.27).
 FUZZTIME  ?= 10s
 FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage:30000 ./electrum/:FuzzLineFraming:20000 \
-	./electrum/:FuzzStatusNotification:50000 ./electrum/:FuzzFastJSON:30000 ./rpcext/:FuzzProcessBody:1000
+	./electrum/:FuzzStatusNotification:50000 ./electrum/:FuzzFastJSON:30000 \
+	./electrum/:FuzzTCPSession:4000 ./electrum/:FuzzWebSocketFrames:4000 \
+	./electrum/:FuzzDispatch:5000 ./electrum/:FuzzMethodParams:10000 \
+	./rpcext/:FuzzProcessBody:10000 \
+	./indexers/:FuzzSchemaDecoders:50000 ./indexers/:FuzzIndexReads:5000
 
 # `make bench-e2e`: the built node end to end on a generated mainnet-shaped
 # chain (cmd/e2ebench), beside btcd v0.26.2's --addrindex and --txindex. The

@@ -439,9 +439,14 @@ func (ss *session) releaseSlot() { <-ss.sem }
 func (ss *session) handleVersion(r *request) bool {
 	resp, ok, _ := ss.execute(r)
 	if !ss.negotiated.Load() {
-		// No common version: answer and disconnect.
+		// No common version: answer (unless the request was a
+		// notification, which gets no answer) and disconnect.
 		ss.setCloseReason(DisconnectProtocol)
-		ss.sendAndClose(resp)
+		if ok {
+			ss.sendAndClose(resp)
+		} else {
+			ss.close()
+		}
 		return false
 	}
 	if ok {
@@ -453,10 +458,18 @@ func (ss *session) handleVersion(r *request) bool {
 // handleVersionInBatch negotiates with the first member of a batch and runs
 // the rest.
 func (ss *session) handleVersionInBatch(m *message) bool {
-	first, _, _ := ss.execute(m.requests[0])
+	first, ok, _ := ss.execute(m.requests[0])
+	if !ok {
+		// A notification: the batch's answer starts with the next member.
+		first = nil
+	}
 	if !ss.negotiated.Load() {
 		ss.setCloseReason(DisconnectProtocol)
-		ss.sendAndClose(encodeBatch([][]byte{first}))
+		if ok {
+			ss.sendAndClose(encodeBatch([][]byte{first}))
+		} else {
+			ss.close()
+		}
 		return false
 	}
 	if len(m.requests) > ss.srv.cfg.MaxBatch {

@@ -23,6 +23,7 @@ import (
 	flags "github.com/jessevdk/go-flags"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 // Defaults, matching btcd's where btcd has the same option.
@@ -120,6 +121,8 @@ type Config struct {
 	RPCMaxClients        int      `long:"rpcmaxclients" description:"Max number of RPC clients for standard connections"`
 	RPCMaxWebsockets     int      `long:"rpcmaxwebsockets" description:"Max number of RPC websocket connections"`
 	RPCMaxConcurrentReqs int      `long:"rpcmaxconcurrentreqs" description:"Max number of concurrent RPC requests that may be processed concurrently"`
+	RPCMaxRequestBytes   int64    `long:"rpcmaxrequestbytes" description:"Largest RPC request body or websocket message in bytes"`
+	RPCMaxBatch          int      `long:"rpcmaxbatch" description:"Largest RPC batch in requests"`
 	DisableTLS           bool     `long:"notls" description:"Disable TLS for the RPC server -- NOTE: This is only allowed if the RPC server is bound to localhost"`
 	DisableRPC           bool     `long:"norpc" description:"Disable built-in RPC server -- NOTE: The RPC server is disabled by default if no rpcuser/rpcpass is specified"`
 
@@ -209,6 +212,8 @@ func DefaultConfig() *Config {
 		RPCMaxClients:        defaultMaxRPCClients,
 		RPCMaxWebsockets:     defaultMaxRPCWebsockets,
 		RPCMaxConcurrentReqs: defaultMaxRPCConcurrentReqs,
+		RPCMaxRequestBytes:   rpcext.DefaultMaxRequestBytes,
+		RPCMaxBatch:          rpcext.DefaultMaxBatchRequests,
 		BlockMinSize:         defaultBlockMinSize,
 		BlockMaxSize:         defaultBlockMaxSize,
 		BlockMinWeight:       defaultBlockMinWeight,
@@ -413,6 +418,14 @@ func (cfg *Config) Normalize() error {
 	// As btcd: without credentials there is no RPC server.
 	if cfg.RPCUser == "" && cfg.RPCPass == "" && cfg.RPCLimitUser == "" && cfg.RPCLimitPass == "" {
 		cfg.DisableRPC = true
+	}
+	// A user name is no secret: unlike btcd, a user without a password is
+	// refused rather than let anyone who knows the name in.
+	if !cfg.DisableRPC && cfg.RPCUser != "" && cfg.RPCPass == "" {
+		return errors.New("--rpcuser needs --rpcpass: with an empty password anyone who knows the user name could use the RPC server")
+	}
+	if !cfg.DisableRPC && cfg.RPCLimitUser != "" && cfg.RPCLimitPass == "" {
+		return errors.New("--rpclimituser needs --rpclimitpass: with an empty password anyone who knows the user name could use the RPC server")
 	}
 	if len(cfg.RPCListeners) == 0 {
 		cfg.RPCListeners = []string{net.JoinHostPort("localhost", cfg.rpcPort)}

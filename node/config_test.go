@@ -121,6 +121,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"bad level", []string{"--regtest", "--debuglevel=loud"}, "invalid"},
 		{"bad subsystem", []string{"--regtest", "--debuglevel=NOPE=info"}, "subsystem"},
 		{"mainnet mining address on regtest", []string{"--regtest", "--miningaddr=1BoatSLRHtKNngkdXEeobR76b53LETtpyT"}, "mining address"},
+		{"RPC user without password", []string{"--regtest", "--rpcuser=u"}, "--rpcpass"},
+		{"RPC limited user without password", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--rpclimituser=l"}, "--rpclimitpass"},
 		{"notls off localhost", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--notls", "--rpclisten=0.0.0.0"}, "--notls"},
 		{"tiny maxsend", []string{"--regtest", "--electrummaxsend=1000"}, "electrummaxsend"},
 		{"catch-up memory too small", []string{"--regtest", "--electrumcatchupmem=50"}, "--electrumcatchupmem"},

@@ -10,9 +10,13 @@ const (
 	// message: room for a hex-encoded 4 MB block plus framing.
 	DefaultMaxRequestBytes = 10 << 20
 
-	// DefaultMaxConcurrentRequests bounds HTTP requests served at once
-	// (btcd's --rpcmaxclients is 10).
+	// DefaultMaxConcurrentRequests bounds HTTP requests processed at once
+	// (the node passes btcd's --rpcmaxconcurrentreqs, default 20).
 	DefaultMaxConcurrentRequests = 10
+
+	// DefaultMaxClients bounds HTTP requests in flight, waiting ones
+	// included (btcd's --rpcmaxclients is 10).
+	DefaultMaxClients = 10
 
 	// DefaultMaxWebsockets bounds websocket clients (btcd's
 	// --rpcmaxwebsockets is 25).
@@ -62,6 +66,15 @@ type Config struct {
 	// MaxConcurrentRequests bounds HTTP requests served at once; more
 	// wait for a slot.
 	MaxConcurrentRequests int
+
+	// MaxClients bounds HTTP requests in flight (authenticated or not,
+	// waiting for a slot or served); more are answered 503 at once, as
+	// btcd answers clients over --rpcmaxclients.
+	MaxClients int
+
+	// MaxBatchRequests bounds the requests of one batch (default
+	// DefaultMaxBatchRequests); a larger batch is refused as a whole.
+	MaxBatchRequests int
 
 	// MaxWebsockets bounds connected websocket clients; more are refused
 	// with 503.

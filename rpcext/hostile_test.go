@@ -3,11 +3,14 @@ package rpcext
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
+	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
 // newOfflineServer returns a server over node that is not listening, for
@@ -74,7 +77,7 @@ var hostileInputs = []string{
 	`[{"method":"getblockcount","id":1},{"method":"nosuch","id":2},"junk",{"jsonrpc":"2.0","method":"uptime"}]`,
 	`{"method":"getblockcount","id":1}{"method":"getblockcount","id":2}`,
 	"\xff\xfe{\"method\":\"getblockcount\"}",
-	`[` + strings.Repeat(`{"method":"getblockcount","id":1},`, MaxBatchRequests) + `{"method":"getblockcount","id":1}]`,
+	`[` + strings.Repeat(`{"method":"getblockcount","id":1},`, DefaultMaxBatchRequests) + `{"method":"getblockcount","id":1}]`,
 	strings.Repeat(`[`, 100000) + strings.Repeat(`]`, 100000),
 }
 
@@ -96,14 +99,44 @@ func TestHostileRequestsGetProtocolErrors(t *testing.T) {
 	}
 }
 
+// fuzzBackend is the test node with mining refused, so that the inputs of
+// FuzzProcessBody share one node whose chain stays small: generate's
+// parameter checks run, its mining does not.
+type fuzzBackend struct{ *testNode }
+
+// Generate implements Backend by refusing.
+func (fuzzBackend) Generate(uint32, address.Address) ([]*chainhash.Hash, error) {
+	return nil, errors.New("mining is off while fuzzing")
+}
+
+// FuzzProcessBody hands arbitrary bodies to the JSON-RPC server's request
+// processing, as the HTTP handler does after authentication and as the
+// websocket reader does for an authenticated client, for the full user and
+// the limited user: every reply is well-formed JSON-RPC and no handler
+// panics. One node (three blocks mined) and one server serve every
+// input of a fuzzing process.
 func FuzzProcessBody(f *testing.F) {
 	for _, in := range hostileInputs[:len(hostileInputs)-1] {
-		f.Add([]byte(in))
+		f.Add([]byte(in), false)
 	}
-	f.Fuzz(func(t *testing.T, in []byte) {
-		n := newTestNode(t)
-		s := newOfflineServer(t, n)
-		checkReply(t, in, s.processBody(in, nil))
+	f.Add([]byte(`{"method":"getblock","params":["`+strings.Repeat("0", 64)+`",2],"id":1}`), true)
+	f.Add([]byte(`[{"method":"notifyblocks","id":1},{"method":"loadtxfilter","params":[true,["mipcBbFg9gMiCh81Kj8tqqdgoZub1ZJRfn"],[{"hash":"`+strings.Repeat("0", 64)+`","index":0}]],"id":2},{"method":"rescanblocks","params":[["`+strings.Repeat("0", 64)+`"]],"id":3}]`), false)
+	n := newTestNode(f)
+	if _, err := n.Generate(3, nil); err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(&Config{DisableTLS: true, Params: n.params, Chain: n.chain,
+		Mempool: n.pool, Backend: fuzzBackend{n}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limited bool) {
+		checkReply(t, in, s.processBodyAs(in, nil, limited))
+		// The same body as a websocket message, where the websocket-only
+		// methods (notifyblocks, loadtxfilter, authenticate, ...) answer.
+		wsc := &wsClient{s: s, authenticated: true, limited: limited,
+			signal: make(chan struct{}, 1), quit: make(chan struct{})}
+		checkReply(t, in, s.processBody(in, wsc))
 	})
 }
 

@@ -10,8 +10,9 @@ import (
 	"github.com/btcsuite/btcd/btcjson"
 )
 
-// MaxBatchRequests bounds the number of requests in one batch.
-const MaxBatchRequests = 1000
+// DefaultMaxBatchRequests bounds the number of requests in one batch unless
+// Config.MaxBatchRequests says otherwise.
+const DefaultMaxBatchRequests = 1000
 
 // rawRequest is a JSON-RPC request as it arrives. Unlike btcjson.Request it
 // keeps "id" raw, so an absent id can be told from a null one, and accepts
@@ -51,10 +52,10 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool) []byte 
 		return marshalReply(btcjson.RpcVersion2, nil, nil,
 			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: empty batch"))
 	}
-	if len(batch) > MaxBatchRequests {
+	if len(batch) > s.cfg.MaxBatchRequests {
 		return marshalReply(btcjson.RpcVersion2, nil, nil,
 			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code,
-				fmt.Sprintf("Invalid request: batch of %d requests exceeds %d", len(batch), MaxBatchRequests)))
+				fmt.Sprintf("Invalid request: batch of %d requests exceeds %d", len(batch), s.cfg.MaxBatchRequests)))
 	}
 	var out bytes.Buffer
 	out.WriteByte('[')

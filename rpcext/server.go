@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +36,8 @@ type Server struct {
 
 	// requestSlots bounds concurrently served HTTP requests.
 	requestSlots chan struct{}
+	// clients counts HTTP requests in flight (MaxClients).
+	clients atomic.Int32
 
 	// quit is closed by Shutdown; everything long-lived watches it.
 	quit     chan struct{}
@@ -70,6 +73,12 @@ func New(cfg *Config) (*Server, error) {
 	}
 	if c.MaxConcurrentRequests <= 0 {
 		c.MaxConcurrentRequests = DefaultMaxConcurrentRequests
+	}
+	if c.MaxClients <= 0 {
+		c.MaxClients = DefaultMaxClients
+	}
+	if c.MaxBatchRequests <= 0 {
+		c.MaxBatchRequests = DefaultMaxBatchRequests
 	}
 	if c.MaxWebsockets <= 0 {
 		c.MaxWebsockets = DefaultMaxWebsockets
@@ -256,6 +265,13 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if n := s.clients.Add(1); int(n) > s.cfg.MaxClients {
+		s.clients.Add(-1)
+		http.Error(w, fmt.Sprintf("503 Service Unavailable: over %d RPC clients at once.", s.cfg.MaxClients),
+			http.StatusServiceUnavailable)
+		return
+	}
+	defer s.clients.Add(-1)
 	ok, limited := s.checkAuthLevel(r)
 	if !ok {
 		authFail(w)
