@@ -66,6 +66,11 @@ func FuzzSchemaDecoders(f *testing.F) {
 				t.Fatalf("tip %x encodes to %x", v, got)
 			}
 		}
+		if e, ok := decodeHeldVal(v); ok {
+			if got := heldVal(e); !bytes.Equal(got, v) {
+				t.Fatalf("held balance %x encodes to %x", v, got)
+			}
+		}
 		if s := decodeStats(v); len(v) == 16 {
 			if got := encodeStats(s); !bytes.Equal(got, v) {
 				t.Fatalf("stats %x encode to %x", v, got)
@@ -97,7 +102,7 @@ func FuzzSchemaDecoders(f *testing.F) {
 
 // fuzzRowTags are the tables FuzzIndexReads writes rows of, and the
 // single-row keys.
-var fuzzRowTags = []byte{tagTx, tagTxid, tagHist, tagUtxo, tagBlk}
+var fuzzRowTags = []byte{tagTx, tagTxid, tagHist, tagUtxo, tagBlk, tagHeld}
 
 // FuzzIndexReads writes arbitrary rows into the index's tables of a real
 // database (rows of one script's history and unspent outputs, transaction
@@ -128,10 +133,11 @@ func FuzzIndexReads(f *testing.F) {
 
 	// A row is tag(1) keylen(1) key valuelen(1) value; the tag is a
 	// table's (any other byte picks one), 'z' (the tip), 's' (the
-	// statistics) or 'r' (the reorg epoch), and keys of history and
-	// unspent rows get the script's hashX in front. The first seed is a
-	// consistent index of one block: its reads find the history, the
-	// unspent output, the balance and the transaction's location.
+	// statistics), 'r' (the reorg epoch) or 'q' (the held balances'
+	// tip), and keys of history, unspent and held balance rows get the
+	// script's hashX in front. The first seed is a consistent index of
+	// one block: its reads find the history, the unspent output, the
+	// balance and the transaction's location; the third holds a balance.
 	row := func(tag byte, key, val []byte) []byte {
 		return append(append(append([]byte{tag, byte(len(key))}, key...), byte(len(val))), val...)
 	}
@@ -153,6 +159,11 @@ func FuzzIndexReads(f *testing.F) {
 	}, nil), txid[:], int32(1), uint32(0))
 	f.Add(bytes.Join([][]byte{row(tagHist, pos[:3], nil), row(tagUtxo, utxo[:5], uval[:3]), row(tagTx, pos, entry[:7]),
 		row('z', nil, []byte{1})}, nil), txid[:], int32(-1), uint32(70000))
+	f.Add(bytes.Join([][]byte{
+		row(tagUtxo, utxo, uval), row(tagBlk, binary.BigEndian.AppendUint32(nil, 1), blkVal(2, &hash)),
+		row('z', nil, tipVal(&hash, 1)), row('q', nil, tipVal(&hash, 1)),
+		row(tagHeld, nil, heldVal(heldEntry{balance: 5000, count: 1})), row(tagHeld, []byte{7}, []byte{1, 2}),
+	}, nil), txid[:], int32(1), uint32(0))
 
 	// The rows of the previous input, removed in the same transaction that
 	// writes the next input's (one commit per input).
@@ -191,13 +202,15 @@ func FuzzIndexReads(f *testing.F) {
 					k = statsKey
 				case 'r':
 					k = reorgKey
+				case 'q':
+					k = heldMarkKey
 				default:
 					t := tag
 					if bytes.IndexByte(fuzzRowTags, t) < 0 {
 						t = fuzzRowTags[int(tag)%len(fuzzRowTags)]
 					}
 					k = tablePrefix(t)
-					if t == tagHist || t == tagUtxo {
+					if t == tagHist || t == tagUtxo || t == tagHeld {
 						k = append(k, hx[:]...)
 					}
 					k = append(k, key...)
