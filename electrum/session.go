@@ -55,6 +55,9 @@ type session struct {
 	queued     int
 	closeAfter bool
 	wake       chan struct{}
+	// drained is signalled by the writer after every write, for a read
+	// loop waiting for the backlog to shrink (waitBacklog).
+	drained chan struct{}
 
 	costMu    sync.Mutex
 	cost      float64
@@ -121,6 +124,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		started:   now,
 		sem:       make(chan struct{}, s.cfg.Concurrency),
 		wake:      make(chan struct{}, 1),
+		drained:   make(chan struct{}, 1),
 		subs:      make(map[indexers.ScriptHash]*subState),
 		costStamp: now,
 	}
@@ -287,6 +291,10 @@ func (ss *session) writeLoop() {
 			ss.sendMu.Lock()
 			ss.queued -= size
 			ss.sendMu.Unlock()
+			select {
+			case ss.drained <- struct{}{}:
+			default:
+			}
 			ss.bytesOut.Add(uint64(size))
 			ss.srv.counters.bytesOut[ss.transport].Add(uint64(size))
 			ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
@@ -306,6 +314,36 @@ func (ss *session) writeLoop() {
 // writeBatchBytes bounds how many queued bytes are joined into one write.
 const writeBatchBytes = 256 << 10
 
+// readPauseBytes is the backlog of answers at which a session stops
+// reading requests until its client has read enough of them (or
+// MaxSendBacklog, when smaller). Without it a client that sends requests
+// and never reads the answers made the server hold MaxSendBacklog bytes
+// for it before it was cut off: 16 GB for 1,000 such clients with the
+// defaults, and the garbage collector at its memory limit stalled every
+// other session. With it a session holds at most this much plus the
+// answers of the requests already running (Concurrency of them), and a
+// client that reads nothing is cut off by WriteTimeout.
+const readPauseBytes = 512 << 10
+
+// waitBacklog returns once the session's backlog is under readPauseBytes;
+// false when the session ended first.
+func (ss *session) waitBacklog() bool {
+	limit := min(readPauseBytes, ss.srv.cfg.MaxSendBacklog)
+	for {
+		ss.sendMu.Lock()
+		queued := ss.queued
+		ss.sendMu.Unlock()
+		if queued < limit {
+			return true
+		}
+		select {
+		case <-ss.drained:
+		case <-ss.ctx.Done():
+			return false
+		}
+	}
+}
+
 // readLoop reads and dispatches messages until the connection ends.
 func (ss *session) readLoop() {
 	defer func() {
@@ -317,6 +355,9 @@ func (ss *session) readLoop() {
 		}
 	}()
 	for {
+		if !ss.waitBacklog() {
+			return
+		}
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
 		if errors.Is(err, errFrameTooLarge) {
@@ -337,7 +378,7 @@ func (ss *session) readLoop() {
 		ss.bytesIn.Add(uint64(len(frame)))
 		ss.srv.counters.bytesIn[ss.transport].Add(uint64(len(frame)))
 		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
-		if !ss.dispatch(decodeMessage(frame)) {
+		if !ss.dispatch(decodeMessageLimit(frame, ss.srv.cfg.MaxBatch)) {
 			return
 		}
 		if ss.closed() || ss.overLimit.Load() {
@@ -388,9 +429,9 @@ func (ss *session) dispatch(m *message) bool {
 		return true
 	}
 	if m.batch {
-		if len(m.requests) > ss.srv.cfg.MaxBatch {
+		if m.count() > ss.srv.cfg.MaxBatch {
 			ss.charge(errorCost)
-			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
 			return ss.checkHardLimit()
 		}
 		if !ss.acquire() {
@@ -459,8 +500,8 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 		ss.sendAndClose(encodeBatch([][]byte{first}))
 		return false
 	}
-	if len(m.requests) > ss.srv.cfg.MaxBatch {
-		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+	if m.count() > ss.srv.cfg.MaxBatch {
+		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
 		return true
 	}
 	if !ss.acquire() {

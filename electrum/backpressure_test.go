@@ -1,0 +1,116 @@
+package electrum
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPipelinedNonReader checks the read pause: a client that pipelines
+// requests with large answers and reads none is no longer read once
+// readPauseBytes of answers wait for it, so the server holds a bounded
+// backlog for it (not MaxSendBacklog), serves another client meanwhile,
+// and cuts it off when a write does not finish within WriteTimeout.
+func TestPipelinedNonReader(t *testing.T) {
+	const banner = 100_000
+	fx := newFixture(t, func(c *Config) {
+		c.Banner = strings.Repeat("b", banner)
+		c.WriteTimeout = 2 * time.Second
+		c.CostHardLimit = -1
+	})
+	good := fx.client(t, "1.4")
+	conn, err := net.Dial("tcp", fx.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["slow","1.4"]}` + "\n"))
+	// 500 banners (50 MB of answers) asked for, none read.
+	var req strings.Builder
+	for i := 0; i < 500; i++ {
+		req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"server.banner"}` + "\n")
+	}
+	go func() {
+		conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		conn.Write([]byte(req.String()))
+	}()
+	var slow *session
+	for deadline := time.Now().Add(10 * time.Second); slow == nil && time.Now().Before(deadline); {
+		fx.s.mu.Lock()
+		for ss := range fx.s.sessions {
+			if ss.remote == conn.LocalAddr().String() {
+				slow = ss
+			}
+		}
+		fx.s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	if slow == nil {
+		t.Fatal("the slow session never appeared")
+	}
+	// The backlog never goes over the pause plus the answers of the
+	// requests already running.
+	bound := readPauseBytes + fx.s.cfg.Concurrency*(banner+100)
+	most := 0
+	for !slow.closed() {
+		slow.sendMu.Lock()
+		most = max(most, slow.queued)
+		slow.sendMu.Unlock()
+		good.must(nil, "server.ping")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if most > bound {
+		t.Fatalf("%d bytes queued for a client that reads nothing, want at most %d", most, bound)
+	}
+	if r := slow.reason(); r != DisconnectWriteFailed {
+		t.Fatalf("the non-reader was disconnected for %v, want %v", r, DisconnectWriteFailed)
+	}
+	good.must(nil, "server.ping")
+}
+
+// TestBatchOverLimitNotDecoded checks that a batch over MaxBatch is refused
+// with code 4 whether or not it opens with server.version, and that the
+// session goes on.
+func TestBatchOverLimitNotDecoded(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxBatch = 5 })
+	conn, err := net.Dial("tcp", fx.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(conn)
+	read := func() string {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	batch := func(first string, n int) string {
+		items := []string{first}
+		for i := 1; i < n; i++ {
+			items = append(items, `{"jsonrpc":"2.0","id":9,"method":"server.ping"}`)
+		}
+		return "[" + strings.Join(items, ",") + "]\n"
+	}
+	// Opening with server.version: negotiated, the rest refused.
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["c","1.4"]}`, 10)))
+	if line := read(); !strings.Contains(line, `"code":4`) || !strings.Contains(line, "10 requests, limit 5") {
+		t.Fatalf("batch of 10 opening with server.version: %s", line)
+	}
+	// Negotiated: a batch of 6 is refused, one of 5 answered.
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":9,"method":"server.ping"}`, 6)))
+	if line := read(); !strings.Contains(line, `"code":4`) {
+		t.Fatalf("batch of 6: %s", line)
+	}
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":9,"method":"server.ping"}`, 5)))
+	var answers []rpcResponse
+	if err := json.Unmarshal([]byte(read()), &answers); err != nil || len(answers) != 5 {
+		t.Fatalf("batch of 5: %v %v", answers, err)
+	}
+}
