@@ -114,3 +114,59 @@ func TestBatchOverLimitNotDecoded(t *testing.T) {
 		t.Fatalf("batch of 5: %v %v", answers, err)
 	}
 }
+
+// TestTotalBacklog checks the server-wide bound on answers waiting for
+// clients: many non-readers, each under its own MaxSendBacklog, together
+// over 16 times it, are disconnected as not reading (the ones with a
+// backlog) while a reading client is served.
+func TestTotalBacklog(t *testing.T) {
+	const banner = 100_000
+	fx := newFixture(t, func(c *Config) {
+		c.Banner = strings.Repeat("b", banner)
+		c.MaxSendBacklog = 1_000_000
+		c.MaxSessionsPerIP = -1
+		c.Concurrency = 1
+		c.WriteTimeout = time.Minute
+		c.CostHardLimit = -1
+	})
+	good := fx.client(t, "1.4")
+	var req strings.Builder
+	req.WriteString(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["slow","1.4"]}` + "\n")
+	for i := 0; i < 100; i++ {
+		req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"server.banner"}` + "\n")
+	}
+	// 40 clients that read nothing: each could hold 612 KB (the read
+	// pause and one running answer), 24 MB together.
+	for i := 0; i < 40; i++ {
+		c, err := net.Dial("tcp", fx.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		go func() {
+			c.SetWriteDeadline(time.Now().Add(time.Minute))
+			c.Write([]byte(req.String()))
+		}()
+	}
+	cap := fx.s.cfg.maxBacklogTotal()
+	bound := cap + 40*(totalBacklogMinOwn+banner+100)
+	most := int64(0)
+	deadline := time.Now().Add(30 * time.Second)
+	for fx.s.counters.disconnected[DisconnectNotReading].Load() == 0 && time.Now().Before(deadline) {
+		most = max(most, fx.s.backlog.Load())
+		good.must(nil, "server.ping")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if fx.s.counters.disconnected[DisconnectNotReading].Load() == 0 {
+		t.Fatalf("no non-reader disconnected; %d bytes waiting for all sessions (bound %d)", fx.s.backlog.Load(), cap)
+	}
+	for i := 0; i < 100; i++ {
+		most = max(most, fx.s.backlog.Load())
+		time.Sleep(time.Millisecond)
+	}
+	if most > bound {
+		t.Fatalf("%d bytes waited for all sessions, want at most %d", most, bound)
+	}
+	good.must(nil, "server.ping")
+}

@@ -50,11 +50,14 @@ type session struct {
 	// sem bounds the requests running at once.
 	sem chan struct{}
 
-	sendMu     sync.Mutex
-	queue      [][]byte
-	queued     int
-	closeAfter bool
-	wake       chan struct{}
+	sendMu sync.Mutex
+	queue  [][]byte
+	queued int
+	// backlogDropped is set once close has taken queued off the
+	// server's total backlog.
+	backlogDropped bool
+	closeAfter     bool
+	wake           chan struct{}
 	// drained is signalled by the writer after every write, for a read
 	// loop waiting for the backlog to shrink (waitBacklog).
 	drained chan struct{}
@@ -160,6 +163,10 @@ func (ss *session) close() {
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.srv.release(ss, n)
+		ss.sendMu.Lock()
+		ss.srv.backlog.Add(-int64(ss.queued))
+		ss.queued, ss.queue, ss.backlogDropped = 0, nil, true
+		ss.sendMu.Unlock()
 		if ss.srv.ctx.Err() != nil {
 			ss.setCloseReason(DisconnectShutdown)
 		}
@@ -204,9 +211,14 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 		ss.sendMu.Unlock()
 		return false
 	}
-	if queued := ss.queued; queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0 {
+	queued := ss.queued
+	overOwn := queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0
+	// Over the server's total, the sessions that have a backlog of their
+	// own go first: a client reading its answers has little or none.
+	overTotal := ss.srv.backlog.Load()+int64(len(msg)) > ss.srv.cfg.maxBacklogTotal() && queued >= totalBacklogMinOwn
+	if overOwn || overTotal {
 		ss.sendMu.Unlock()
-		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, queued)
+		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
 		ss.setCloseReason(DisconnectNotReading)
 		abortive(ss.conn)
 		// The caller may hold subMu (the notifier does), which close
@@ -217,6 +229,7 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 	}
 	ss.queue = append(ss.queue, msg)
 	ss.queued += len(msg)
+	ss.srv.backlog.Add(int64(len(msg)))
 	ss.closeAfter = last
 	ss.sendMu.Unlock()
 	if wake {
@@ -289,7 +302,10 @@ func (ss *session) writeLoop() {
 			}
 			q = q[k:]
 			ss.sendMu.Lock()
-			ss.queued -= size
+			if !ss.backlogDropped {
+				ss.queued -= size
+				ss.srv.backlog.Add(-int64(size))
+			}
 			ss.sendMu.Unlock()
 			select {
 			case ss.drained <- struct{}{}:

@@ -38,7 +38,7 @@ type hostileFlags struct {
 	sources   int
 	subnets   int
 	maxSess   int
-	goodFirst int
+	maxRSS    int64
 }
 
 // hostileNodeArgs are the limits the benchmark runs the node with, beside
@@ -71,6 +71,7 @@ func runHostile(args []string) error {
 	fs.IntVar(&hf.sources, "sources", 1000, "loopback addresses each attack comes from")
 	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack its own)")
 	fs.IntVar(&hf.maxSess, "maxsessions", 10000, "the node's --electrummaxsessions")
+	fs.Int64Var(&hf.maxRSS, "maxrss", 8192, "stop an attack early when the node's resident memory passes this many MiB (the machine's safety)")
 	fs.Parse(args)
 	kinds, err := parseKinds(hf.kinds)
 	if err != nil {
@@ -334,6 +335,9 @@ type hostileResult struct {
 	HeapAfter        float64 `json:"heap_inuse_after_bytes,omitempty"`
 	GoroutinesBefore float64 `json:"goroutines_before,omitempty"`
 	GoroutinesAfter  float64 `json:"goroutines_after,omitempty"`
+	// Aborted says the attack was stopped early because the node's
+	// memory passed -maxrss.
+	Aborted bool `json:"aborted,omitempty"`
 	// Served says the wallet got every answer right, on one session, in
 	// all three windows.
 	Served bool `json:"served"`
@@ -434,6 +438,23 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		return nil, errors.New("the attacker did not get ready within 5 minutes")
 	}
 	fmt.Fprintf(os.Stderr, "%s: at full strength after %.1f s\n", k, time.Since(attackStart).Seconds())
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go func() {
+		for {
+			select {
+			case <-watchDone:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if p.RSSKB() > hf.maxRSS<<10 {
+				fmt.Fprintf(os.Stderr, "%s: the node's RSS passed %d MiB: stopping the attack\n", k, hf.maxRSS)
+				r.Aborted = true
+				stdin.Close()
+				return
+			}
+		}
+	}()
 
 	cpu0, acpu0, t0 := p.CPUSeconds(), procCPU(cmd.Process.Pid), time.Now()
 	g, err = wallet(1)
@@ -665,7 +686,9 @@ func (r *hostileReport) writeTable(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range r.Attacks {
 		served := "yes"
-		if !a.Served {
+		if a.Aborted {
+			served = "ABORTED (RSS over -maxrss)"
+		} else if !a.Served {
 			served = fmt.Sprintf("NO (wrong %d/%d/%d, errors %d/%d/%d, sessions after %d)",
 				a.Unloaded.Wrong, a.During.Wrong, a.After.Wrong, a.Unloaded.Errors, a.During.Errors, a.After.Errors, a.SessionsAfter)
 		}
