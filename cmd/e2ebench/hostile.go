@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -25,20 +26,20 @@ import (
 
 // hostileFlags sizes the attacks (issue 10, point 5).
 type hostileFlags struct {
-	kinds     string
-	phase     time.Duration
-	settle    time.Duration
-	interval  time.Duration
-	idle      int
-	slow      int
-	halfOpen  int
-	workers   int
-	subs      int
-	rate      int
-	sources   int
-	subnets   int
-	maxSess   int
-	maxRSS    int64
+	kinds    string
+	phase    time.Duration
+	settle   time.Duration
+	interval time.Duration
+	idle     int
+	slow     int
+	halfOpen int
+	workers  int
+	subs     int
+	rate     int
+	sources  int
+	subnets  int
+	maxSess  int
+	maxRSS   int64
 }
 
 // hostileNodeArgs are the limits the benchmark runs the node with, beside
@@ -439,8 +440,15 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	}
 	fmt.Fprintf(os.Stderr, "%s: at full strength after %.1f s\n", k, time.Since(attackStart).Seconds())
 	watchDone := make(chan struct{})
-	defer close(watchDone)
+	var aborted atomic.Bool
+	watched := make(chan struct{})
+	defer func() {
+		close(watchDone)
+		<-watched
+		r.Aborted = aborted.Load()
+	}()
 	go func() {
+		defer close(watched)
 		for {
 			select {
 			case <-watchDone:
@@ -449,7 +457,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 			}
 			if p.RSSKB() > hf.maxRSS<<10 {
 				fmt.Fprintf(os.Stderr, "%s: the node's RSS passed %d MiB: stopping the attack\n", k, hf.maxRSS)
-				r.Aborted = true
+				aborted.Store(true)
 				stdin.Close()
 				return
 			}
