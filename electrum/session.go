@@ -232,6 +232,9 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 	ss.srv.backlog.Add(int64(len(msg)))
 	ss.closeAfter = last
 	ss.sendMu.Unlock()
+	// Bytes out are charged as they are queued, not as the client reads
+	// them: a client that reads nothing pays for what it asked for.
+	ss.charge(float64(len(msg)) / float64(ss.srv.cfg.BandwidthUnit))
 	if wake {
 		select {
 		case ss.wake <- struct{}{}:
@@ -313,7 +316,6 @@ func (ss *session) writeLoop() {
 			}
 			ss.bytesOut.Add(uint64(size))
 			ss.srv.counters.bytesOut[ss.transport].Add(uint64(size))
-			ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
 		}
 		if len(q) == 0 && closeAfter {
 			ss.close()
