@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -170,4 +172,36 @@ func TestTotalBacklog(t *testing.T) {
 		t.Fatalf("%d bytes waited for all sessions, want at most %d", most, bound)
 	}
 	good.must(nil, "server.ping")
+}
+
+// failingListener fails its first Accept calls with EMFILE, as a process
+// out of file descriptors does.
+type failingListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptErrorsPass checks that the TCP listener keeps serving after
+// Accept fails for want of file descriptors (a connection flood): it used
+// to stop accepting for good on any error but a timeout.
+func TestAcceptErrorsPass(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, func(c *Config) {
+		c.Listeners = []Listener{{Transport: TCP, Listener: &failingListener{Listener: l, fails: 3}}}
+	})
+	c := dialFrom(t, l.Addr().String(), nil)
+	c.negotiate("1.4")
+	c.must(nil, "server.ping")
+	_ = fx
 }

@@ -129,16 +129,27 @@ func writeSelfSigned(dir, certFile, keyFile string) error {
 // serveStream accepts TCP or TLS connections on l until it is closed.
 func (s *Server) serveStream(l net.Listener, useTLS bool) {
 	defer s.wg.Done()
+	var backoff time.Duration
 	for {
 		c, err := l.Accept()
 		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				time.Sleep(50 * time.Millisecond)
-				continue
+			// Only a closed listener ends the loop. Anything else
+			// (out of file descriptors under a connection flood,
+			// ECONNABORTED, a timeout) passes: stopping here would
+			// leave the port open and unserved for the node's life.
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
 			}
-			return
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logf("electrum: accepting on %s: %v; retrying in %v", l.Addr(), err, backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return
+			}
+			continue
 		}
+		backoff = 0
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
