@@ -120,7 +120,7 @@ func TestBatchOverLimitNotDecoded(t *testing.T) {
 
 // TestTotalBacklog checks the server-wide bound on answers waiting for
 // clients: many non-readers, each under its own MaxSendBacklog, together
-// over 16 times it, are disconnected as not reading (the ones with a
+// over 4 times it, are disconnected as not reading (the ones with a
 // backlog) while a reading client is served.
 func TestTotalBacklog(t *testing.T) {
 	const banner = 100_000

@@ -413,6 +413,12 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	// The attacker runs at the lowest priority: on a real network its CPU
+	// is somebody else's, and on a small machine it must not take the
+	// node's.
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 19); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: renicing the attacker: %v\n", k, err)
+	}
 	killed := false
 	defer func() {
 		if !killed {

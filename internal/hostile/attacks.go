@@ -258,6 +258,11 @@ func slowReader(ctx context.Context, t *Target, scripts []string, st *Stats, ram
 		done()
 		release()
 		st.outcome(ctx, err, "slow reader")
+		// A new slow reader takes the place of one cut off, not a
+		// connection flood.
+		if !sleepCtx(ctx, time.Second) {
+			return
+		}
 	}
 }
 
