@@ -399,7 +399,10 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		args = append(args, "-workers", strconv.Itoa(hf.workers))
 		r.Size = fmt.Sprintf("%d sessions", hf.workers)
 	}
-	cmd := exec.Command(self, args...)
+	// The attacker runs at the lowest priority (nice execs it, so every
+	// thread of it has it): on a real network its CPU is somebody
+	// else's, and on a small machine it must not take the node's.
+	cmd := exec.Command("nice", append([]string{"-n", "19", self}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -413,12 +416,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	// The attacker runs at the lowest priority: on a real network its CPU
-	// is somebody else's, and on a small machine it must not take the
-	// node's.
-	if err := syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, 19); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: renicing the attacker: %v\n", k, err)
-	}
+
 	killed := false
 	defer func() {
 		if !killed {

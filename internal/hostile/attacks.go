@@ -491,6 +491,14 @@ func subFlood(ctx context.Context, t *Target, scripts []string, worker int, st *
 					// limit, reached.
 					st.Refused.Add(1)
 					limited = true
+				case codeBadRequest:
+					// A script whose history is over the
+					// response limit cannot be subscribed to.
+					if strings.Contains(it.Error.Message, "history too large") {
+						st.Expected.Add(1)
+					} else {
+						st.unexpected("subscribe answered %d %s", it.code(), it.Error.Message)
+					}
 				default:
 					st.unexpected("subscribe answered %d %s", it.code(), it.Error.Message)
 				}

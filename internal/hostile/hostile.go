@@ -199,6 +199,7 @@ const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
 	codeLimitExceeded  = 4
+	codeBadRequest     = 1
 	codeExcessiveUsage = -101
 	codeServerBusy     = -102
 )
