@@ -336,6 +336,10 @@ type hostileResult struct {
 	HeapAfter        float64 `json:"heap_inuse_after_bytes,omitempty"`
 	GoroutinesBefore float64 `json:"goroutines_before,omitempty"`
 	GoroutinesAfter  float64 `json:"goroutines_after,omitempty"`
+	// AttackSeconds is how long the attacker ran (start to stop);
+	// ConnsPerSecond its connections over that time.
+	AttackSeconds  float64 `json:"attack_s"`
+	ConnsPerSecond float64 `json:"attack_conns_per_s"`
 	// Aborted says the attack was stopped early because the node's
 	// memory passed -maxrss.
 	Aborted bool `json:"aborted,omitempty"`
@@ -482,6 +486,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		r.Sessions, r.Subscriptions = info.Sessions, info.Subscriptions
 	}
 	stdin.Close()
+	r.AttackSeconds = time.Since(attackStart).Seconds()
 	var sum hostile.Summary
 	if lines.Scan() {
 		if err := json.Unmarshal(lines.Bytes(), &sum); err != nil {
@@ -493,6 +498,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	}
 	killed = true
 	r.Attacker = sum
+	r.ConnsPerSecond = float64(sum.Connects) / r.AttackSeconds
 	r.RSSPeakKB = p.peakSince(attackStart)
 
 	// After: the sessions back at the baseline, then the settle time.
@@ -694,8 +700,8 @@ func (r *hostileReport) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, phases of %.0f s, wallet request every %.0f ms\n",
 		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Phase, r.IntervalMs)
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
-	fmt.Fprintln(w, "| attack | size | wallet p50 / p99 unloaded (ms) | p50 / p99 during (ms) | p99 ratio | wallet served | attacker: expected / refused / disconnected / unexpected | sessions during | node CPU (cores) | RSS before / peak / after (MiB) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| attack | size | wallet p50 / p99 unloaded (ms) | p50 / p99 during (ms) | p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range r.Attacks {
 		served := "yes"
 		if a.Aborted {
@@ -704,10 +710,11 @@ func (r *hostileReport) writeTable(w io.Writer) {
 			served = fmt.Sprintf("NO (wrong %d/%d/%d, errors %d/%d/%d, sessions after %d)",
 				a.Unloaded.Wrong, a.During.Wrong, a.After.Wrong, a.Unloaded.Errors, a.During.Errors, a.After.Errors, a.SessionsAfter)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %d / %d / %d / %d | %d | %.2f | %d / %d / %d |\n",
+		fmt.Fprintf(w, "| %s | %s | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
 			a.Kind, a.Size, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.Ratio, served,
-			a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
-			a.Sessions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10)
+			a.ConnsPerSecond, a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
+			a.Sessions, a.Subscriptions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
+			a.HeapBefore/(1<<20), a.HeapAfter/(1<<20))
 	}
 	fmt.Fprintf(w, "\nRSS at start %d MiB, at the end %d MiB, VmHWM %d MiB\n", r.RSSStartKB>>10, r.RSSEndKB>>10, r.HWMKB>>10)
 	for _, a := range r.Attacks {
