@@ -3,10 +3,7 @@ package integration
 import (
 	"context"
 	"net"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -205,13 +202,6 @@ func waitSessions(t *testing.T, ctx context.Context, n *Node, want int) {
 		select {
 		case <-wctx.Done():
 			raw, _ := n.RPC.RawRequest("getelectrumsessions", nil)
-			if os.Getenv("HOSTILE_DUMP") != "" && n.cmd != nil {
-				n.cmd.Process.Signal(syscall.SIGQUIT)
-				time.Sleep(2 * time.Second)
-				if out, err := os.ReadFile(filepath.Join(n.Dir, "stdout.log")); err == nil {
-					os.WriteFile("/tmp/hostile-node-dump.txt", out, 0o644)
-				}
-			}
 			t.Fatalf("the session count is not back at %d; sessions: %s", want, raw)
 		case <-time.After(20 * time.Millisecond):
 		}
