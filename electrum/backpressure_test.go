@@ -205,3 +205,34 @@ func TestAcceptErrorsPass(t *testing.T) {
 	c.must(nil, "server.ping")
 	_ = fx
 }
+
+// TestSendBufferCapped checks that a client connection's kernel send
+// buffer is fixed at sessionSendBuffer (Linux reports it doubled) instead
+// of growing with autotuning, so clients that do not read cannot take the
+// machine's TCP memory.
+func TestSendBufferCapped(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	c.must(nil, "server.ping")
+	fx.s.mu.Lock()
+	var conn net.Conn
+	for ss := range fx.s.sessions {
+		conn = ss.conn.(*lineConn).Conn
+	}
+	fx.s.mu.Unlock()
+	rc, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	var serr error
+	rc.Control(func(fd uintptr) { size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF) })
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	// Linux doubles what is set, and reports what autotuning chose when
+	// nothing was.
+	if size != 2*sessionSendBuffer {
+		t.Fatalf("send buffer of %d bytes, want %d (fixed)", size, 2*sessionSendBuffer)
+	}
+}

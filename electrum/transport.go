@@ -150,6 +150,7 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 			continue
 		}
 		backoff = 0
+		capSendBuffer(c)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -190,6 +191,7 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 				return
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
+			capSendBuffer(c.NetConn())
 			s.runSession(wsConn{c}, c.RemoteAddr(), t)
 		}),
 	}
@@ -197,4 +199,23 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 	s.httpServers = append(s.httpServers, hs)
 	s.mu.Unlock()
 	_ = hs.Serve(l)
+}
+
+// sessionSendBuffer is the kernel send buffer of a client connection
+// (SO_SNDBUF; Linux doubles it). Left to autotuning, the buffer of a
+// client that does not read grows to net.ipv4.tcp_wmem's maximum (4 MiB by
+// default): 1,000 such clients took the kernel past net.ipv4.tcp_mem, at
+// which point every TCP send of the machine waits for memory, and a
+// well-behaved wallet's answers waited 13 s (e2ebench hostile). 256 KiB
+// still sends 2.5 MB/s to a client 100 ms away.
+const sessionSendBuffer = 256 << 10
+
+// capSendBuffer sets the send buffer of a TCP connection (under TLS too).
+func capSendBuffer(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(sessionSendBuffer)
+	}
 }
