@@ -45,7 +45,7 @@ E2E_RUNS  ?= 2
 E2E_OUT   ?= bin/e2e
 CHAINGEN  ?= $(GO) run ./cmd/chaingen
 
-.PHONY: all build test test-unit test-neutrino deps lint bench bench-chain bench-e2e bench-load btcd-v0.26.2 fmt clean run fuzz fuzz-short soak
+.PHONY: all build test test-unit test-neutrino deps lint bench bench-chain bench-e2e bench-load bench-hostile btcd-v0.26.2 fmt clean run fuzz fuzz-short soak
 
 all: build
 
@@ -141,6 +141,19 @@ bench-load: build bench-chain
 	$(GO) build -o bin/e2ebench ./cmd/e2ebench
 	mkdir -p $(E2E_OUT)
 	bin/e2ebench load -chain $(E2E_CHAIN) -sessions 20,100 -duration 20s -single 10 -json $(E2E_OUT)/load.json
+
+# The hostile-clients benchmark (docs/RELIABILITY.md, "Hostile clients"):
+# the node on a copy of the generated chain, a well-behaved wallet measured
+# without and with each attack in turn (5,000 idle connections, 1,000 slow
+# readers, 2 MB lines, 10,000-request batches, subscription floods, invalid
+# JSON, half-open TLS, bad WebSocket frames, 2,000 connections a second),
+# and the node's memory. About 10 minutes; make test runs the short form
+# (TestHostileClients in integration/).
+HOSTILE_ARGS ?=
+bench-hostile: build bench-chain
+	$(GO) build -o bin/e2ebench ./cmd/e2ebench
+	mkdir -p $(E2E_OUT)
+	bin/e2ebench hostile -chain $(E2E_CHAIN) -json $(E2E_OUT)/hostile.json -md $(E2E_OUT)/hostile.md $(HOSTILE_ARGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

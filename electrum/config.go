@@ -191,6 +191,23 @@ func (c *Config) unspentLimit() int {
 	return (c.MaxSend - 100) / 120
 }
 
+// maxBacklogTotal is how many answer bytes may wait for all sessions
+// together: 4 times MaxSendBacklog (64 MB by default). Over it, a session
+// with at least totalBacklogMinOwn bytes of its own waiting is
+// disconnected as not reading when more is queued for it. MaxSendBacklog
+// alone bounds one session, not MaxSessions of them; and the node runs
+// under a soft memory limit (--electrumservemem, 512 MiB by default) near
+// which the garbage collector stalls every session: 1,000 clients that do
+// not read, holding 256 MB between them, stalled a wallet beside them for
+// seconds (e2ebench hostile).
+func (c *Config) maxBacklogTotal() int64 {
+	return 4 * int64(c.MaxSendBacklog)
+}
+
+// totalBacklogMinOwn is the backlog of its own a session must have to be
+// disconnected for the server's total backlog.
+const totalBacklogMinOwn = 64 << 10
+
 // groupDecay is how much cost a subnet group sheds per second: what a
 // session without subscriptions sheds.
 func (c *Config) groupDecay() float64 {

@@ -6,7 +6,8 @@ import (
 )
 
 // Cost-based throttling after ElectrumX (PROTOCOL.md §9.1): every request,
-// every byte in and out and every error add to a session's cost, which
+// every byte in and out (out: when queued, so a client that does not read
+// pays too) and every error add to a session's cost, which
 // decays over time (more slowly for sessions holding many subscriptions).
 // Above CostSoftLimit each request is delayed by up to RequestSleep; at
 // CostHardLimit the session is answered -101 and disconnected.

@@ -78,24 +78,41 @@ type message struct {
 	// err is a frame-level error (parse error, empty batch) answered with
 	// a single error response with id null.
 	err *RPCError
+	// size is the number of members of a batch. A batch over the limit
+	// given to decodeMessageLimit has only its first member decoded (for
+	// the server.version that may open it): the rest would be refused
+	// anyway, and decoding 10,000 requests to refuse them cost more than
+	// anything else a client can send.
+	size int
 }
+
+// count returns the number of requests the frame holds.
+func (m *message) count() int { return max(m.size, len(m.requests)) }
 
 // decodeMessage decodes one frame. It never fails: problems become errors
 // to answer.
-func decodeMessage(frame []byte) *message {
+func decodeMessage(frame []byte) *message { return decodeMessageLimit(frame, 0) }
+
+// decodeMessageLimit is decodeMessage that decodes only the first member of
+// a batch of more than maxBatch requests (maxBatch 0: no limit).
+func decodeMessageLimit(frame []byte, maxBatch int) *message {
 	frame = bytes.TrimSpace(frame)
 	if !utf8.Valid(frame) {
 		return &message{err: rpcErrorf(codeParseError, "invalid JSON: not UTF-8")}
 	}
 	if len(frame) > 0 && frame[0] == '[' {
-		var items []json.RawMessage
-		if err := json.Unmarshal(frame, &items); err != nil {
+		if !json.Valid(frame) {
 			return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
 		}
+		items, _ := splitArray(frame)
 		if len(items) == 0 {
 			return &message{err: rpcErrorf(codeInvalidRequest, "batch is empty")}
 		}
-		m := &message{batch: true, requests: make([]*request, len(items))}
+		m := &message{batch: true, size: len(items)}
+		if maxBatch > 0 && len(items) > maxBatch {
+			items = items[:1]
+		}
+		m.requests = make([]*request, len(items))
 		for i, it := range items {
 			m.requests[i] = decodeRequest(it)
 		}

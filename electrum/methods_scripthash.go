@@ -60,22 +60,30 @@ func (s *Server) status(sh indexers.ScriptHash) (*string, bool, error) {
 // index and the mempool at one tip. The notifier makes one: if the tip
 // moves, the event that moved it brings another pass.
 func (s *Server) statusTries(sh indexers.ScriptHash, tries int) (*string, bool, error) {
+	status, mempool, _, err := s.statusLen(sh, tries)
+	return status, mempool, err
+}
+
+// statusLen is statusTries that also returns the number of history
+// entries the status covers (what computing it cost).
+func (s *Server) statusLen(sh indexers.ScriptHash, tries int) (*string, bool, int, error) {
 	for try := 0; ; try++ {
 		hasher, tip, err := s.backend.Status(sh, s.cfg.historyLimit())
 		if err != nil {
-			return nil, false, err
+			return nil, false, 0, err
 		}
 		es := s.mempoolEntries(sh)
 		if try+1 < tries && !s.sameTip(tip) {
 			continue
 		}
-		if hasher.Len()+len(es) > s.cfg.historyLimit() {
-			return nil, false, indexers.ErrHistoryTooLarge
+		n := hasher.Len() + len(es)
+		if n > s.cfg.historyLimit() {
+			return nil, false, n, indexers.ErrHistoryTooLarge
 		}
 		for _, e := range es {
 			hasher.Add(e.TxHash, e.Height)
 		}
-		return statusHex(hasher.Sum()), len(es) > 0, nil
+		return statusHex(hasher.Sum()), len(es) > 0, n, nil
 	}
 }
 
@@ -308,7 +316,11 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}
 
 	seq := n.currentSeq()
-	status, hasMempool, err := srv.status(sh)
+	status, hasMempool, entries, err := srv.statusLen(sh, consistencyTries)
+	// The status is computed over the whole history: charged as
+	// get_history charges it, so subscribing to the longest histories is
+	// not cheaper than asking for them.
+	ss.charge(0.001 * float64(entries))
 
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()

@@ -32,6 +32,8 @@ type Server struct {
 
 	// requests counts the requests answered (RequestCount).
 	requests atomic.Uint64
+	// backlog is the bytes queued for all sessions (maxBacklogTotal).
+	backlog atomic.Int64
 	// counters are the event counts behind Stats (refusals.go).
 	counters counters
 	// refusals rate-limits the log lines of refused connections.

@@ -50,11 +50,17 @@ type session struct {
 	// sem bounds the requests running at once.
 	sem chan struct{}
 
-	sendMu     sync.Mutex
-	queue      [][]byte
-	queued     int
-	closeAfter bool
-	wake       chan struct{}
+	sendMu sync.Mutex
+	queue  [][]byte
+	queued int
+	// backlogDropped is set once close has taken queued off the
+	// server's total backlog.
+	backlogDropped bool
+	closeAfter     bool
+	wake           chan struct{}
+	// drained is signalled by the writer after every write, for a read
+	// loop waiting for the backlog to shrink (waitBacklog).
+	drained chan struct{}
 
 	costMu    sync.Mutex
 	cost      float64
@@ -121,6 +127,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		started:   now,
 		sem:       make(chan struct{}, s.cfg.Concurrency),
 		wake:      make(chan struct{}, 1),
+		drained:   make(chan struct{}, 1),
 		subs:      make(map[indexers.ScriptHash]*subState),
 		costStamp: now,
 	}
@@ -156,6 +163,10 @@ func (ss *session) close() {
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.srv.release(ss, n)
+		ss.sendMu.Lock()
+		ss.srv.backlog.Add(-int64(ss.queued))
+		ss.queued, ss.queue, ss.backlogDropped = 0, nil, true
+		ss.sendMu.Unlock()
 		if ss.srv.ctx.Err() != nil {
 			ss.setCloseReason(DisconnectShutdown)
 		}
@@ -200,9 +211,14 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 		ss.sendMu.Unlock()
 		return false
 	}
-	if queued := ss.queued; queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0 {
+	queued := ss.queued
+	overOwn := queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0
+	// Over the server's total, the sessions that have a backlog of their
+	// own go first: a client reading its answers has little or none.
+	overTotal := ss.srv.backlog.Load()+int64(len(msg)) > ss.srv.cfg.maxBacklogTotal() && queued >= totalBacklogMinOwn
+	if overOwn || overTotal {
 		ss.sendMu.Unlock()
-		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued)", ss.id, ss.ipKey, queued)
+		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
 		ss.setCloseReason(DisconnectNotReading)
 		abortive(ss.conn)
 		// The caller may hold subMu (the notifier does), which close
@@ -213,8 +229,12 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 	}
 	ss.queue = append(ss.queue, msg)
 	ss.queued += len(msg)
+	ss.srv.backlog.Add(int64(len(msg)))
 	ss.closeAfter = last
 	ss.sendMu.Unlock()
+	// Bytes out are charged as they are queued, not as the client reads
+	// them: a client that reads nothing pays for what it asked for.
+	ss.charge(float64(len(msg)) / float64(ss.srv.cfg.BandwidthUnit))
 	if wake {
 		select {
 		case ss.wake <- struct{}{}:
@@ -285,11 +305,17 @@ func (ss *session) writeLoop() {
 			}
 			q = q[k:]
 			ss.sendMu.Lock()
-			ss.queued -= size
+			if !ss.backlogDropped {
+				ss.queued -= size
+				ss.srv.backlog.Add(-int64(size))
+			}
 			ss.sendMu.Unlock()
+			select {
+			case ss.drained <- struct{}{}:
+			default:
+			}
 			ss.bytesOut.Add(uint64(size))
 			ss.srv.counters.bytesOut[ss.transport].Add(uint64(size))
-			ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
 		}
 		if len(q) == 0 && closeAfter {
 			ss.close()
@@ -306,6 +332,36 @@ func (ss *session) writeLoop() {
 // writeBatchBytes bounds how many queued bytes are joined into one write.
 const writeBatchBytes = 256 << 10
 
+// readPauseBytes is the backlog of answers at which a session stops
+// reading requests until its client has read enough of them (or
+// MaxSendBacklog, when smaller). Without it a client that sends requests
+// and never reads the answers made the server hold MaxSendBacklog bytes
+// for it before it was cut off: 16 GB for 1,000 such clients with the
+// defaults, and the garbage collector at its memory limit stalled every
+// other session. With it a session holds at most this much plus the
+// answers of the requests already running (Concurrency of them), and a
+// client that reads nothing is cut off by WriteTimeout.
+const readPauseBytes = 512 << 10
+
+// waitBacklog returns once the session's backlog is under readPauseBytes;
+// false when the session ended first.
+func (ss *session) waitBacklog() bool {
+	limit := min(readPauseBytes, ss.srv.cfg.MaxSendBacklog)
+	for {
+		ss.sendMu.Lock()
+		queued := ss.queued
+		ss.sendMu.Unlock()
+		if queued < limit {
+			return true
+		}
+		select {
+		case <-ss.drained:
+		case <-ss.ctx.Done():
+			return false
+		}
+	}
+}
+
 // readLoop reads and dispatches messages until the connection ends.
 func (ss *session) readLoop() {
 	defer func() {
@@ -317,6 +373,9 @@ func (ss *session) readLoop() {
 		}
 	}()
 	for {
+		if !ss.waitBacklog() {
+			return
+		}
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
 		if errors.Is(err, errFrameTooLarge) {
@@ -337,7 +396,7 @@ func (ss *session) readLoop() {
 		ss.bytesIn.Add(uint64(len(frame)))
 		ss.srv.counters.bytesIn[ss.transport].Add(uint64(len(frame)))
 		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
-		if !ss.dispatch(decodeMessage(frame)) {
+		if !ss.dispatch(decodeMessageLimit(frame, ss.srv.cfg.MaxBatch)) {
 			return
 		}
 		if ss.closed() || ss.overLimit.Load() {
@@ -388,9 +447,9 @@ func (ss *session) dispatch(m *message) bool {
 		return true
 	}
 	if m.batch {
-		if len(m.requests) > ss.srv.cfg.MaxBatch {
+		if m.count() > ss.srv.cfg.MaxBatch {
 			ss.charge(errorCost)
-			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
 			return ss.checkHardLimit()
 		}
 		if !ss.acquire() {
@@ -472,8 +531,8 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 		}
 		return false
 	}
-	if len(m.requests) > ss.srv.cfg.MaxBatch {
-		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", len(m.requests), ss.srv.cfg.MaxBatch)))
+	if m.count() > ss.srv.cfg.MaxBatch {
+		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
 		return true
 	}
 	if !ss.acquire() {

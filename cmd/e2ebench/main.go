@@ -43,6 +43,10 @@ func main() {
 		err = runIBD(os.Args[2:])
 	case "load":
 		err = runLoad(os.Args[2:])
+	case "hostile":
+		err = runHostile(os.Args[2:])
+	case "hostile-attack":
+		err = runHostileAttack(os.Args[2:])
 	case "mkchain":
 		err = runMkchain(os.Args[2:])
 	case "-h", "-help", "--help", "help":
@@ -63,6 +67,7 @@ func usage() {
   e2ebench catchup -chain DIR [-runs 2] [-kinds electrum,addrindex,txindex] [-svg FILE] [-json FILE] [-md FILE]
   e2ebench ibd     -chain DIR [-runs 2] [-json FILE] [-md FILE]
   e2ebench load    -chain DIR [-sessions 20,100] [-duration 20s] [-single 10] [-json FILE]
+  e2ebench hostile -chain DIR [-kinds idle,slowread,...] [-phase 15s] [-json FILE] [-md FILE]
   e2ebench mkchain -out DIR [-blocks 300] [-net simnet]
 Run a subcommand with -h for its flags.
 `)

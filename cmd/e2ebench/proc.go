@@ -141,6 +141,20 @@ func (p *proc) takeSample() {
 	p.samples = append(p.samples, rssSample{T: time.Since(p.start), RSSKB: rss})
 }
 
+// peakSince returns the highest resident-memory sample taken since t
+// (sampling once more now).
+func (p *proc) peakSince(t time.Time) int64 {
+	p.takeSample()
+	since := t.Sub(p.start)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var peak int64
+	for i := len(p.samples) - 1; i >= 0 && p.samples[i].T >= since; i-- {
+		peak = max(peak, p.samples[i].RSSKB)
+	}
+	return peak
+}
+
 // RSSKB returns the latest resident-memory sample.
 func (p *proc) RSSKB() int64 {
 	p.mu.Lock()

@@ -1,0 +1,725 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/hostile"
+)
+
+// hostileFlags sizes the attacks (issue 10, point 5).
+type hostileFlags struct {
+	kinds    string
+	phase    time.Duration
+	settle   time.Duration
+	interval time.Duration
+	idle     int
+	slow     int
+	halfOpen int
+	workers  int
+	subs     int
+	rate     int
+	sources  int
+	subnets  int
+	maxSess  int
+	maxRSS   int64
+}
+
+// hostileNodeArgs are the limits the benchmark runs the node with, beside
+// the defaults: loopback is not exempt from the per-IP limits (the
+// attackers come from many loopback addresses, as from many hosts), and
+// the server may hold 10,000 sessions (so 5,000 idle connections are
+// sessions, not refusals).
+func hostileNodeArgs(maxSessions int) []string {
+	return []string{"--electrumexemptnets=none", fmt.Sprintf("--electrummaxsessions=%d", maxSessions)}
+}
+
+// runHostile measures a well-behaved wallet beside each attack in turn.
+func runHostile(args []string) error {
+	var (
+		c  common
+		hf hostileFlags
+	)
+	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
+	c.register(fs)
+	fs.StringVar(&hf.kinds, "kinds", "", "attacks to run, comma-separated (default all: "+kindList()+")")
+	fs.DurationVar(&hf.phase, "phase", 15*time.Second, "measuring time of the wallet without and with each attack")
+	fs.DurationVar(&hf.settle, "settle", 10*time.Second, "wait after an attack has ended (and the sessions are back) before reading the memory")
+	fs.DurationVar(&hf.interval, "interval", 20*time.Millisecond, "the wallet's pace: a request every interval")
+	fs.IntVar(&hf.idle, "idle", 5000, "idle connections")
+	fs.IntVar(&hf.slow, "slow", 1000, "slow readers")
+	fs.IntVar(&hf.halfOpen, "halfopen", 1000, "half-open TLS handshakes")
+	fs.IntVar(&hf.workers, "workers", 8, "sessions of the 2 MB line, batch, invalid JSON and WebSocket attacks")
+	fs.IntVar(&hf.subs, "subworkers", 20, "sessions of the subscription flood")
+	fs.IntVar(&hf.rate, "rate", 2000, "connections per second of the churn")
+	fs.IntVar(&hf.sources, "sources", 1000, "loopback addresses each attack comes from")
+	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack its own)")
+	fs.IntVar(&hf.maxSess, "maxsessions", 10000, "the node's --electrummaxsessions")
+	fs.Int64Var(&hf.maxRSS, "maxrss", 8192, "stop an attack early when the node's resident memory passes this many MiB (the machine's safety)")
+	fs.Parse(args)
+	kinds, err := parseKinds(hf.kinds)
+	if err != nil {
+		return err
+	}
+	c.runs = 1
+	ci, scratch, cleanup, err := c.setup()
+	if err != nil {
+		return err
+	}
+	done := false
+	defer func() { finish(done, cleanup, scratch) }()
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	scriptsFile := filepath.Join(ci.Dir, "scripts.txt")
+	scripts, err := readScripts(scriptsFile, 5000)
+	if err != nil {
+		return err
+	}
+
+	dir := filepath.Join(scratch, "hostile")
+	dataDir := filepath.Join(dir, "data")
+	if err := copyTree(ci.DBPath(), filepath.Join(dataDir, ci.NetDir(), "blocks_ffldb")); err != nil {
+		return fmt.Errorf("copy chain: %w", err)
+	}
+	ports := make([]int, 6)
+	for i := range ports {
+		if ports[i], err = freePort(); err != nil {
+			return err
+		}
+	}
+	addr := func(i int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[i])) }
+	limits := hostileNodeArgs(hf.maxSess)
+	nodeArgs := append([]string{ci.NetFlag(), "--datadir=" + dataDir, "--logdir=" + filepath.Join(dir, "logs"),
+		"--nolisten", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint, "--nocfilters",
+		"--rpclisten=" + addr(4), "--rpcuser=" + rpcUser, "--rpcpass=" + rpcPass, "--notls",
+		"--metricslisten=" + addr(5),
+		"--electrumindex", "--electrumlisten=" + addr(0), "--electrumtlslisten=" + addr(1),
+		"--electrumwslisten=" + addr(2), "--electrumwsslisten=" + addr(3),
+		"--electrumcert=" + filepath.Join(dir, "electrum.cert"), "--electrumkey=" + filepath.Join(dir, "electrum.key")},
+		limits...)
+	nodeArgs = append(nodeArgs, c.nodeArgs...)
+	onLine := func(t time.Duration, line string) {
+		if c.verbose {
+			fmt.Fprintf(os.Stderr, "  [node %6.1fs] %s\n", t.Seconds(), line)
+		}
+	}
+	p, err := startProc(c.node, nodeArgs, filepath.Join(dir, "node.log"), onLine)
+	if err != nil {
+		return err
+	}
+	defer p.Stop(5 * time.Minute)
+	fmt.Fprintf(os.Stderr, "chain %s: %s, %d tx; building the index and waiting for the Electrum port\n", ci.Dir, ci.Network, ci.Txs)
+	ready, err := waitElectrumTip(p, ports[0], ci.TipHeight, time.After(c.timeout))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "serving the tip after %.1f s\n", ready.Seconds())
+	rpc := newRPCClient(ports[4])
+	nofile, _ := procLimit(p.Pid(), "Max open files")
+
+	ctx := context.Background()
+	mix, err := walletMix(ctx, addr(0), scripts, ci.TipHeight)
+	if err != nil {
+		return err
+	}
+	ref, err := hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, 1, 0, 1), mix, nil)
+	if err != nil {
+		return err
+	}
+	refAnswers := ref.Ref()
+	ref.Close()
+
+	rep := &hostileReport{
+		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), IntervalMs: float64(hf.interval) / 1e6,
+		MixSize: len(mix),
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		rep.LoadAvg = strings.TrimSpace(string(b))
+	}
+	rep.RSSStartKB = p.RSSKB()
+	for i, k := range kinds {
+		r, err := hostilePhase(ctx, p, rpc, self, addr, i, k, &hf, scriptsFile, mix, refAnswers, ports[5])
+		if r != nil {
+			rep.Attacks = append(rep.Attacks, r)
+			fmt.Fprintf(os.Stderr, "%s: wallet p99 %.2f ms unloaded, %.2f ms during (x%.2f); RSS %d -> peak %d -> after %d MiB\n",
+				k, r.Unloaded.P99ms(), r.During.P99ms(), r.Ratio, r.RSSBeforeKB>>10, r.RSSPeakKB>>10, r.RSSAfterKB>>10)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	rep.RSSEndKB = p.RSSKB()
+	rep.HWMKB = p.HWMKB()
+	if info, err := electrumInfo(rpc); err == nil {
+		rep.FinalInfo = info
+	}
+	rep.writeTable(os.Stdout)
+	if c.jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(c.jsonOut, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	if c.mdOut != "" {
+		f, err := os.OpenFile(c.mdOut, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		rep.writeTable(f)
+		f.Close()
+	}
+	done = true
+	return nil
+}
+
+func kindList() string {
+	var s []string
+	for _, k := range hostile.Kinds {
+		s = append(s, string(k))
+	}
+	return strings.Join(s, ",")
+}
+
+func parseKinds(s string) ([]hostile.Kind, error) {
+	if s == "" {
+		return hostile.Kinds, nil
+	}
+	var out []hostile.Kind
+	for _, f := range strings.Split(s, ",") {
+		k := hostile.Kind(strings.TrimSpace(f))
+		found := false
+		for _, known := range hostile.Kinds {
+			found = found || known == k
+		}
+		if !found {
+			return nil, fmt.Errorf("unknown attack %q (known: %s)", k, kindList())
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// readScripts returns up to n script hashes of a chain's scripts.txt
+// (heaviest first).
+func readScripts(path string, n int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("the chain has no scripts file: %w", err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() && len(out) < n {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") || len(fields[0]) != 64 {
+			continue
+		}
+		out = append(out, fields[0])
+	}
+	if len(out) < 200 {
+		return nil, fmt.Errorf("%s: only %d script hashes", path, len(out))
+	}
+	return out, sc.Err()
+}
+
+// walletMix builds the wallet's request mix: ten scripts of modest
+// history (a wallet's addresses, not an exchange's), transactions of
+// theirs, and headers across the chain.
+func walletMix(ctx context.Context, addr string, scripts []string, tip int32) ([]hostile.Request, error) {
+	ws := scripts[150:160]
+	rng := rand.New(rand.NewPCG(1, 2))
+	var heights []int
+	for i := 0; i < 10; i++ {
+		heights = append(heights, rng.IntN(int(tip)+1))
+	}
+	// Transactions: the first of each script's history.
+	var txids []string
+	for _, sh := range ws {
+		res, err := rawCall(addr, "blockchain.scripthash.get_history", strconv.Quote(sh))
+		if err != nil {
+			return nil, err
+		}
+		var hist []struct {
+			TxHash string `json:"tx_hash"`
+		}
+		if err := json.Unmarshal(res, &hist); err == nil && len(hist) > 0 {
+			txids = append(txids, hist[0].TxHash)
+		}
+	}
+	return hostile.Mix(ws, txids, heights), nil
+}
+
+// rawCall opens a session, negotiates, makes one call and closes.
+func rawCall(addr, method, params string) (json.RawMessage, error) {
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	fmt.Fprintf(c, `{"jsonrpc":"2.0","id":0,"method":"server.version","params":["e2ebench","1.4"]}`+"\n"+
+		`{"jsonrpc":"2.0","id":1,"method":%q,"params":[%s]}`+"\n", method, params)
+	br := bufio.NewReaderSize(c, 1<<20)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if json.Unmarshal(line, &m) != nil || string(m.ID) != "1" {
+			continue
+		}
+		if len(m.Error) > 0 && string(m.Error) != "null" {
+			return nil, fmt.Errorf("%s: %s", method, m.Error)
+		}
+		return m.Result, nil
+	}
+}
+
+// hostileResult is one attack's measurements.
+type hostileResult struct {
+	Kind string `json:"kind"`
+	Size string `json:"size"`
+	// Unloaded and During are the wallet's requests right before the
+	// attack and during it (a new session, from a new /24, for each).
+	Unloaded hostileLatency `json:"unloaded"`
+	During   hostileLatency `json:"during"`
+	// After is the wallet once the attack has ended.
+	After hostileLatency `json:"after"`
+	// Ratio is During.P99 / Unloaded.P99.
+	Ratio float64 `json:"p99_ratio"`
+	// Attacker is what the attack's connections got.
+	Attacker hostile.Summary `json:"attacker"`
+	// AttackCPU is the attacking process's CPU time over the phase's
+	// wall time (cores), NodeCPU the node's.
+	AttackCPU float64 `json:"attack_cpu_cores"`
+	NodeCPU   float64 `json:"node_cpu_cores"`
+	// Sessions and Subscriptions are the server's counts at the end of the
+	// measured window; SessionsAfter once the attack has ended.
+	Sessions      int `json:"sessions"`
+	Subscriptions int `json:"subscriptions"`
+	SessionsAfter int `json:"sessions_after"`
+	// RSS (KiB): before the attack, the peak during it, and after it
+	// ended and the settle time passed.
+	RSSBeforeKB int64 `json:"rss_before_kib"`
+	RSSPeakKB   int64 `json:"rss_peak_kib"`
+	RSSAfterKB  int64 `json:"rss_after_kib"`
+	// Heap and goroutines from the node's metrics, before and after.
+	HeapBefore       float64 `json:"heap_inuse_before_bytes,omitempty"`
+	HeapAfter        float64 `json:"heap_inuse_after_bytes,omitempty"`
+	GoroutinesBefore float64 `json:"goroutines_before,omitempty"`
+	GoroutinesAfter  float64 `json:"goroutines_after,omitempty"`
+	// AttackSeconds is how long the attacker ran (start to stop);
+	// ConnsPerSecond its connections over that time.
+	AttackSeconds  float64 `json:"attack_s"`
+	ConnsPerSecond float64 `json:"attack_conns_per_s"`
+	// Aborted says the attack was stopped early because the node's
+	// memory passed -maxrss.
+	Aborted bool `json:"aborted,omitempty"`
+	// Served says the wallet got every answer right, on one session, in
+	// all three windows.
+	Served bool `json:"served"`
+}
+
+type hostileLatency struct {
+	hostile.Result
+}
+
+func (l hostileLatency) P50ms() float64 { return float64(l.P50) / 1e6 }
+func (l hostileLatency) P99ms() float64 { return float64(l.P99) / 1e6 }
+
+// hostilePhase measures the wallet without, then with attack k, then the
+// server after it.
+func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, addr func(int) string, i int, k hostile.Kind,
+	hf *hostileFlags, scriptsFile string, mix []hostile.Request, ref [][]byte, metricsPort int) (*hostileResult, error) {
+	r := &hostileResult{Kind: string(k)}
+	wallet := func(n int) (*hostile.GoodClient, error) {
+		// A new /24 for every window: a session's and a subnet's cost
+		// outlive a window (hostile.NewGoodClient).
+		return hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, 1, byte(3*i+n+1), 1), mix, ref)
+	}
+	info, err := electrumInfo(rpc)
+	if err != nil {
+		return nil, err
+	}
+	baseSessions := info.Sessions
+	r.HeapBefore, r.GoroutinesBefore = nodeMetrics(metricsPort)
+	r.RSSBeforeKB = p.RSSKB()
+
+	g, err := wallet(0)
+	if err != nil {
+		return nil, err
+	}
+	r.Unloaded.Result = runWallet(g, hf.phase, hf.interval)
+	g.Close()
+
+	args := []string{"hostile-attack", "-kind", string(k), "-tcp", addr(0), "-tls", addr(1), "-ws", addr(2), "-wss", addr(3),
+		"-first", strconv.Itoa(i * hf.subnets), "-sources", strconv.Itoa(hf.sources), "-subnets", strconv.Itoa(hf.subnets),
+		"-scripts", scriptsFile}
+	switch k {
+	case hostile.Idle:
+		args = append(args, "-conns", strconv.Itoa(hf.idle))
+		r.Size = fmt.Sprintf("%d connections", hf.idle)
+	case hostile.SlowRead:
+		args = append(args, "-conns", strconv.Itoa(hf.slow))
+		r.Size = fmt.Sprintf("%d connections", hf.slow)
+	case hostile.TLSHalfOpen:
+		args = append(args, "-conns", strconv.Itoa(hf.halfOpen))
+		r.Size = fmt.Sprintf("%d connections (TLS and WSS)", hf.halfOpen)
+	case hostile.SubFlood:
+		args = append(args, "-workers", strconv.Itoa(hf.subs))
+		r.Size = fmt.Sprintf("%d sessions", hf.subs)
+	case hostile.Churn:
+		args = append(args, "-rate", strconv.Itoa(hf.rate))
+		r.Size = fmt.Sprintf("%d connections/s", hf.rate)
+	default:
+		args = append(args, "-workers", strconv.Itoa(hf.workers))
+		r.Size = fmt.Sprintf("%d sessions", hf.workers)
+	}
+	// The attacker runs at the lowest priority (nice execs it, so every
+	// thread of it has it): on a real network its CPU is somebody
+	// else's, and on a small machine it must not take the node's.
+	cmd := exec.Command("nice", append([]string{"-n", "19", self}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	attackStart := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+
+	killed := false
+	defer func() {
+		if !killed {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	}()
+	lines := bufio.NewScanner(stdout)
+	lines.Buffer(make([]byte, 1<<20), 16<<20)
+	readyCh := make(chan error, 1)
+	go func() {
+		if lines.Scan() && lines.Text() == "ready" {
+			readyCh <- nil
+			return
+		}
+		readyCh <- fmt.Errorf("the attacker did not get ready: %q %v", lines.Text(), lines.Err())
+	}()
+	select {
+	case err := <-readyCh:
+		if err != nil {
+			return nil, err
+		}
+	case <-time.After(5 * time.Minute):
+		return nil, errors.New("the attacker did not get ready within 5 minutes")
+	}
+	fmt.Fprintf(os.Stderr, "%s: at full strength after %.1f s\n", k, time.Since(attackStart).Seconds())
+	watchDone := make(chan struct{})
+	var aborted atomic.Bool
+	watched := make(chan struct{})
+	defer func() {
+		close(watchDone)
+		<-watched
+		r.Aborted = aborted.Load()
+	}()
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-watchDone:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if p.RSSKB() > hf.maxRSS<<10 {
+				fmt.Fprintf(os.Stderr, "%s: the node's RSS passed %d MiB: stopping the attack\n", k, hf.maxRSS)
+				aborted.Store(true)
+				stdin.Close()
+				return
+			}
+		}
+	}()
+
+	cpu0, acpu0, t0 := p.CPUSeconds(), procCPU(cmd.Process.Pid), time.Now()
+	g, err = wallet(1)
+	if err != nil {
+		return r, fmt.Errorf("the wallet could not connect during the attack: %w", err)
+	}
+	r.During.Result = runWallet(g, hf.phase, hf.interval)
+	g.Close()
+	wall := time.Since(t0).Seconds()
+	r.NodeCPU = (p.CPUSeconds() - cpu0) / wall
+	r.AttackCPU = (procCPU(cmd.Process.Pid) - acpu0) / wall
+	if info, err := electrumInfo(rpc); err == nil {
+		r.Sessions, r.Subscriptions = info.Sessions, info.Subscriptions
+	}
+	stdin.Close()
+	r.AttackSeconds = time.Since(attackStart).Seconds()
+	var sum hostile.Summary
+	if lines.Scan() {
+		if err := json.Unmarshal(lines.Bytes(), &sum); err != nil {
+			return r, fmt.Errorf("the attacker's summary %q: %w", lines.Text(), err)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return r, fmt.Errorf("the attacker: %w", err)
+	}
+	killed = true
+	r.Attacker = sum
+	r.ConnsPerSecond = float64(sum.Connects) / r.AttackSeconds
+	r.RSSPeakKB = p.peakSince(attackStart)
+
+	// After: the sessions back at the baseline, then the settle time.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		info, err := electrumInfo(rpc)
+		if err == nil && info.Sessions <= baseSessions {
+			r.SessionsAfter = info.Sessions
+			break
+		}
+		if time.Now().After(deadline) {
+			r.SessionsAfter = info.Sessions
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(hf.settle)
+	r.RSSAfterKB = p.RSSKB()
+	r.HeapAfter, r.GoroutinesAfter = nodeMetrics(metricsPort)
+	g, err = wallet(2)
+	if err != nil {
+		return r, fmt.Errorf("the wallet could not connect after the attack: %w", err)
+	}
+	r.After.Result = g.Run(ctx, hf.interval, 50)
+	g.Close()
+	if r.Unloaded.P99 > 0 {
+		r.Ratio = float64(r.During.P99) / float64(r.Unloaded.P99)
+	}
+	r.Served = r.Unloaded.OK() && r.During.OK() && r.After.OK() && r.SessionsAfter <= baseSessions
+	return r, nil
+}
+
+// runWallet runs a wallet session for d.
+func runWallet(g *hostile.GoodClient, d, interval time.Duration) hostile.Result {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return g.Run(ctx, interval, 0)
+}
+
+// electrumInfo calls getelectruminfo.
+func electrumInfo(rpc *rpcClient) (struct {
+	Sessions      int               `json:"sessions"`
+	Subscriptions int               `json:"subscriptions"`
+	Refused       map[string]uint64 `json:"refused"`
+	Disconnected  map[string]uint64 `json:"disconnected"`
+	Throttled     uint64            `json:"throttled"`
+}, error) {
+	var info struct {
+		Sessions      int               `json:"sessions"`
+		Subscriptions int               `json:"subscriptions"`
+		Refused       map[string]uint64 `json:"refused"`
+		Disconnected  map[string]uint64 `json:"disconnected"`
+		Throttled     uint64            `json:"throttled"`
+	}
+	res, err := rpc.call("getelectruminfo")
+	if err != nil {
+		return info, err
+	}
+	err = json.Unmarshal(res, &info)
+	return info, err
+}
+
+// nodeMetrics reads the Go heap in use and the goroutine count from the
+// node's Prometheus endpoint (zeros when it does not answer).
+func nodeMetrics(port int) (heap, goroutines float64) {
+	hc := http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "go_memstats_heap_inuse_bytes":
+			heap = v
+		case "go_goroutines":
+			goroutines = v
+		}
+	}
+	return heap, goroutines
+}
+
+// procCPU returns a process's CPU seconds so far.
+func procCPU(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	return parseProcStatCPU(string(raw))
+}
+
+// procLimit returns a line of /proc/PID/limits ("Max open files": soft
+// and hard).
+func procLimit(pid int, name string) (string, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", pid))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, name) {
+			f := strings.Fields(strings.TrimPrefix(line, name))
+			if len(f) >= 2 {
+				return f[0] + " soft, " + f[1] + " hard", nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no %q in /proc/%d/limits", name, pid)
+}
+
+// runHostileAttack is the attacking process e2ebench hostile starts for
+// each attack: it attacks until its standard input closes, writing
+// "ready" when at full strength and then its counts as one JSON line.
+func runHostileAttack(args []string) error {
+	var (
+		kind, tcp, tls, ws, wss, scriptsFile string
+		first, sources, subnets              int
+		cfg                                  hostile.Config
+	)
+	fs := flag.NewFlagSet("hostile-attack", flag.ExitOnError)
+	fs.StringVar(&kind, "kind", "", "the attack")
+	fs.StringVar(&tcp, "tcp", "", "TCP listener")
+	fs.StringVar(&tls, "tls", "", "TLS listener")
+	fs.StringVar(&ws, "ws", "", "WS listener")
+	fs.StringVar(&wss, "wss", "", "WSS listener")
+	fs.StringVar(&scriptsFile, "scripts", "", "scripts.txt of the chain")
+	fs.IntVar(&first, "first", 0, "first /24 of the sources")
+	fs.IntVar(&sources, "sources", 1000, "source addresses")
+	fs.IntVar(&subnets, "subnets", 100, "their /24 networks")
+	fs.IntVar(&cfg.Conns, "conns", 0, "connections held")
+	fs.IntVar(&cfg.Workers, "workers", 0, "attacking sessions")
+	fs.IntVar(&cfg.Rate, "rate", 0, "connections per second")
+	fs.Parse(args)
+	if err := raiseNofile(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2ebench hostile-attack: raising the open-file limit:", err)
+	}
+	if scriptsFile != "" {
+		s, err := readScripts(scriptsFile, 200_000)
+		if err != nil {
+			return err
+		}
+		cfg.Scripts = s
+	}
+	t := &hostile.Target{TCP: tcp, TLS: tls, WS: ws, WSS: wss, Sources: hostile.LoopbackSources(first, sources, subnets)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	cfg.Ready = func() { fmt.Println("ready") }
+	var st hostile.Stats
+	err := hostile.Run(ctx, hostile.Kind(kind), t, cfg, &st)
+	b, _ := json.Marshal(st.Summary())
+	fmt.Println(string(b))
+	return err
+}
+
+// raiseNofile lifts the soft open-file limit to the hard one (Go does so
+// itself at start since 1.19; this also reports a failure).
+func raiseNofile() error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim)
+	}
+	return nil
+}
+
+// hostileReport is the whole run.
+type hostileReport struct {
+	Started    time.Time        `json:"started"`
+	Chain      *chainInfo       `json:"chain"`
+	Node       string           `json:"node"`
+	NodeArgs   []string         `json:"node_args"`
+	Limits     []string         `json:"limits"`
+	NodeNofile string           `json:"node_nofile"`
+	CPUs       int              `json:"cpus"`
+	LoadAvg    string           `json:"loadavg_at_start"`
+	Phase      float64          `json:"phase_s"`
+	IntervalMs float64          `json:"wallet_interval_ms"`
+	MixSize    int              `json:"wallet_mix_requests"`
+	RSSStartKB int64            `json:"rss_start_kib"`
+	RSSEndKB   int64            `json:"rss_end_kib"`
+	HWMKB      int64            `json:"vmhwm_kib"`
+	Attacks    []*hostileResult `json:"attacks"`
+	FinalInfo  any              `json:"final_electrum_info,omitempty"`
+}
+
+// writeTable writes the results as a Markdown table.
+func (r *hostileReport) writeTable(w io.Writer) {
+	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, phases of %.0f s, wallet request every %.0f ms\n",
+		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Phase, r.IntervalMs)
+	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
+	fmt.Fprintln(w, "| attack | size | wallet p50 / p99 unloaded (ms) | p50 / p99 during (ms) | p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, a := range r.Attacks {
+		served := "yes"
+		if a.Aborted {
+			served = "ABORTED (RSS over -maxrss)"
+		} else if !a.Served {
+			served = fmt.Sprintf("NO (wrong %d/%d/%d, errors %d/%d/%d, sessions after %d)",
+				a.Unloaded.Wrong, a.During.Wrong, a.After.Wrong, a.Unloaded.Errors, a.During.Errors, a.After.Errors, a.SessionsAfter)
+		}
+		fmt.Fprintf(w, "| %s | %s | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
+			a.Kind, a.Size, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.Ratio, served,
+			a.ConnsPerSecond, a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
+			a.Sessions, a.Subscriptions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
+			a.HeapBefore/(1<<20), a.HeapAfter/(1<<20))
+	}
+	fmt.Fprintf(w, "\nRSS at start %d MiB, at the end %d MiB, VmHWM %d MiB\n", r.RSSStartKB>>10, r.RSSEndKB>>10, r.HWMKB>>10)
+	for _, a := range r.Attacks {
+		if len(a.Attacker.Notes) > 0 {
+			fmt.Fprintf(w, "%s notes: %s\n", a.Kind, strings.Join(a.Attacker.Notes[:min(5, len(a.Attacker.Notes))], "; "))
+		}
+	}
+}

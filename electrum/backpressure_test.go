@@ -1,0 +1,238 @@
+package electrum
+
+import (
+	"bufio"
+	"encoding/json"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestPipelinedNonReader checks the read pause: a client that pipelines
+// requests with large answers and reads none is no longer read once
+// readPauseBytes of answers wait for it, so the server holds a bounded
+// backlog for it (not MaxSendBacklog), serves another client meanwhile,
+// and cuts it off when a write does not finish within WriteTimeout.
+func TestPipelinedNonReader(t *testing.T) {
+	const banner = 100_000
+	fx := newFixture(t, func(c *Config) {
+		c.Banner = strings.Repeat("b", banner)
+		c.WriteTimeout = 2 * time.Second
+		c.CostHardLimit = -1
+	})
+	good := fx.client(t, "1.4")
+	conn, err := net.Dial("tcp", fx.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096)
+	conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["slow","1.4"]}` + "\n"))
+	// 500 banners (50 MB of answers) asked for, none read.
+	var req strings.Builder
+	for i := 0; i < 500; i++ {
+		req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"server.banner"}` + "\n")
+	}
+	go func() {
+		conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		conn.Write([]byte(req.String()))
+	}()
+	var slow *session
+	for deadline := time.Now().Add(10 * time.Second); slow == nil && time.Now().Before(deadline); {
+		fx.s.mu.Lock()
+		for ss := range fx.s.sessions {
+			if ss.remote == conn.LocalAddr().String() {
+				slow = ss
+			}
+		}
+		fx.s.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	if slow == nil {
+		t.Fatal("the slow session never appeared")
+	}
+	// The backlog never goes over the pause plus the answers of the
+	// requests already running and of the one read just before the
+	// pause (its slot freed by one of them).
+	bound := readPauseBytes + (fx.s.cfg.Concurrency+2)*(banner+100)
+	most := 0
+	for !slow.closed() {
+		slow.sendMu.Lock()
+		most = max(most, slow.queued)
+		slow.sendMu.Unlock()
+		good.must(nil, "server.ping")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if most > bound {
+		t.Fatalf("%d bytes queued for a client that reads nothing, want at most %d", most, bound)
+	}
+	if r := slow.reason(); r != DisconnectWriteFailed {
+		t.Fatalf("the non-reader was disconnected for %v, want %v", r, DisconnectWriteFailed)
+	}
+	good.must(nil, "server.ping")
+}
+
+// TestBatchOverLimitNotDecoded checks that a batch over MaxBatch is refused
+// with code 4 whether or not it opens with server.version, and that the
+// session goes on.
+func TestBatchOverLimitNotDecoded(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxBatch = 5 })
+	conn, err := net.Dial("tcp", fx.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(conn)
+	read := func() string {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return line
+	}
+	batch := func(first string, n int) string {
+		items := []string{first}
+		for i := 1; i < n; i++ {
+			items = append(items, `{"jsonrpc":"2.0","id":9,"method":"server.ping"}`)
+		}
+		return "[" + strings.Join(items, ",") + "]\n"
+	}
+	// Opening with server.version: negotiated, the rest refused.
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["c","1.4"]}`, 10)))
+	if line := read(); !strings.Contains(line, `"code":4`) || !strings.Contains(line, "10 requests, limit 5") {
+		t.Fatalf("batch of 10 opening with server.version: %s", line)
+	}
+	// Negotiated: a batch of 6 is refused, one of 5 answered.
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":9,"method":"server.ping"}`, 6)))
+	if line := read(); !strings.Contains(line, `"code":4`) {
+		t.Fatalf("batch of 6: %s", line)
+	}
+	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":9,"method":"server.ping"}`, 5)))
+	var answers []rpcResponse
+	if err := json.Unmarshal([]byte(read()), &answers); err != nil || len(answers) != 5 {
+		t.Fatalf("batch of 5: %v %v", answers, err)
+	}
+}
+
+// TestTotalBacklog checks the server-wide bound on answers waiting for
+// clients: many non-readers, each under its own MaxSendBacklog, together
+// over 4 times it, are disconnected as not reading (the ones with a
+// backlog) while a reading client is served.
+func TestTotalBacklog(t *testing.T) {
+	const banner = 100_000
+	fx := newFixture(t, func(c *Config) {
+		c.Banner = strings.Repeat("b", banner)
+		c.MaxSendBacklog = 1_000_000
+		c.MaxSessionsPerIP = -1
+		c.Concurrency = 1
+		c.WriteTimeout = time.Minute
+		c.CostHardLimit = -1
+	})
+	good := fx.client(t, "1.4")
+	var req strings.Builder
+	req.WriteString(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["slow","1.4"]}` + "\n")
+	for i := 0; i < 100; i++ {
+		req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"server.banner"}` + "\n")
+	}
+	// 40 clients that read nothing: each could hold 612 KB (the read
+	// pause and one running answer), 24 MB together.
+	for i := 0; i < 40; i++ {
+		c, err := net.Dial("tcp", fx.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.(*net.TCPConn).SetReadBuffer(4096)
+		go func() {
+			c.SetWriteDeadline(time.Now().Add(time.Minute))
+			c.Write([]byte(req.String()))
+		}()
+	}
+	cap := fx.s.cfg.maxBacklogTotal()
+	bound := cap + 40*(totalBacklogMinOwn+banner+100)
+	most := int64(0)
+	deadline := time.Now().Add(30 * time.Second)
+	for fx.s.counters.disconnected[DisconnectNotReading].Load() == 0 && time.Now().Before(deadline) {
+		most = max(most, fx.s.backlog.Load())
+		good.must(nil, "server.ping")
+		time.Sleep(5 * time.Millisecond)
+	}
+	if fx.s.counters.disconnected[DisconnectNotReading].Load() == 0 {
+		t.Fatalf("no non-reader disconnected; %d bytes waiting for all sessions (bound %d)", fx.s.backlog.Load(), cap)
+	}
+	for i := 0; i < 100; i++ {
+		most = max(most, fx.s.backlog.Load())
+		time.Sleep(time.Millisecond)
+	}
+	if most > bound {
+		t.Fatalf("%d bytes waited for all sessions, want at most %d", most, bound)
+	}
+	good.must(nil, "server.ping")
+}
+
+// failingListener fails its first Accept calls with EMFILE, as a process
+// out of file descriptors does.
+type failingListener struct {
+	net.Listener
+	fails int
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fails > 0 {
+		l.fails--
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptErrorsPass checks that the TCP listener keeps serving after
+// Accept fails for want of file descriptors (a connection flood): it used
+// to stop accepting for good on any error but a timeout.
+func TestAcceptErrorsPass(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := newFixture(t, func(c *Config) {
+		c.Listeners = []Listener{{Transport: TCP, Listener: &failingListener{Listener: l, fails: 3}}}
+	})
+	c := dialFrom(t, l.Addr().String(), nil)
+	c.negotiate("1.4")
+	c.must(nil, "server.ping")
+	_ = fx
+}
+
+// TestSendBufferCapped checks that a client connection's kernel send
+// buffer is fixed at sessionSendBuffer (Linux reports it doubled) instead
+// of growing with autotuning, so clients that do not read cannot take the
+// machine's TCP memory.
+func TestSendBufferCapped(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	c.must(nil, "server.ping")
+	fx.s.mu.Lock()
+	var conn net.Conn
+	for ss := range fx.s.sessions {
+		conn = ss.conn.(*lineConn).Conn
+	}
+	fx.s.mu.Unlock()
+	rc, err := conn.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size int
+	var serr error
+	rc.Control(func(fd uintptr) { size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF) })
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	// Linux doubles what is set, and reports what autotuning chose when
+	// nothing was.
+	if size != 2*sessionSendBuffer {
+		t.Fatalf("send buffer of %d bytes, want %d (fixed)", size, 2*sessionSendBuffer)
+	}
+}
