@@ -204,6 +204,20 @@ func (c *Config) maxBacklogTotal() int64 {
 	return 4 * int64(c.MaxSendBacklog)
 }
 
+// buildBudget is how many bytes of large answers (histories and unspent
+// lists) may be built at once for all sessions together: maxBacklogTotal,
+// and at least one answer of MaxSend. An answer is built next to its
+// entries and copied once more into its response; 100 sessions asking for
+// a 4.7 MB history each at the same moment took the node 200 MB past its
+// soft memory limit. A request whose answer finds the budget spent waits
+// for it within its own time.
+func (c *Config) buildBudget() int64 {
+	return max(c.maxBacklogTotal(), 2*int64(c.MaxSend))
+}
+
+// buildBudgetMin is the size from which an answer takes from buildBudget.
+const buildBudgetMin = 256 << 10
+
 // totalBacklogMinOwn is the backlog of its own a session must have to be
 // disconnected for the server's total backlog.
 const totalBacklogMinOwn = 64 << 10

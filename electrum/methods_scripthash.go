@@ -142,6 +142,22 @@ func historyItems(hist []indexers.HistoryEntry, es []MempoolEntry) json.RawMessa
 	})
 }
 
+// reserveBuild takes the bytes an answer of n entries of entryLen bytes
+// needs while it is built and copied into its response from the server's
+// build budget, waiting for them within the request's time; release gives
+// them back once the answer is encoded. Small answers take nothing.
+func (s *Server) reserveBuild(ctx context.Context, n, entryLen int) (release func(), err error) {
+	w := 2 * int64(n) * int64(entryLen)
+	if w < buildBudgetMin {
+		return nil, nil
+	}
+	w = min(w, s.cfg.buildBudget())
+	if err := s.building.Acquire(ctx, w); err != nil {
+		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out")
+	}
+	return func() { s.building.Release(w) }, nil
+}
+
 // gone answers a request whose session closed or whose time ran out before
 // its work started: nothing is computed for it.
 func gone(ctx context.Context) error {
@@ -200,7 +216,11 @@ func hGetHistory(ctx context.Context, ss *session, args []json.RawMessage) (any,
 			return nil, indexers.ErrHistoryTooLarge
 		}
 		ss.charge(0.001 * float64(len(hist)+len(es)))
-		return historyItems(hist, es), nil
+		release, err := ss.srv.reserveBuild(ctx, len(hist)+len(es), historyEntryLen)
+		if err != nil {
+			return nil, err
+		}
+		return builtAnswer{v: historyItems(hist, es), release: release}, nil
 	}
 }
 
@@ -246,6 +266,10 @@ func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any
 			return nil, indexers.ErrHistoryTooLarge
 		}
 		ss.charge(float64(len(utxos)+len(mem)) / 50)
+		release, err := ss.srv.reserveBuild(ctx, len(utxos)+len(mem), unspentEntryLen)
+		if err != nil {
+			return nil, err
+		}
 		out := make([]byte, 0, 2+(len(utxos)+len(mem))*unspentEntryLen)
 		out = append(out, '[')
 		for i := range utxos {
@@ -264,7 +288,7 @@ func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any
 			}
 			out = appendUnspentItem(out, &mem[i].TxHash, mem[i].Vout, 0, mem[i].Value)
 		}
-		return json.RawMessage(append(out, ']')), nil
+		return builtAnswer{v: json.RawMessage(append(out, ']')), release: release}, nil
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/semaphore"
 	"net"
 	"net/http"
 	"sync"
@@ -34,6 +35,9 @@ type Server struct {
 	requests atomic.Uint64
 	// backlog is the bytes queued for all sessions (maxBacklogTotal).
 	backlog atomic.Int64
+	// building bounds the bytes of large answers being built at once
+	// (buildBudget).
+	building *semaphore.Weighted
 	// counters are the event counts behind Stats (refusals.go).
 	counters counters
 	// refusals rate-limits the log lines of refused connections.
@@ -74,6 +78,7 @@ func New(cfg Config, backend Backend) *Server {
 		sessions: make(map[*session]struct{}),
 		perIP:    make(map[string]*ipState),
 	}
+	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
 	s.methods = methodTable()
 	s.notifier = newNotifier(s)
 	return s

@@ -605,7 +605,12 @@ func (ss *session) execute(r *request) ([]byte, bool, func()) {
 	if r.isResponse {
 		return nil, false, nil
 	}
-	result, rerr, after := ss.call(r)
+	result, rerr, after, release := ss.call(r)
+	if release != nil {
+		// The answer's build bytes are free once it is encoded below
+		// (or dropped); from then on the backlog bounds it.
+		defer release()
+	}
 	if r.isNotification() {
 		if ss.overLimit.Load() {
 			// No answer will carry the -101: close now.
@@ -627,6 +632,14 @@ func (ss *session) execute(r *request) ([]byte, bool, func()) {
 	return encodeResponse(r.v2, r.id, result, nil), true, after
 }
 
+// builtAnswer is a handler result holding bytes of the server's build
+// budget (reserveBuild): release gives them back once the answer is
+// encoded into its response.
+type builtAnswer struct {
+	v       any
+	release func()
+}
+
 // afterAnswer is a handler result whose after function must run once the
 // answer is queued (or dropped): subscriptions hold back notifications
 // until then, so a client never sees a notification before the answer
@@ -639,47 +652,47 @@ type afterAnswer struct {
 // call runs the method of r within the request timeout and cost limits,
 // and records it in the metrics. after, when not nil, must be called once
 // the answer is queued.
-func (ss *session) call(r *request) (json.RawMessage, *RPCError, func()) {
+func (ss *session) call(r *request) (json.RawMessage, *RPCError, func(), func()) {
 	ss.srv.requests.Add(1)
 	mx := ss.srv.mx
 	if mx == nil {
-		res, rerr, after, _ := ss.run(r)
-		return res, rerr, after
+		res, rerr, after, release, _ := ss.run(r)
+		return res, rerr, after, release
 	}
 	start := time.Now()
-	res, rerr, after, m := ss.run(r)
+	res, rerr, after, release, m := ss.run(r)
 	mx.observe(m, time.Since(start), rerr != nil)
-	return res, rerr, after
+	return res, rerr, after, release
 }
 
 // run is call without the metrics; it also returns the method of r (nil
 // when the server has none of that name).
-func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), *method) {
+func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), *method) {
 	if r.err != nil {
-		return nil, r.err, nil, nil
+		return nil, r.err, nil, nil, nil
 	}
 	m := ss.srv.methods[r.method]
 	ctx, cancel := context.WithTimeout(ss.ctx, ss.srv.cfg.RequestTimeout)
 	defer cancel()
 	if rerr := ss.throttle(ctx); rerr != nil {
-		return nil, rerr, nil, m
+		return nil, rerr, nil, nil, m
 	}
 	v := ss.version
 	if r.method == "server.version" {
 		v = protocolMax
 	}
 	if m == nil || v.less(m.since) || (m.until != protoVersion{} && !v.less(m.until)) {
-		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil, m
+		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil, nil, m
 	}
 	args, rerr := m.params(v).positional(r.params)
 	if rerr != nil {
-		return nil, rerr, nil, m
+		return nil, rerr, nil, nil, m
 	}
 	ss.charge(m.cost)
 	type answer struct {
-		v     any
-		rerr  *RPCError
-		after func()
+		v              any
+		rerr           *RPCError
+		after, release func()
 	}
 	ch := make(chan answer, 1)
 	go func() {
@@ -691,6 +704,9 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), *method)
 		}()
 		res, err := m.handler(ctx, ss, args)
 		a := answer{v: res, rerr: toRPCError(ss.srv, r.method, err)}
+		if ba, ok := res.(builtAnswer); ok {
+			a.v, a.release = ba.v, ba.release
+		}
 		if aa, ok := res.(afterAnswer); ok {
 			a.v, a.after = aa.v, aa.after
 		}
@@ -699,24 +715,28 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), *method)
 	select {
 	case a := <-ch:
 		if a.rerr != nil {
-			return nil, a.rerr, a.after, m
+			return nil, a.rerr, a.after, a.release, m
 		}
 		if raw, ok := a.v.(json.RawMessage); ok {
-			return raw, nil, a.after, m
+			return raw, nil, a.after, a.release, m
 		}
 		b, err := json.Marshal(a.v)
 		if err != nil {
-			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after, m
+			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after, a.release, m
 		}
-		return b, nil, a.after, m
+		return b, nil, a.after, a.release, m
 	case <-ctx.Done():
 		// The handler finishes on its own; its after still runs.
 		go func() {
-			if a := <-ch; a.after != nil {
+			a := <-ch
+			if a.release != nil {
+				a.release()
+			}
+			if a.after != nil {
 				a.after()
 			}
 		}()
-		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out"), nil, m
+		return nil, rpcErrorf(codeServerBusy, "server busy - request timed out"), nil, nil, m
 	}
 }
 
