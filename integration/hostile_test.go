@@ -174,7 +174,9 @@ func TestHostileClients(t *testing.T) {
 			if !res.OK() {
 				t.Errorf("the wallet was not served correctly during the attack: %v %v", res, res.Notes)
 			}
-			// Every attacker session ends on the server too.
+			// Every attacker session ends on the server too. The
+			// baseline may still count the previous attack's wallet,
+			// whose session closes on its own time: not above it.
 			waitSessions(t, ctx, n, baseline)
 			if after := good.Run(ctx, 0, 20); !after.OK() {
 				t.Errorf("the wallet was not served correctly after the attack: %v %v", after, after.Notes)
@@ -193,16 +195,16 @@ func sessions(t *testing.T, n *Node) int {
 	return info.Sessions
 }
 
-// waitSessions waits until the node holds want sessions.
+// waitSessions waits until the node holds at most want sessions.
 func waitSessions(t *testing.T, ctx context.Context, n *Node, want int) {
 	t.Helper()
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for sessions(t, n) != want {
+	for sessions(t, n) > want {
 		select {
 		case <-wctx.Done():
 			raw, _ := n.RPC.RawRequest("getelectrumsessions", nil)
-			t.Fatalf("the session count is not back at %d; sessions: %s", want, raw)
+			t.Fatalf("the session count is not back at %d or below; sessions: %s", want, raw)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
