@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"net"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -109,6 +110,11 @@ type Config struct {
 	// Concurrency is how many requests of one session run at once
 	// (default 10).
 	Concurrency int
+	// Workers is how many requests run at once across all sessions
+	// (default: one per CPU the Go runtime uses, GOMAXPROCS). Waiting
+	// requests run in the order of their sessions' costs, and sessions at
+	// or above CostSoftLimit hold all places but one (workgate.go).
+	Workers int
 
 	// CostSoftLimit and CostHardLimit drive ElectrumX-style throttling:
 	// above the soft limit requests are delayed by up to RequestSleep,
@@ -156,6 +162,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.MaxSubsPerIP, DefaultMaxSubsPerIP)
 	setInt(&c.MaxSubs, DefaultMaxSubs)
 	setInt(&c.Concurrency, DefaultConcurrency)
+	setInt(&c.Workers, runtime.GOMAXPROCS(0))
 	setInt(&c.BandwidthUnit, DefaultBandwidthUnit)
 	setDur(&c.WriteTimeout, DefaultWriteTimeout)
 	setDur(&c.RequestTimeout, DefaultRequestTimeout)

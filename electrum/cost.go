@@ -101,3 +101,40 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 		return rpcErrorf(codeServerBusy, "server busy - request timed out")
 	}
 }
+
+// enterGate waits for a place among the server's running requests
+// (workgate.go), ahead of the sessions of higher cost.
+func (ss *session) enterGate(ctx context.Context) (func(), error) {
+	cfg := &ss.srv.cfg
+	cost := 0.0
+	if cfg.throttled() {
+		cost = ss.currentCost()
+	}
+	return ss.srv.gate.enter(ctx, cost, cfg.throttled() && cost >= cfg.CostSoftLimit)
+}
+
+// pauseReading delays reading a session's next message after one refused
+// without running (malformed, oversized, an over-limit batch) by what
+// throttle delays a request at the session's cost: such messages take no
+// request slot, so without it a client above the soft limit could keep
+// the server reading and refusing at the speed of its link. False when
+// the session ended meanwhile.
+func (ss *session) pauseReading() bool {
+	cfg := &ss.srv.cfg
+	if !cfg.throttled() {
+		return true
+	}
+	cost := ss.currentCost()
+	if cost < cfg.CostSoftLimit {
+		return true
+	}
+	frac := min((cost-cfg.CostSoftLimit)/(cfg.CostHardLimit-cfg.CostSoftLimit), 1)
+	t := time.NewTimer(time.Duration(frac * float64(cfg.RequestSleep)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ss.ctx.Done():
+		return false
+	}
+}

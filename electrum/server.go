@@ -38,6 +38,8 @@ type Server struct {
 	// building bounds the bytes of large answers being built at once
 	// (buildBudget).
 	building *semaphore.Weighted
+	// gate bounds the request handlers running at once (workgate.go).
+	gate *workGate
 	// counters are the event counts behind Stats (refusals.go).
 	counters counters
 	// refusals rate-limits the log lines of refused connections.
@@ -79,6 +81,7 @@ func New(cfg Config, backend Backend) *Server {
 		perIP:    make(map[string]*ipState),
 	}
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
+	s.gate = newWorkGate(s.cfg.Workers)
 	s.methods = methodTable()
 	s.notifier = newNotifier(s)
 	return s

@@ -379,9 +379,10 @@ func (ss *session) readLoop() {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
 		if errors.Is(err, errFrameTooLarge) {
-			ss.charge(errorCost)
+			// The line was read to its end: at least MaxRecv bytes.
+			ss.charge(errorCost + float64(ss.srv.cfg.MaxRecv)/float64(ss.srv.cfg.BandwidthUnit))
 			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
-			if !ss.checkHardLimit() {
+			if !ss.checkHardLimit() || !ss.pauseReading() {
 				return
 			}
 			continue
@@ -423,7 +424,7 @@ func (ss *session) dispatch(m *message) bool {
 	if m.err != nil {
 		ss.charge(errorCost * 10)
 		ss.send(encodeResponse(true, nil, nil, m.err))
-		return ss.checkHardLimit()
+		return ss.checkHardLimit() && ss.pauseReading()
 	}
 	if !ss.negotiated.Load() {
 		first := m.requests[0]
@@ -450,7 +451,7 @@ func (ss *session) dispatch(m *message) bool {
 		if m.count() > ss.srv.cfg.MaxBatch {
 			ss.charge(errorCost)
 			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
-			return ss.checkHardLimit()
+			return ss.checkHardLimit() && ss.pauseReading()
 		}
 		if !ss.acquire() {
 			return false
@@ -702,6 +703,12 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 				ch <- answer{rerr: rpcErrorf(codeInternalError, "internal server error")}
 			}
 		}()
+		leave, err := ss.enterGate(ctx)
+		if err != nil {
+			ch <- answer{rerr: rpcErrorf(codeServerBusy, "server busy - request timed out")}
+			return
+		}
+		defer leave()
 		res, err := m.handler(ctx, ss, args)
 		a := answer{v: res, rerr: toRPCError(ss.srv, r.method, err)}
 		if ba, ok := res.(builtAnswer); ok {
@@ -710,6 +717,14 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		if aa, ok := res.(afterAnswer); ok {
 			a.v, a.after = aa.v, aa.after
 		}
+		if _, raw := a.v.(json.RawMessage); a.rerr == nil && !raw {
+			// Encoding is part of the request's work: inside the gate.
+			if b, err := json.Marshal(a.v); err != nil {
+				a.rerr = rpcErrorf(codeInternalError, "internal server error")
+			} else {
+				a.v = json.RawMessage(b)
+			}
+		}
 		ch <- a
 	}()
 	select {
@@ -717,14 +732,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		if a.rerr != nil {
 			return nil, a.rerr, a.after, a.release, m
 		}
-		if raw, ok := a.v.(json.RawMessage); ok {
-			return raw, nil, a.after, a.release, m
-		}
-		b, err := json.Marshal(a.v)
-		if err != nil {
-			return nil, rpcErrorf(codeInternalError, "internal server error"), a.after, a.release, m
-		}
-		return b, nil, a.after, a.release, m
+		return a.v.(json.RawMessage), nil, a.after, a.release, m
 	case <-ctx.Done():
 		// The handler finishes on its own; its after still runs.
 		go func() {

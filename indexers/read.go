@@ -81,6 +81,7 @@ func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]ui
 		if len(k) != histKeyLen {
 			continue
 		}
+		yieldEvery(len(nums))
 		if room >= 0 && len(nums) >= room {
 			return nil, ErrHistoryTooLarge
 		}
@@ -154,6 +155,7 @@ func (idx *ElectrumIndex) historyEntries(meta database.Bucket, c database.Cursor
 		return v
 	}
 	for i, n := range nums {
+		yieldEvery(i)
 		if b := n &^ (txChunk - 1); b != base {
 			base = b
 			if chunk = chunks.get(b, epoch); chunk == nil {

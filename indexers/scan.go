@@ -62,6 +62,7 @@ func (s *utxoScan) run(c database.Cursor, newPart func(n int), row func(part int
 		if !bytes.HasPrefix(k, pre) {
 			break
 		}
+		yieldEvery(n)
 		r, ok := decodeUtxo(k, c.Value())
 		if !ok {
 			continue
@@ -117,11 +118,14 @@ func (s *utxoScan) run(c database.Cursor, newPart func(n int), row func(part int
 			}
 			lo, hi := bound(i), bound(i+1)
 			binary.BigEndian.PutUint32(key[len(pre):], uint32(lo))
+			rows := 0
 			for ok := c.Seek(key); ok; ok = c.Next() {
 				k := c.Key()
 				if !bytes.HasPrefix(k, pre) {
 					break
 				}
+				rows++
+				yieldEvery(rows)
 				r, ok := decodeUtxo(k, c.Value())
 				if !ok {
 					continue
@@ -171,4 +175,18 @@ func sumUnspent(meta database.Bucket, c database.Cursor, hx *hashX, top int32, s
 		sum += v
 	}
 	return sum, s.rows.Load()
+}
+
+// yieldRows is how many rows a long read walks between two yields.
+const yieldRows = 1024
+
+// yieldEvery lets other goroutines run when a read has walked another
+// yieldRows rows (n counts them). A read of a script with tens of
+// thousands of rows runs for milliseconds; without yields the Go scheduler
+// preempts it only after 10 ms, and a small request that arrives while
+// every core runs such reads waits that long for one.
+func yieldEvery(n int) {
+	if n > 0 && n%yieldRows == 0 {
+		runtime.Gosched()
+	}
 }

@@ -31,6 +31,10 @@ func TestHostileClients(t *testing.T) {
 			// short write timeout, so slow readers are cut quickly.
 			"--electrummaxsubspersession=300", "--electrummaxsubsperip=400", "--electrummaxsubs=1500",
 			"--electrumwritetimeout=1s",
+			// Short throttling delays (of requests, and of reading
+			// after a refused message), so attackers reach the cost
+			// limit's disconnect quickly.
+			"--electrumrequestsleep=100ms",
 			// Large answers, so slow readers fill their buffers fast.
 			"--electrumbanner=" + strings.Repeat("b", 100_000),
 		}})

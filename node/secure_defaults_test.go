@@ -283,7 +283,7 @@ var limitFlags = []string{
 	"electrummaxsessions", "electrummaxsessionsperip", "electrummaxrecv", "electrummaxsend",
 	"electrummaxsendbacklog", "electrumwritetimeout", "electrumrequesttimeout", "electrumidletimeout",
 	"electrummaxbatch", "electrummaxsubspersession", "electrummaxsubsperip", "electrummaxsubs",
-	"electrumconcurrency", "electrumcostsoftlimit", "electrumcosthardlimit", "electrumrequestsleep",
+	"electrumconcurrency", "electrumworkers", "electrumcostsoftlimit", "electrumcosthardlimit", "electrumrequestsleep",
 	"electrumbandwidthunit", "electrumexemptnets",
 	"rpcmaxclients", "rpcmaxconcurrentreqs", "rpcmaxwebsockets", "rpcmaxrequestbytes", "rpcmaxbatch",
 	"maxpeers", "banthreshold", "banduration", "maxorphantx",

@@ -113,6 +113,7 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		MaxSubsPerIP:      l.MaxSubsPerIP,
 		MaxSubs:           l.MaxSubs,
 		Concurrency:       l.Concurrency,
+		Workers:           l.Workers,
 		CostSoftLimit:     l.CostSoftLimit,
 		CostHardLimit:     l.CostHardLimit,
 		RequestSleep:      l.RequestSleep,
