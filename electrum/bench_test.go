@@ -129,6 +129,9 @@ func BenchmarkRequests(b *testing.B) {
 		{"get_balance", `{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.get_balance","params":["` + sh + `"]}`},
 		{"get_history_100", `{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.get_history","params":["` + sh + `"]}`},
 		{"block_header", `{"jsonrpc":"2.0","id":1,"method":"blockchain.block.header","params":[100]}`},
+		// Every header of the chain, as a wallet syncing asks in chunks
+		// of 2016.
+		{"block_headers", `{"jsonrpc":"2.0","id":1,"method":"blockchain.block.headers","params":[0,2016]}`},
 	}
 	const sessions = 100
 	clients := make([]*rawSession, sessions)

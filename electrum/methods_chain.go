@@ -1,9 +1,11 @@
 package electrum
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
-	"strings"
+	"strconv"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -24,14 +26,24 @@ type proofResult struct {
 
 // headerAt returns the hex of the main-chain header at height.
 func (s *Server) headerAt(height int32) (string, error) {
+	h, err := s.headerOf(height)
+	if err != nil {
+		return "", err
+	}
+	return headerHex(&h)
+}
+
+// headerOf returns the main-chain header at height, or the protocol's
+// error.
+func (s *Server) headerOf(height int32) (wire.BlockHeader, error) {
 	h, err := s.backend.BlockHeader(height)
 	if err != nil {
 		if notFound(err) {
-			return "", heightError(int64(height))
+			return h, heightError(int64(height))
 		}
-		return "", internal("header", err)
+		return h, internal("header", err)
 	}
-	return headerHex(&h)
+	return h, nil
 }
 
 // headerProof returns the display-hex branch and root proving height
@@ -115,28 +127,57 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 		count = int64(tip.Height) - start + 1
 	}
 	ss.charge(float64(count) / 50)
-	hdrs := make([]string, 0, count)
+	// Up to 2,016 headers, asked for by every wallet that syncs: they are
+	// serialized into one buffer, hex-encoded at once and written into
+	// the answer as they are, without a string per header.
+	raw := bytes.NewBuffer(make([]byte, 0, count*wire.MaxBlockHeaderPayload))
 	for h := start; h < start+count; h++ {
-		x, err := ss.srv.headerAt(int32(h))
+		hdr, err := ss.srv.headerOf(int32(h))
 		if err != nil {
 			return nil, err
 		}
-		hdrs = append(hdrs, x)
+		if err := hdr.Serialize(raw); err != nil {
+			return nil, internal("header", err)
+		}
 	}
-	res := map[string]any{"count": count, "max": DefaultHeadersMax}
+	hx := make([]byte, hex.EncodedLen(raw.Len()))
+	hex.Encode(hx, raw.Bytes())
+	var branch []string
+	var root string
+	proof := count > 0 && cp > 0
+	if proof {
+		branch, root, err = ss.srv.headerProof(int32(start+count-1), int32(cp), tip.Height)
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The keys in the order encoding/json writes a map's.
+	out := make([]byte, 0, len(hx)+len(hx)/80+256)
+	out = append(out, '{')
+	if proof {
+		b, _ := json.Marshal(branch)
+		out = append(append(append(out, `"branch":`...), b...), ',')
+	}
+	out = strconv.AppendInt(append(out, `"count":`...), count, 10)
+	const hexLen = 2 * wire.MaxBlockHeaderPayload
 	if ss.version.atLeast(version16) {
-		res["headers"] = hdrs
-	} else {
-		res["hex"] = strings.Join(hdrs, "")
-	}
-	if count > 0 && cp > 0 {
-		branch, root, err := ss.srv.headerProof(int32(start+count-1), int32(cp), tip.Height)
-		if err != nil {
-			return nil, err
+		out = append(out, `,"headers":[`...)
+		for i := 0; i < len(hx); i += hexLen {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = append(append(append(out, '"'), hx[i:i+hexLen]...), '"')
 		}
-		res["branch"], res["root"] = branch, root
+		out = append(out, ']')
+	} else {
+		out = append(append(append(out, `,"hex":"`...), hx...), '"')
 	}
-	return res, nil
+	out = strconv.AppendInt(append(out, `,"max":`...), DefaultHeadersMax, 10)
+	if proof {
+		b, _ := json.Marshal(root)
+		out = append(append(out, `,"root":`...), b...)
+	}
+	return json.RawMessage(append(out, '}')), nil
 }
 
 // hHeadersSubscribe subscribes to new tips and returns the current one.

@@ -357,6 +357,57 @@ func TestHeaderMethods(t *testing.T) {
 	}
 }
 
+// TestBlockHeadersAnswerBytes checks that block.headers, written without
+// encoding/json, answers byte for byte what encoding/json writes for the
+// same result: a map of count, max, and hex (before 1.6) or headers (from
+// 1.6), with branch and root for a cp_height.
+func TestBlockHeadersAnswerBytes(t *testing.T) {
+	fx := newFixture(t, nil)
+	_, tipH := fx.f.tip()
+	tip := int64(tipH)
+	for _, v := range []string{"1.4", "1.6"} {
+		c := fx.client(t, v)
+		for _, q := range [][3]int64{{0, 1, 0}, {1, 10, 0}, {0, tip + 1, 0}, {2, 3, 0}, {tip, 5, 0},
+			{tip + 5, 3, 0}, {0, 0, 0}, {0, 2, 3}, {1, 3, tip}, {0, 1, 1}, {tip, 1, tip}} {
+			start, count, cp := q[0], q[1], q[2]
+			args := []any{start, count}
+			if cp > 0 {
+				args = append(args, cp)
+			}
+			got, rerr := c.call("blockchain.block.headers", args...)
+			if rerr != nil {
+				t.Fatalf("%s headers %v: %v", v, q, rerr)
+			}
+			n := min(count, max(tip-start+1, 0))
+			var hdrs []string
+			for h := start; h < start+n; h++ {
+				x, err := fx.s.headerAt(int32(h))
+				if err != nil {
+					t.Fatal(err)
+				}
+				hdrs = append(hdrs, x)
+			}
+			res := map[string]any{"count": n, "max": DefaultHeadersMax}
+			if v == "1.6" {
+				res["headers"] = append([]string{}, hdrs...)
+			} else {
+				res["hex"] = strings.Join(hdrs, "")
+			}
+			if n > 0 && cp > 0 {
+				branch, root, err := fx.s.headerProof(int32(start+n-1), int32(cp), tipH)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res["branch"], res["root"] = branch, root
+			}
+			want, _ := json.Marshal(res)
+			if string(got) != string(want) {
+				t.Fatalf("%s headers %v:\n got %s\nwant %s", v, q, got, want)
+			}
+		}
+	}
+}
+
 // TestTransactionMethods checks transaction.get (raw and verbose), get_merkle, id_from_pos, broadcast and broadcast_package.
 func TestTransactionMethods(t *testing.T) {
 	fx := newFixture(t, nil)
