@@ -115,6 +115,7 @@ bench:
 	$(MAKE) bench-chain
 	CATCHUP_GENCHAIN=$(E2E_CHAIN) $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
 	CATCHUP_GENCHAIN=$(E2E_CHAIN) CATCHUP_MEM=1000 $(GO) test -run '^$$' -bench 'CatchUp' -benchtime 1x -timeout 30m ./indexers/
+	SINKS_CHAIN=$(E2E_CHAIN) $(GO) test -run '^$$' -bench 'RowSinks' -benchtime 1x -timeout 30m ./indexers/
 	$(MAKE) bench-e2e bench-load
 
 # btcd v0.26.2 itself, for the end-to-end comparison.
