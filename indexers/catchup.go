@@ -142,8 +142,14 @@ func sizesFor(budget int64, merged int) catchUpSizes {
 // tables' tags order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 type batch struct {
 	blk, tx []kv
-	hist    []histRow
-	txid    []txidRow
+	// History rows are keys with their values' places in histVals: no
+	// pointers for the garbage collector to follow. ffldb keeps the
+	// values it is given (and copies keys), so values have a buffer of
+	// their own, which is all a part pins in ffldb's cache; it is never
+	// reused.
+	hist     []histRec
+	histVals []byte
+	txid     []txidRow
 	utxo    map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
 	spent   []utxoWrite                 // the unspent-output rows of a sealed last part, in key order
 	last    bool                        // the transaction commits after this part
@@ -165,11 +171,16 @@ type batch struct {
 type kv struct{ k, v []byte }
 
 // Rows of the tables that hold most of a batch are kept in arrays without
-// pointers, which the garbage collector does not scan: history and txid
-// rows have empty values, and unspent-output values are 10 bytes.
+// pointers, which the garbage collector does not scan: txid rows have empty
+// values, and unspent-output values are 10 bytes.
 type (
-	histRow [histKeyLen]byte
 	txidRow [txidKeyLen]byte
+	// histRec is a history row of a part: its key, and where its value
+	// lies in the part's histVals.
+	histRec struct {
+		k      [histKeyLen]byte
+		off, n uint32
+	}
 	// utxoOp is the net effect of a batch on one unspent-output row.
 	utxoOp struct {
 		v   [utxoValLen]byte
@@ -192,7 +203,8 @@ func newBatch(utxo map[[utxoKeyLen]byte]utxoOp, prev *batch) *batch {
 	b := &batch{utxo: utxo}
 	if prev != nil {
 		room := func(n int) int { return n + n/8 }
-		b.hist = make([]histRow, 0, room(len(prev.hist)))
+		b.hist = make([]histRec, 0, room(len(prev.hist)))
+		b.histVals = make([]byte, 0, room(len(prev.histVals)))
 		b.txid = make([]txidRow, 0, room(len(prev.txid)))
 		b.tx = make([]kv, 0, room(len(prev.tx)))
 		b.blk = make([]kv, 0, room(len(prev.blk)))
@@ -225,7 +237,7 @@ func (b *batch) seal(last bool) {
 		slices.SortFunc(b.spent, func(x, y utxoWrite) int { return cmpKeys(x.k[:], y.k[:]) })
 	}
 	b.utxo = nil
-	slices.SortFunc(b.hist, func(x, y histRow) int { return cmpKeys(x[:], y[:]) })
+	slices.SortFunc(b.hist, func(x, y histRec) int { return cmpKeys(x.k[:], y.k[:]) })
 	slices.SortFunc(b.txid, func(x, y txidRow) int { return cmpKeys(x[:], y[:]) })
 }
 
@@ -251,7 +263,8 @@ func (b *batch) Put(k, v []byte) error {
 		b.utxo[[utxoKeyLen]byte(k)] = utxoOp{v: [utxoValLen]byte(v), put: true}
 		return nil
 	case tagHist:
-		b.hist = append(b.hist, histRow(k))
+		b.hist = append(b.hist, histRec{k: [histKeyLen]byte(k), off: uint32(len(b.histVals)), n: uint32(len(v))})
+		b.histVals = append(b.histVals, v...)
 	case tagTxid:
 		b.txid = append(b.txid, txidRow(k))
 	case tagTx:
@@ -276,6 +289,12 @@ func (b *batch) Delete(k []byte) error {
 	return nil
 }
 
+// histRow returns the key and value of the part's i-th history row.
+func (b *batch) histRow(i int) (k, v []byte) {
+	r := &b.hist[i]
+	return r.k[:], b.histVals[r.off : r.off+r.n : r.off+r.n]
+}
+
 // writes returns the number of database writes the sealed part makes.
 func (b *batch) writes() int {
 	n := len(b.blk) + len(b.hist) + len(b.txid) + len(b.tx) + len(b.spent)
@@ -296,7 +315,8 @@ func (b *batch) write(dbTx database.Tx) error {
 		}
 	}
 	for i := range b.hist {
-		if err := meta.Put(b.hist[i][:], emptyVal); err != nil {
+		k, v := b.histRow(i)
+		if err := meta.Put(k, v); err != nil {
 			return err
 		}
 	}
@@ -310,11 +330,21 @@ func (b *batch) write(dbTx database.Tx) error {
 			return err
 		}
 	}
+	// ffldb keeps the values it is given until its cache is flushed: the
+	// unspent-output values go in a buffer of their own, so that they do
+	// not pin the part's array of rows, keys included.
+	var vals []byte
 	for i := range b.spent {
 		r := &b.spent[i]
 		var err error
 		if r.put {
-			err = meta.Put(r.k[:], r.v[:])
+			if len(vals) == 0 {
+				vals = make([]byte, utxoValLen*(len(b.spent)-i))
+			}
+			v := vals[:utxoValLen:utxoValLen]
+			vals = vals[utxoValLen:]
+			copy(v, r.v[:])
+			err = meta.Put(r.k[:], v)
 		} else {
 			err = meta.Delete(r.k[:])
 		}

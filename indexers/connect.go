@@ -1,7 +1,10 @@
 package indexers
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
@@ -118,12 +121,6 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		txidKey(k, &tp.txid, txNum)
 		mustWrite(w.Put(k, empty))
 
-		for j := 0; j < tp.nFund; j++ {
-			hx := tp.scripts[j].hashX()
-			k = key(histKeyLen)
-			histKey(k, &hx, txNum)
-			mustWrite(w.Put(k, empty))
-		}
 		for j := range tp.funds {
 			f := &tp.funds[j]
 			hx := f.script.hashX()
@@ -135,16 +132,9 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		}
 	}
 
-	// Spending: history rows of scripts only spent from, spent outputs go.
+	// Spending: spent outputs go.
 	for i := range p.txs {
 		tp := &p.txs[i]
-		txNum := txPos(p.height, i)
-		for j := tp.nFund; j < len(tp.scripts); j++ {
-			hx := tp.scripts[j].hashX()
-			k := key(histKeyLen)
-			histKey(k, &hx, txNum)
-			mustWrite(w.Put(k, empty))
-		}
 		for j := range tp.spends {
 			sp := &tp.spends[j]
 			hx := sp.script.hashX()
@@ -154,9 +144,99 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		}
 	}
 
+	// History: one row per script the block funds or spends. A writer
+	// that copies rows gets each value in one scratch buffer; ffldb keeps
+	// values, which come from the slab.
+	hv := vs.take
+	if _, ok := dst.(rowCopier); ok {
+		var scratch []byte
+		hv = func(n int) []byte {
+			if cap(scratch) < n {
+				scratch = make([]byte, n)
+			}
+			return scratch[:n:n]
+		}
+	}
+	eachHistRow(p.hist, func(hx *hashX, run []histEntry) {
+		k := key(histKeyLen)
+		histKey(k, hx, p.height)
+		v := hv(len(run) * histPosLen)
+		putHistPositions(v, run)
+		mustWrite(w.Put(k, v))
+	})
+
 	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
 	p.writes, p.writeBytes, p.sizeDelta = w.ops, w.opBytes, w.d
 	return w.d
+}
+
+// histEntry is one transaction of a block in the history of a script,
+// packed so that entries order by comparing two integers: hi is the first
+// eight bytes of the script's hashX, lo its last three and the
+// transaction's position in the block.
+type histEntry struct{ hi, lo uint64 }
+
+func newHistEntry(hx *hashX, pos int) histEntry {
+	return histEntry{
+		hi: binary.BigEndian.Uint64(hx[:8]),
+		lo: uint64(hx[8])<<40 | uint64(hx[9])<<32 | uint64(hx[10])<<24 | uint64(pos),
+	}
+}
+
+// hashX returns the entry's script.
+func (e histEntry) hashX() hashX {
+	var hx hashX
+	binary.BigEndian.PutUint64(hx[:8], e.hi)
+	hx[8], hx[9], hx[10] = byte(e.lo>>40), byte(e.lo>>32), byte(e.lo>>24)
+	return hx
+}
+
+// pos returns the entry's position in its block.
+func (e histEntry) pos() uint16 { return uint16(e.lo) }
+
+// sameScript reports whether two entries are of one script.
+func (e histEntry) sameScript(o histEntry) bool { return e.hi == o.hi && e.lo>>24 == o.lo>>24 }
+
+// blockHistory returns, in buf's array, the history entries of a block:
+// every script each transaction funds or spends, ordered by hashX and
+// position, each pair once (two scripts of one transaction may share a
+// hashX).
+func blockHistory(p *blockPlan, buf []histEntry) []histEntry {
+	e := buf[:0]
+	for i := range p.txs {
+		for j := range p.txs[i].scripts {
+			hx := p.txs[i].scripts[j].hashX()
+			e = append(e, newHistEntry(&hx, i))
+		}
+	}
+	slices.SortFunc(e, func(a, b histEntry) int {
+		if a.hi != b.hi {
+			return cmp.Compare(a.hi, b.hi)
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	return slices.Compact(e)
+}
+
+// eachHistRow calls fn with each script of sorted entries e and its run of
+// entries: the positions of one history row.
+func eachHistRow(e []histEntry, fn func(hx *hashX, run []histEntry)) {
+	for i := 0; i < len(e); {
+		j := i + 1
+		for j < len(e) && e[j].sameScript(e[i]) {
+			j++
+		}
+		hx := e[i].hashX()
+		fn(&hx, e[i:j])
+		i = j
+	}
+}
+
+// putHistPositions encodes the positions of run into the value v.
+func putHistPositions(v []byte, run []histEntry) {
+	for i := range run {
+		binary.BigEndian.PutUint16(v[i*histPosLen:], run[i].pos())
+	}
 }
 
 // applyDisconnect is the exact inverse of applyConnect, computed from the
@@ -170,7 +250,6 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
 		tp := &p.txs[i]
-		txNum := txPos(p.height, i)
 		for j := range tp.spends {
 			sp := &tp.spends[j]
 			hx := sp.script.hashX()
@@ -180,13 +259,12 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 			putUtxoVal(v, sp.value, sp.pos)
 			mustWrite(w.Put(k, v))
 		}
-		for j := tp.nFund; j < len(tp.scripts); j++ {
-			hx := tp.scripts[j].hashX()
-			k := s.take(histKeyLen)
-			histKey(k, &hx, txNum)
-			mustWrite(w.Delete(k))
-		}
 	}
+	eachHistRow(p.hist, func(hx *hashX, run []histEntry) {
+		k := s.take(histKeyLen)
+		histKey(k, hx, p.height)
+		mustWrite(w.deleteLen(k, len(run)*histPosLen))
+	})
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
 		tp := &p.txs[i]
@@ -196,12 +274,6 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 			hx := f.script.hashX()
 			k := s.take(utxoKeyLen)
 			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
-			mustWrite(w.Delete(k))
-		}
-		for j := 0; j < tp.nFund; j++ {
-			hx := tp.scripts[j].hashX()
-			k := s.take(histKeyLen)
-			histKey(k, &hx, txNum)
 			mustWrite(w.Delete(k))
 		}
 		k := s.take(txidKeyLen)

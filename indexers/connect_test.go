@@ -218,7 +218,7 @@ func TestConnectBlockReadsNothingAndDisconnectUndoes(t *testing.T) {
 	rows := indexRows(t, db)
 	t.Logf("%d blocks, %d transactions, %d rows", len(blocks), txs, len(rows))
 	checkSize(t, db, idx)
-	if len(rows) < 3*txs {
+	if len(rows) < 2*txs {
 		t.Fatalf("only %d rows for %d transactions", len(rows), txs)
 	}
 

@@ -29,12 +29,12 @@ func FuzzSchemaDecoders(f *testing.F) {
 	chunk := make([]byte, 2*txEntryLen)
 	encodeTxEntry(chunk[txEntryLen:], &txRow{txid: h, offset: 81, size: 250})
 	hk := make([]byte, histKeyLen)
-	histKey(hk, &hx, txPos(7, 2))
+	histKey(hk, &hx, 7)
 	f.Add(uk, uv, uint64(0))
 	f.Add(blkKey(7), blkVal(12, &h), uint64(1))
 	f.Add(tipKey, tipVal(&h, 7), uint64(0))
 	f.Add(statsKey, encodeStats(sizeStats{Rows: 3, Bytes: 99}), uint64(0))
-	f.Add(hk, []byte{}, uint64(0))
+	f.Add(hk, []byte{0, 2, 0, 9}, uint64(0))
 	f.Add([]byte("Ext\x00\x00\x00\x07\x00\x00"), chunk, txPos(7, 1))
 	f.Add([]byte("E"), []byte("x"), uint64(1<<63))
 	f.Fuzz(func(t *testing.T, k, v []byte, n uint64) {
@@ -96,6 +96,20 @@ func FuzzSchemaDecoders(f *testing.F) {
 			if tag := tableTag(k); (tag == tagUtxo || tag == tagBlk) && len(v) != valLen(k) {
 				t.Fatalf("row %x with a value of %d bytes accepted", k, len(v))
 			}
+			if tableTag(k) == tagHist {
+				// An accepted history row decodes to its positions,
+				// ascending, in its block.
+				var got []uint64
+				histPositions(k, v, func(n uint64) bool { got = append(got, n); return true })
+				if len(got) == 0 || len(got) != len(v)/histPosLen {
+					t.Fatalf("history row %x %x decodes to %d positions", k, v, len(got))
+				}
+				for i, n := range got {
+					if posHeight(n) != histHeight(k) || i > 0 && n <= got[i-1] {
+						t.Fatalf("history row %x %x decodes to %x", k, v, got)
+					}
+				}
+			}
 		}
 	})
 }
@@ -152,7 +166,7 @@ func FuzzIndexReads(f *testing.F) {
 	putUtxoVal(uval, 5000, 0)
 	var hash chainhash.Hash
 	f.Add(bytes.Join([][]byte{
-		row(tagHist, pos, nil), row(tagTx, pos, entry), row(tagTxid, append(txid[:txidPrefix:txidPrefix], pos...), nil),
+		row(tagHist, binary.BigEndian.AppendUint32(nil, 1), []byte{0, 0}), row(tagTx, pos, entry), row(tagTxid, append(txid[:txidPrefix:txidPrefix], pos...), nil),
 		row(tagUtxo, utxo, uval), row(tagBlk, binary.BigEndian.AppendUint32(nil, 0), blkVal(1, &hash)),
 		row(tagBlk, binary.BigEndian.AppendUint32(nil, 1), blkVal(2, &hash)),
 		row('z', nil, tipVal(&hash, 1)), row('s', nil, encodeStats(sizeStats{Rows: 5, Bytes: 300})),

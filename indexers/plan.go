@@ -21,7 +21,9 @@ type blockPlan struct {
 	prev   chainhash.Hash
 	height int32
 	txs    []txPlan
-	bufs   *planBufs // the arrays txs and its rows live in
+	// hist is the block's history entries in key order (blockHistory).
+	hist []histEntry
+	bufs *planBufs // the arrays txs, hist and the rows live in
 
 	// writes and writeBytes are what applyConnect put and deleted, and
 	// sizeDelta what that added to the index's size (observe.go).
@@ -84,6 +86,7 @@ type planBufs struct {
 	funds               []fundRow
 	spends              []spendRow
 	scripts             []ScriptHash
+	hist                []histEntry
 }
 
 // planPool holds catch-up's planBufs between blocks.
@@ -245,6 +248,8 @@ func planBlockRaw(block *btcutil.Block, raw []byte, stxos []blockchain.SpentTxOu
 		}
 		wg.Wait()
 	}
+	p.hist = blockHistory(p, bufs.hist[:0])
+	bufs.hist = p.hist
 
 	return p
 }

@@ -69,11 +69,15 @@ func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]ui
 	pre := histPrefix(hx)
 	seek := pre
 	if from != nil {
+		// The row of from's block holds the entries after it in that block.
 		seek = make([]byte, histKeyLen)
-		histKey(seek, hx, *from+1)
+		histKey(seek, hx, posHeight(*from))
 	}
-	var nums []uint64
-	for ok := c.Seek(seek); ok; ok = c.Next() {
+	var (
+		nums []uint64
+		err  error
+	)
+	for ok := c.Seek(seek); ok && err == nil; ok = c.Next() {
 		k := c.Key()
 		if !bytes.HasPrefix(k, pre) {
 			break
@@ -81,11 +85,21 @@ func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]ui
 		if len(k) != histKeyLen {
 			continue
 		}
-		yieldEvery(len(nums))
-		if room >= 0 && len(nums) >= room {
-			return nil, ErrHistoryTooLarge
-		}
-		nums = append(nums, getTxPos(k[pfx+hashXLen:]))
+		histPositions(k, c.Value(), func(n uint64) bool {
+			if from != nil && n <= *from {
+				return true
+			}
+			yieldEvery(len(nums))
+			if room >= 0 && len(nums) >= room {
+				err = ErrHistoryTooLarge
+				return false
+			}
+			nums = append(nums, n)
+			return true
+		})
+	}
+	if err != nil {
+		return nil, err
 	}
 	return nums, nil
 }

@@ -151,6 +151,6 @@ func unchangedSince(meta database.Bucket, c database.Cursor, hx *hashX, at Tip) 
 		return false
 	}
 	var k [histKeyLen]byte
-	histKey(k[:], hx, txPos(at.Height+1, 0))
+	histKey(k[:], hx, at.Height+1)
 	return !(c.Seek(k[:]) && bytes.HasPrefix(c.Key(), k[:pfx+hashXLen]))
 }

@@ -33,9 +33,13 @@ import (
 //	      transaction is one block-region read.
 //	"Exi" txid[0:8] txpos(6)             ->    (empty)
 //	      txid lookup: seek the 8-byte prefix, confirm the txid with "Ext".
-//	"Exh" hashX(11) txpos(6)             ->    (empty)
-//	      one row per transaction per script it funds or spends; key order is
-//	      chain order.
+//	"Exh" hashX(11) height(4)            ->    pos(2) pos(2) ...
+//	      one row per block per script the block's transactions fund or
+//	      spend: the positions in the block of those transactions,
+//	      ascending, each once. Key order, then value order, is chain order.
+//	      One row per block rather than per transaction: a script paid or
+//	      spent several times in a block (an exchange's, a pool's) costs
+//	      one write, and its long history one row per block to read.
 //	"Exu" hashX(11) height(4) txid(32) vout(4) -> value(8) pos(2)
 //	      one row per unspent output. Every part of the key of a spent output
 //	      is known from the input and btcd's spent output (script, height), so
@@ -105,7 +109,7 @@ const (
 const (
 	// schemaVersion is bumped on any change of the layout above; an index of
 	// another version is rebuilt.
-	schemaVersion = 3
+	schemaVersion = 4
 
 	hashXLen   = 11
 	txPosLen   = 6
@@ -126,7 +130,9 @@ const (
 
 	txKeyLen   = pfx + txPosLen
 	txidKeyLen = pfx + txidPrefix + txPosLen
-	histKeyLen = pfx + hashXLen + txPosLen
+	histKeyLen = pfx + hashXLen + 4
+	// histPosLen is the size of a position in a history row's value.
+	histPosLen = 2
 	utxoKeyLen = pfx + hashXLen + 4 + chainhash.HashSize + 4
 	utxoValLen = 8 + 2
 	blkKeyLen  = pfx + 4
@@ -209,10 +215,29 @@ func txidKey(dst []byte, txid *chainhash.Hash, n uint64) {
 	putTxPos(dst[pfx+txidPrefix:], n)
 }
 
-func histKey(dst []byte, hx *hashX, n uint64) {
+// histKey is the key of hx's history row of the block at height.
+func histKey(dst []byte, hx *hashX, height int32) {
 	putPrefix(dst, tagHist)
 	copy(dst[pfx:pfx+hashXLen], hx[:])
-	putTxPos(dst[pfx+hashXLen:], n)
+	binary.BigEndian.PutUint32(dst[pfx+hashXLen:], uint32(height))
+}
+
+// histHeight returns the height of a history row's key.
+func histHeight(k []byte) int32 { return int32(binary.BigEndian.Uint32(k[pfx+hashXLen:])) }
+
+// histPositions calls fn with the txpos of each entry of the history row
+// k, v, in order, until fn returns false. A value that is not a whole
+// number of positions yields none: the row is not one the index writes.
+func histPositions(k, v []byte, fn func(n uint64) bool) {
+	if len(v)%histPosLen != 0 {
+		return
+	}
+	h := histHeight(k)
+	for i := 0; i < len(v); i += histPosLen {
+		if !fn(txPos(h, int(binary.BigEndian.Uint16(v[i:])))) {
+			return
+		}
+	}
 }
 
 // histPrefix returns the key prefix of all history rows of hx.

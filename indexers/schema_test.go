@@ -144,12 +144,19 @@ func TestKeyLayouts(t *testing.T) {
 	want(t, "txid key", k, "457869"+"47a332c544c49d66"+"00000007"+"0001")
 
 	k = make([]byte, histKeyLen)
-	histKey(k, &hx, txPos(0x1000000, 1))
-	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"01000000"+"0001")
-	histKey(k, &hx, txPos(0xff0000, 0xfffe))
-	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"00ff0000"+"fffe")
-	if getTxPos(k[pfx+hashXLen:]) != txPos(0xff0000, 0xfffe) {
-		t.Error("getTxPos")
+	histKey(k, &hx, 0x1000000)
+	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"01000000")
+	histKey(k, &hx, 0xff0000)
+	want(t, "hist key", k, "457868"+"6191c3b590bfcfa0475e87"+"00ff0000")
+	var got []uint64
+	histPositions(k, []byte{0x00, 0x01, 0xff, 0xfe}, func(n uint64) bool { got = append(got, n); return true })
+	if len(got) != 2 || got[0] != txPos(0xff0000, 1) || got[1] != txPos(0xff0000, 0xfffe) {
+		t.Errorf("hist positions %x", got)
+	}
+	got = got[:0]
+	histPositions(k, []byte{0x00, 0x01, 0xff}, func(n uint64) bool { got = append(got, n); return true })
+	if len(got) != 0 {
+		t.Errorf("hist positions of an odd value %x", got)
 	}
 
 	k = make([]byte, utxoKeyLen)

@@ -193,7 +193,8 @@ func (b *batch) each(fn func(k, v []byte, del bool)) {
 		fn(p.k, p.v, false)
 	}
 	for i := range b.hist {
-		fn(b.hist[i][:], emptyVal, false)
+		k, v := b.histRow(i)
+		fn(k, v, false)
 	}
 	for i := range b.txid {
 		fn(b.txid[i][:], emptyVal, false)

@@ -437,7 +437,7 @@ func (v *verifier) checkMeta() error {
 func (v *verifier) part(k []byte) (int, int32) {
 	switch k[2] {
 	case tagHist:
-		return int(k[pfx]), posHeight(getTxPos(k[pfx+hashXLen:]))
+		return int(k[pfx]), histHeight(k)
 	case tagTxid:
 		return int(k[pfx]), posHeight(getTxPos(k[pfx+txidPrefix:]))
 	case tagUtxo:
@@ -708,9 +708,18 @@ func malformed(k, val []byte) string {
 		return fmt.Sprintf("key of %d bytes, not %d", len(k), n)
 	}
 	switch tag {
-	case tagHist, tagTxid:
+	case tagTxid:
 		if len(val) != 0 {
 			return "non-empty value"
+		}
+	case tagHist:
+		if len(val) == 0 || len(val)%histPosLen != 0 {
+			return fmt.Sprintf("value of %d bytes, not a positive number of %d-byte positions", len(val), histPosLen)
+		}
+		for i := histPosLen; i < len(val); i += histPosLen {
+			if binary.BigEndian.Uint16(val[i:]) <= binary.BigEndian.Uint16(val[i-histPosLen:]) {
+				return "positions not ascending"
+			}
 		}
 	case tagUtxo, tagBlk:
 		if len(val) != valLen(k) {

@@ -182,8 +182,13 @@ func TestVerifyReportsCorruptRows(t *testing.T) {
 			mutate: func() ([]byte, []byte, bool) {
 				k, _ := pick('h')
 				k = bytes.Clone(k)
-				k[len(k)-1] ^= 0x40 // another position in the same block
-				return k, []byte{}, false
+				k[len(k)-1] ^= 0x40 // the same script in another block
+				return k, []byte{0, 1}, false
+			}},
+		{name: "history row gains a position", table: "history", kind: "value", hashX: true,
+			mutate: func() ([]byte, []byte, bool) {
+				k, v := pick('h')
+				return k, append(bytes.Clone(v), 0xff, 0xff), false
 			}},
 		{name: "unspent amount changed", table: "unspent", kind: "value", hashX: true,
 			mutate: func() ([]byte, []byte, bool) {
