@@ -150,15 +150,15 @@ type batch struct {
 	hist     []histRec
 	histVals []byte
 	txid     []txidRow
-	utxo    map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
-	spent   []utxoWrite                 // the unspent-output rows of a sealed last part, in key order
-	last    bool                        // the transaction commits after this part
-	bytes   int                         // rowCost of the rows outside the unspent-output map
-	tip     chainhash.Hash
-	hgt     int32
-	txs     uint64
-	count   uint64    // transactions in the main chain up to tip
-	stats   sizeStats // the index's size after the part
+	utxo     map[[utxoKeyLen]byte]utxoOp // shared by the transaction's parts
+	spent    []utxoWrite                 // the unspent-output rows of a sealed last part, in key order
+	last     bool                        // the transaction commits after this part
+	bytes    int                         // rowCost of the rows outside the unspent-output map
+	tip      chainhash.Hash
+	hgt      int32
+	txs      uint64
+	count    uint64    // transactions in the main chain up to tip
+	stats    sizeStats // the index's size after the part
 	// first and prev are the height and parent of the part's first block,
 	// hashes its blocks' hashes: a trailing batch commits only if they
 	// still extend the index tip in the main chain.
