@@ -54,6 +54,13 @@ func BenchmarkGenChainReads(b *testing.B) {
 				}
 			}
 		})
+		b.Run(fmt.Sprintf("History%d", i), func(b *testing.B) {
+			for n := 0; n < b.N; n++ {
+				if _, _, err := idx.History(sh, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("Unspent%d", i), func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
 				if _, _, err := idx.Unspent(sh, 0); err != nil {
