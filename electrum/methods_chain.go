@@ -225,7 +225,7 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 			ss.headersPending = false
 			last := ss.lastHeader
 			if last.msg != nil && (last.hash != answered.hash || last.height != answered.height) {
-				ss.send(last.msg)
+				ss.sendHeld(last.msg)
 			}
 		}
 	}

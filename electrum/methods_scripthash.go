@@ -381,9 +381,19 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		}
 		st.pending = false
 		if !equalStatus(st.status, answered) {
-			ss.send(statusNotification(sh, st.status))
+			ss.sendHeld(statusNotification(sh, st.status))
 		}
 	}}, nil
+}
+
+// sendHeld queues a notification a pass held back until a subscription's
+// answer was queued. It counts in electrum_notifications_total as the
+// pass's own do, and is counted before the client can see it.
+func (ss *session) sendHeld(msg []byte) {
+	if mx := ss.srv.mx; mx != nil {
+		mx.notifications.Inc()
+	}
+	ss.send(msg)
 }
 
 // unsubscribe drops one subscription; it reports whether there was one.
