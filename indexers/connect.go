@@ -81,7 +81,8 @@ func chunkLen(first, n int) int {
 }
 
 // applyConnect is phase 2 of the block pass: all funding rows, then all
-// spending rows. base is the txnum of the block's first transaction. It
+// spending rows, then the block's history rows (from the plan's sorted
+// entries) and its block row. base is the txnum of the block's first transaction. It
 // returns what the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
@@ -241,8 +242,8 @@ func putHistPositions(v []byte, run []histEntry) {
 
 // applyDisconnect is the exact inverse of applyConnect, computed from the
 // same plan (with the positions of spent outputs filled in by
-// fillSpendPositions): spent outputs come back, then everything the block
-// funded goes.
+// fillSpendPositions): spent outputs come back, the block's history rows
+// go, then everything else the block funded.
 // It returns what the block's removal adds to the index's size (negative).
 func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	w := &sizedWriter{w: dst}
