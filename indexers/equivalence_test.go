@@ -428,9 +428,10 @@ func eqDropIndex(t *testing.T, dir string, params *chaincfg.Params) {
 }
 
 // TestOtherSchemaVersionIsRebuilt opens an index written by another schema
-// version (here version 1, which had one "Ext" row per transaction keyed by
-// txnum): the node must drop it and build the current one, identical to an
-// index built live.
+// version (rows of version 1, which had one "Ext" row per transaction keyed
+// by txnum, and of version 3, which had one empty "Exh" row per transaction
+// and script): the node must drop it and build the current one, identical
+// to an index built live.
 func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
 	h := testchain.New(t, eqIndexFactory)
 	s := &eqScenario{rng: rand.New(rand.NewSource(5))}
@@ -438,9 +439,13 @@ func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
 	want := eqIndexData(t, h.DB)
 
 	old := []byte("Ext\x00\x00\x00\x00\x07")
+	oldHist := append([]byte("Exh\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b"), 0, 0, 0, 7, 0, 1)
 	err := h.DB.Update(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()
 		if err := meta.Put(indexers.VersionKey, []byte{0, 0, 0, 1}); err != nil {
+			return err
+		}
+		if err := meta.Put(oldHist, nil); err != nil {
 			return err
 		}
 		return meta.Put(old, make([]byte, 44))
@@ -452,8 +457,10 @@ func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := eqIndexData(t, h.DB)
-	if _, ok := got["row "+string(old)]; ok {
-		t.Fatal("a row of the old schema survived the rebuild")
+	for _, k := range [][]byte{old, oldHist} {
+		if _, ok := got["row "+string(k)]; ok {
+			t.Fatalf("a row of an old schema survived the rebuild: %x", k)
+		}
 	}
 	eqCompare(t, "rebuilt from another schema version", want, got)
 }
