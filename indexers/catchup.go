@@ -304,11 +304,10 @@ func (b *batch) writes() int {
 	return n
 }
 
-// write applies the sealed part, in key order, to the transaction; the
-// last part also moves the index tip. The tables' tags order them:
-// "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
-func (b *batch) write(dbTx database.Tx) error {
-	meta := dbTx.Metadata()
+// write applies the sealed part, in key order, to the index's view of the
+// transaction; the last part also moves the index tip. The tables' tags
+// order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
+func (b *batch) write(meta database.Bucket) error {
 	for _, p := range b.blk {
 		if err := meta.Put(p.k, p.v); err != nil {
 			return err
@@ -673,7 +672,10 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 				}
 				began = time.Now()
 			}
-			if err = b.write(dbTx); err != nil {
+			meta, done := idx.view(dbTx)
+			err = b.write(meta)
+			done()
+			if err != nil {
 				_ = dbTx.Rollback()
 				dbTx = nil
 				continue

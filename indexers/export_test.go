@@ -1,9 +1,12 @@
 package indexers
 
 import (
+	"bytes"
 	"time"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb"
 )
 
 // Internals exposed to the external tests of this package (which import
@@ -84,3 +87,52 @@ func (idx *ElectrumIndex) WaitHeldWriter() {
 
 // IsHeldKey reports whether k is a held balance row or their tip's entry.
 func IsHeldKey(k []byte) bool { return isHeldKey(k) }
+
+// MoveToBase moves every row of the index's blocks into a new base database
+// in dir, as if the index had been built into it up to its tip (base.go),
+// and reads and writes over it from then on. The chain must be idle.
+func (idx *ElectrumIndex) MoveToBase(dir string) error {
+	ldb, err := leveldb.OpenFile(dir, nil)
+	if err != nil {
+		return err
+	}
+	idx.mu.Lock()
+	top := idx.tip.height
+	idx.mu.Unlock()
+	err = idx.db.Update(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		var keys [][]byte
+		batch := new(leveldb.Batch)
+		c := meta.Cursor()
+		for ok := c.Seek(rowPrefix); ok && bytes.HasPrefix(c.Key(), rowPrefix); ok = c.Next() {
+			h, row := rowHeight(c.Key())
+			if !row || h > top {
+				continue
+			}
+			keys = append(keys, bytes.Clone(c.Key()))
+			batch.Put(c.Key(), c.Value())
+		}
+		if err := ldb.Write(batch, nil); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := meta.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		ldb.Close()
+		return err
+	}
+	idx.base, idx.baseTop = ldb, top
+	return nil
+}
+
+// CloseBase closes the base MoveToBase opened.
+func (idx *ElectrumIndex) CloseBase() {
+	if idx.base != nil {
+		idx.base.Close()
+	}
+}

@@ -279,7 +279,8 @@ func (idx *ElectrumIndex) heldWriter() {
 // the next block writes their rows.
 func (idx *ElectrumIndex) holdBalances(offers []heldOffer) error {
 	return idx.db.Update(func(dbTx database.Tx) error {
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		tip := readTip(dbTx)
 		idx.mu.Lock()
 		defer idx.mu.Unlock()
@@ -466,7 +467,8 @@ func (idx *ElectrumIndex) readHeldEntry(hx hashX) (heldOffer, error) {
 	o := heldOffer{hx: hx}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		o.at = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		o.e.balance, o.e.count = sumUnspent(meta, meta.Cursor(), &hx, o.at.Height, idx.scanSplit)
 		return nil
 	})

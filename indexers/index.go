@@ -12,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb"
 )
 
 // ElectrumIndexName is the human-readable name of the index.
@@ -95,6 +96,24 @@ type ElectrumIndex struct {
 	heldWG      sync.WaitGroup // the writer and surveys running
 	heavy       *heavyCount
 	heldMin     int64
+
+	// base holds the rows of the blocks up to baseTop (base.go); nil when
+	// the index has none. Both are set before the index is read or
+	// written and do not change while it is.
+	base    *leveldb.DB
+	baseTop int32
+}
+
+// view returns the metadata bucket of dbTx as the index reads and writes
+// its rows: over the base when there is one. done releases what the view's
+// cursors hold; the view and its cursors must not be used after it.
+func (idx *ElectrumIndex) view(dbTx database.Tx) (meta database.Bucket, done func()) {
+	m := dbTx.Metadata()
+	if idx.base == nil {
+		return m, func() {}
+	}
+	b := mergedBucket{meta: m, base: idx.base, top: idx.baseTop, its: new(baseIters)}
+	return b, b.release
 }
 
 // DefaultProgressInterval is the default interval of the catch-up's progress
@@ -183,20 +202,23 @@ func (idx *ElectrumIndex) Create(dbTx database.Tx) error {
 // Init loads the index tip and its transaction count.
 func (idx *ElectrumIndex) Init() error {
 	return idx.db.View(func(dbTx database.Tx) error {
-		t, err := loadTip(dbTx)
+		meta, done := idx.view(dbTx)
+		defer done()
+		t, err := loadTip(dbTx, meta)
 		if err != nil {
 			return err
 		}
 		idx.mu.Lock()
 		idx.setTip(t)
-		idx.loadHeld(dbTx.Metadata(), Tip{Hash: t.hash, Height: t.height})
+		idx.loadHeld(meta, Tip{Hash: t.hash, Height: t.height})
 		idx.mu.Unlock()
 		return nil
 	})
 }
 
-// loadTip reads the index tip and its cumulative transaction count.
-func loadTip(dbTx database.Tx) (memTip, error) {
+// loadTip reads the index tip and its cumulative transaction count; meta
+// is the index's view of dbTx.
+func loadTip(dbTx database.Tx, meta database.Bucket) (memTip, error) {
 	var t memTip
 	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
 	if tips == nil {
@@ -210,11 +232,11 @@ func loadTip(dbTx database.Tx) (memTip, error) {
 	if !ok {
 		return t, fmt.Errorf("electrum index: malformed tip entry")
 	}
-	t = memTip{valid: true, hash: hash, height: height, stats: decodeStats(dbTx.Metadata().Get(statsKey))}
+	t = memTip{valid: true, hash: hash, height: height, stats: decodeStats(meta.Get(statsKey))}
 	if height < 0 {
 		return t, nil
 	}
-	count, bhash, ok := decodeBlkVal(dbTx.Metadata().Get(blkKey(height)))
+	count, bhash, ok := decodeBlkVal(meta.Get(blkKey(height)))
 	if !ok || bhash != hash {
 		return t, fmt.Errorf("electrum index: no block row for tip %v at height %d", hash, height)
 	}
@@ -248,11 +270,12 @@ func (idx *ElectrumIndex) ConnectBlock(dbTx database.Tx, block *btcutil.Block,
 
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
+	meta, done := idx.view(dbTx)
+	defer done()
 	base, stats := idx.tip.txCount, idx.tip.stats
 	if !idx.tip.valid || idx.tip.hash != *prev || idx.tip.height != plan.height-1 {
-		base, stats = mustTipAt(dbTx, plan.height-1, prev)
+		base, stats = mustTipAt(meta, plan.height-1, prev)
 	}
-	meta := dbTx.Metadata()
 	stats = stats.add(applyConnect(meta, plan, base))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
 	mustWrite(meta.Put(tipKey, tipVal(&plan.hash, plan.height)))
@@ -285,13 +308,14 @@ func (idx *ElectrumIndex) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 		end   uint64
 		stats sizeStats
 	)
+	meta, done := idx.view(dbTx)
+	defer done()
 	if idx.tip.valid && idx.tip.hash == plan.hash && idx.tip.height == plan.height {
 		end, stats = idx.tip.txCount, idx.tip.stats
 	} else {
-		end, stats = mustTipAt(dbTx, plan.height, &plan.hash)
+		end, stats = mustTipAt(meta, plan.height, &plan.hash)
 	}
 	base := end - n
-	meta := dbTx.Metadata()
 	fillSpendPositions(meta, plan)
 	stats = stats.add(applyDisconnect(meta, plan))
 	mustWrite(meta.Put(statsKey, encodeStats(stats)))
@@ -322,11 +346,10 @@ func (idx *ElectrumIndex) Size() (rows, bytes int64, err error) {
 // was rolled back); a missing or different row means the index does not
 // match the chain, which cannot be repaired inside the chain's transaction.
 // An empty index (height -1) needs no read.
-func mustTipAt(dbTx database.Tx, height int32, hash *chainhash.Hash) (uint64, sizeStats) {
+func mustTipAt(meta database.Bucket, height int32, hash *chainhash.Hash) (uint64, sizeStats) {
 	if height < 0 {
 		return 0, sizeStats{}
 	}
-	meta := dbTx.Metadata()
 	count, bhash, ok := decodeBlkVal(meta.Get(blkKey(height)))
 	if !ok || bhash != *hash {
 		panic(fmt.Sprintf("electrum index: index has no block %v at height %d", hash, height))

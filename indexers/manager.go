@@ -231,8 +231,10 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 			stxos []blockchain.SpentTxOut
 		)
 		err := idx.db.View(func(dbTx database.Tx) error {
+			meta, done := idx.view(dbTx)
+			defer done()
 			var err error
-			tip, err = loadTip(dbTx)
+			tip, err = loadTip(dbTx, meta)
 			if err != nil || tip.height < 0 || chain.MainChainHasBlock(&tip.hash) {
 				block = nil
 				return err
@@ -246,7 +248,7 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 				return err
 			}
 			block.SetHeight(tip.height)
-			stxos, err = spentOutputsFromIndex(dbTx, block)
+			stxos, err = spentOutputsFromIndex(dbTx, meta, block)
 			return err
 		})
 		if err != nil {
@@ -259,7 +261,8 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 		}
 		plan := planBlock(block, stxos, tip.height == 0)
 		err = idx.db.Update(func(dbTx database.Tx) error {
-			meta := dbTx.Metadata()
+			meta, done := idx.view(dbTx)
+			defer done()
 			// The tip moves without the held rows (held.go).
 			idx.mu.Lock()
 			idx.forgetHeld()
@@ -284,9 +287,8 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 
 // spentOutputsFromIndex rebuilds btcd's spent outputs of a block from the
 // index: each input's previous transaction is found through the txid rows
-// and read from the block files.
-func spentOutputsFromIndex(dbTx database.Tx, block *btcutil.Block) ([]blockchain.SpentTxOut, error) {
-	meta := dbTx.Metadata()
+// and read from the block files. meta is the index's view of dbTx.
+func spentOutputsFromIndex(dbTx database.Tx, meta database.Bucket, block *btcutil.Block) ([]blockchain.SpentTxOut, error) {
 	var stxos []blockchain.SpentTxOut
 	for i, tx := range block.Transactions() {
 		if i == 0 {

@@ -250,7 +250,8 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 	key := readKey{hx: hx, kind: readHistory}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		var (
 			have []HistoryEntry
 			from *uint64
@@ -305,7 +306,8 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 	)
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		var err error
 		st, err = idx.statusIn(meta, meta.Cursor(), tip, sh, limit)
 		return err
@@ -328,7 +330,8 @@ func (idx *ElectrumIndex) Statuses(shs []ScriptHash, limit int) ([]*StatusHasher
 	)
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		c := meta.Cursor()
 		for i, sh := range shs {
 			sts[i], errs[i] = idx.statusIn(meta, c, tip, sh, limit)
@@ -429,7 +432,8 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 	cached := false
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		c := meta.Cursor()
 		if e := idx.reads.get(key); e != nil && unchangedSince(meta, c, &hx, e.at) {
 			if e.over > 0 {
@@ -550,7 +554,8 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	key := readKey{hx: hx, kind: readBalance}
 	err := idx.db.View(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		if h, ok := heldBalance(meta, &hx, tip); ok {
 			sum = h.balance
 			return nil
@@ -648,8 +653,10 @@ func blockTxs(meta database.Bucket, height int32) (uint32, chainhash.Hash, bool)
 func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
 	err := idx.db.View(func(dbTx database.Tx) error {
+		meta, done := idx.view(dbTx)
+		defer done()
 		var err error
-		loc, _, err = txLocation(dbTx.Metadata(), &txid)
+		loc, _, err = txLocation(meta, &txid)
 		return err
 	})
 	return loc, err
@@ -673,7 +680,8 @@ func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, 
 func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
 	var txid chainhash.Hash
 	err := idx.db.View(func(dbTx database.Tx) error {
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		count, _, ok := blockTxs(meta, height)
 		if !ok || pos >= count {
 			return ErrNotFound
@@ -693,7 +701,8 @@ func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, erro
 func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	var out []chainhash.Hash
 	err := idx.db.View(func(dbTx database.Tx) error {
-		meta := dbTx.Metadata()
+		meta, done := idx.view(dbTx)
+		defer done()
 		count, _, ok := blockTxs(meta, height)
 		if !ok {
 			return ErrNotFound
@@ -721,7 +730,9 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
 	var n uint32
 	err := idx.db.View(func(dbTx database.Tx) error {
-		count, _, ok := blockTxs(dbTx.Metadata(), height)
+		meta, done := idx.view(dbTx)
+		defer done()
+		count, _, ok := blockTxs(meta, height)
 		if !ok {
 			return ErrNotFound
 		}
@@ -740,11 +751,13 @@ func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error)
 		loc TxLocation
 	)
 	err := idx.db.View(func(dbTx database.Tx) error {
+		meta, done := idx.view(dbTx)
+		defer done()
 		var (
 			r   txRow
 			err error
 		)
-		loc, r, err = txLocation(dbTx.Metadata(), &txid)
+		loc, r, err = txLocation(meta, &txid)
 		if err != nil {
 			return err
 		}

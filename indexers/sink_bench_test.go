@@ -136,7 +136,7 @@ func BenchmarkRowSinks(b *testing.B) {
 			}
 			start := time.Now()
 			for _, bt := range batches {
-				if err := db.Update(bt.write); err != nil {
+				if err := db.Update(func(tx database.Tx) error { return bt.write(tx.Metadata()) }); err != nil {
 					b.Fatal(err)
 				}
 			}

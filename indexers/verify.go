@@ -90,6 +90,9 @@ type VerifyOptions struct {
 	// every block, every 65,536 rows and at every phase change), on the
 	// verifying goroutine.
 	Progress func(VerifyProgress)
+	// Index is the index whose rows are verified, when it keeps some in a
+	// base of its own (base.go); nil: every row is in db.
+	Index *ElectrumIndex
 }
 
 // Difference is one row on which the stored index and the chain disagree.
@@ -226,6 +229,11 @@ func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, o
 	}
 	err := db.View(func(dbTx database.Tx) error {
 		v.dbTx, v.meta = dbTx, dbTx.Metadata()
+		if opts.Index != nil {
+			var done func()
+			v.meta, done = opts.Index.view(dbTx)
+			defer done()
+		}
 		return v.run()
 	})
 	v.res.Duration = time.Since(start)
@@ -590,7 +598,7 @@ func (v *verifier) spentOutputs(block *btcutil.Block) ([]blockchain.SpentTxOut, 
 	if err == nil {
 		return stxos, nil
 	}
-	stxos, err = spentOutputsFromIndex(v.dbTx, block)
+	stxos, err = spentOutputsFromIndex(v.dbTx, v.meta, block)
 	if err != nil {
 		return nil, fmt.Errorf("verify: block %v at height %d left the main chain during the "+
 			"verification and its spent outputs cannot be rebuilt: %w", block.Hash(), block.Height(), err)
@@ -881,6 +889,7 @@ func (v *verifier) report() {
 type VerifyJob struct {
 	db    database.DB
 	chain *blockchain.BlockChain
+	idx   *ElectrumIndex
 	ctx   context.Context
 
 	mu       sync.Mutex
@@ -905,10 +914,11 @@ type VerifyStatus struct {
 	Err    error
 }
 
-// NewVerifyJob returns a job verifying the index in db against chain; ctx
-// ends a running verification (the node's shutdown).
-func NewVerifyJob(ctx context.Context, db database.DB, chain *blockchain.BlockChain) *VerifyJob {
-	return &VerifyJob{db: db, chain: chain, ctx: ctx}
+// NewVerifyJob returns a job verifying the index idx in db against chain
+// (idx as VerifyOptions.Index); ctx ends a running verification (the
+// node's shutdown).
+func NewVerifyJob(ctx context.Context, db database.DB, chain *blockchain.BlockChain, idx *ElectrumIndex) *VerifyJob {
+	return &VerifyJob{db: db, chain: chain, idx: idx, ctx: ctx}
 }
 
 // Start starts a verification unless one is running, and returns the
@@ -927,7 +937,7 @@ func (j *VerifyJob) Start() VerifyStatus {
 
 // run is the verification's goroutine.
 func (j *VerifyJob) run(done chan struct{}) {
-	res, err := Verify(j.ctx, j.db, j.chain, VerifyOptions{Progress: func(p VerifyProgress) {
+	res, err := Verify(j.ctx, j.db, j.chain, VerifyOptions{Index: j.idx, Progress: func(p VerifyProgress) {
 		j.mu.Lock()
 		j.progress = p
 		j.mu.Unlock()

@@ -22,7 +22,7 @@ func (n *Node) setupVerification() error {
 	}
 	var ctx context.Context
 	ctx, n.verifyCancel = context.WithCancel(context.Background())
-	n.verifyJob = indexers.NewVerifyJob(ctx, n.db, n.chain)
+	n.verifyJob = indexers.NewVerifyJob(ctx, n.db, n.chain, n.index.electrum)
 	if !n.cfg.ElectrumVerify {
 		return nil
 	}
@@ -39,7 +39,7 @@ func (n *Node) setupVerification() error {
 		}()
 	}
 	log.Infof("Verifying the Electrum index against the chain (--electrumverify)")
-	res, err := indexers.Verify(vctx, n.db, n.chain, indexers.VerifyOptions{})
+	res, err := indexers.Verify(vctx, n.db, n.chain, indexers.VerifyOptions{Index: n.index.electrum})
 	indexers.LogVerifyResult(res, err)
 	if err != nil {
 		return fmt.Errorf("electrum index verification: %w", err)

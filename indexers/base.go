@@ -1,0 +1,346 @@
+package indexers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"sync"
+
+	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+)
+
+// The base: rows of the index kept in a leveldb database of the index's
+// own, beside btcd's ffldb.
+//
+// Written through ffldb, a catch-up costs twice what the same rows cost
+// written into a leveldb database of their own (docs/BENCHMARKS.md, "The
+// catch-up with the rows in a leveldb of the index's own"): ffldb merges
+// every row into its write cache's treap, and flushes that cache to
+// leveldb in one giant write. The base holds the rows of the blocks below
+// a height, the base height; ffldb holds everything else as before, and
+// the rows of blocks above the base height are written in the chain's own
+// transactions. The base is read-only while the index is read: every view
+// of the index is a view of ffldb over the same base.
+//
+// ffldb's rows win over the base's. Every key of the five tables encodes
+// the height of its block (rowHeight), so a delete of a row at or below
+// the base height, which the base may hold, is written to ffldb as a
+// tombstone (mergedBucket.Delete): an unspent output of the base spent by a later
+// block, or the rows of a block below the base height disconnected by a
+// reorganization. A row put again (an output a reorganization restores)
+// masks the base's copy. Reads go through mergedBucket: a get looks in
+// ffldb, then in the base; a cursor merges both in key order, skipping
+// tombstones and the base rows ffldb masks.
+
+// tombstone is the value of an ffldb row that deletes the base's row of
+// the same key. No row of the five tables has a one-byte value: history
+// values are even, unspent, block and chunk values longer, txid values
+// empty.
+var tombstone = []byte{0xff}
+
+// isTombstone reports whether v is a tombstone.
+func isTombstone(v []byte) bool { return len(v) == 1 && v[0] == tombstone[0] }
+
+// rowHeight returns the height of the block a row of one of the five tables
+// belongs to; false for any other key (bookkeeping, held balances).
+func rowHeight(k []byte) (int32, bool) {
+	if len(k) < pfx || !bytes.HasPrefix(k, rowPrefix) {
+		return 0, false
+	}
+	switch k[2] {
+	case tagHist:
+		if len(k) == histKeyLen {
+			return histHeight(k), true
+		}
+	case tagTxid:
+		if len(k) == txidKeyLen {
+			return posHeight(getTxPos(k[pfx+txidPrefix:])), true
+		}
+	case tagUtxo:
+		if len(k) == utxoKeyLen {
+			return int32(binary.BigEndian.Uint32(k[pfx+hashXLen:])), true
+		}
+	case tagTx:
+		if len(k) == txKeyLen {
+			return posHeight(getTxPos(k[pfx:])), true
+		}
+	case tagBlk:
+		if len(k) == blkKeyLen {
+			return int32(binary.BigEndian.Uint32(k[pfx:])), true
+		}
+	}
+	return 0, false
+}
+
+// errBaseReadOnly is returned by the writes of a mergedBucket's cursor.
+var errBaseReadOnly = errors.New("electrum index: a cursor over the base is read-only")
+
+// mergedBucket is ffldb's metadata bucket over a base of the rows up to
+// height top: Get and Cursor read both, Delete masks the base's row, every
+// other method is ffldb's. Writes go to ffldb only.
+type mergedBucket struct {
+	meta database.Bucket
+	base *leveldb.DB
+	top  int32
+	// its holds the base iterators of the bucket's cursors, released by
+	// release.
+	its *baseIters
+}
+
+// baseIters are the base iterators of a view's cursors, which several
+// goroutines may create (scan.go).
+type baseIters struct {
+	mu  sync.Mutex
+	its []iterator.Iterator
+}
+
+// Delete deletes the row of k: in ffldb, and by a tombstone when the base
+// may hold it.
+func (b mergedBucket) Delete(k []byte) error {
+	if h, ok := rowHeight(k); ok && h <= b.top {
+		return b.meta.Put(k, tombstone)
+	}
+	return b.meta.Delete(k)
+}
+
+// Put writes a row to ffldb.
+func (b mergedBucket) Put(k, v []byte) error { return b.meta.Put(k, v) }
+
+// Bucket returns ffldb's nested bucket of the name.
+func (b mergedBucket) Bucket(key []byte) database.Bucket { return b.meta.Bucket(key) }
+
+// CreateBucket creates an ffldb bucket.
+func (b mergedBucket) CreateBucket(key []byte) (database.Bucket, error) {
+	return b.meta.CreateBucket(key)
+}
+
+// CreateBucketIfNotExists creates an ffldb bucket unless it exists.
+func (b mergedBucket) CreateBucketIfNotExists(key []byte) (database.Bucket, error) {
+	return b.meta.CreateBucketIfNotExists(key)
+}
+
+// DeleteBucket deletes an ffldb bucket.
+func (b mergedBucket) DeleteBucket(key []byte) error { return b.meta.DeleteBucket(key) }
+
+// ForEachBucket calls fn for each of ffldb's nested buckets.
+func (b mergedBucket) ForEachBucket(fn func(k []byte) error) error { return b.meta.ForEachBucket(fn) }
+
+// ForEach calls fn with each row of ffldb and the base, merged (the rows of
+// nested buckets are not visited).
+func (b mergedBucket) ForEach(fn func(k, v []byte) error) error {
+	c := b.Cursor()
+	for ok := c.First(); ok; ok = c.Next() {
+		if b.meta.Bucket(c.Key()) != nil {
+			continue
+		}
+		if err := fn(c.Key(), c.Value()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Writable reports whether ffldb's transaction is writable.
+func (b mergedBucket) Writable() bool { return b.meta.Writable() }
+
+// Get returns the value of k: ffldb's row, or the base's when ffldb has
+// none; nil when neither has one or ffldb's is a tombstone.
+func (b mergedBucket) Get(k []byte) []byte {
+	if v := b.meta.Get(k); v != nil {
+		if isTombstone(v) {
+			return nil
+		}
+		return v
+	}
+	if _, ok := rowHeight(k); !ok {
+		return nil
+	}
+	v, err := b.base.Get(k, nil)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// Cursor returns a cursor over ffldb's rows and the base's, merged.
+func (b mergedBucket) Cursor() database.Cursor {
+	it := b.base.NewIterator(nil, nil)
+	b.its.mu.Lock()
+	b.its.its = append(b.its.its, it)
+	b.its.mu.Unlock()
+	return &mergedCursor{b: b, f: b.meta.Cursor(), l: it}
+}
+
+// release releases the base iterators of the bucket's cursors; the
+// cursors must not be used afterwards.
+func (b mergedBucket) release() {
+	b.its.mu.Lock()
+	defer b.its.mu.Unlock()
+	for _, it := range b.its.its {
+		it.Release()
+	}
+	b.its.its = nil
+}
+
+// mergedCursor walks ffldb's rows and the base's in key order. On a key
+// both hold, ffldb's row is the one (a tombstone hides both).
+type mergedCursor struct {
+	b      mergedBucket
+	f      database.Cursor
+	l      iterator.Iterator
+	fOK    bool
+	lOK    bool
+	useF   bool // the current row is ffldb's
+	valid  bool
+	rev    bool
+	keyBuf []byte
+}
+
+// Bucket returns the bucket the cursor was created for.
+func (c *mergedCursor) Bucket() database.Bucket { return c.b }
+
+// Delete is not supported: the index deletes by key.
+func (c *mergedCursor) Delete() error { return errBaseReadOnly }
+
+// First moves to the first row.
+func (c *mergedCursor) First() bool {
+	c.rev = false
+	c.fOK, c.lOK = c.f.First(), c.l.First()
+	return c.settle()
+}
+
+// Last moves to the last row.
+func (c *mergedCursor) Last() bool {
+	c.rev = true
+	c.fOK, c.lOK = c.f.Last(), c.l.Last()
+	return c.settle()
+}
+
+// Seek moves to the first row whose key is at least seek.
+func (c *mergedCursor) Seek(seek []byte) bool {
+	c.rev = false
+	c.fOK, c.lOK = c.f.Seek(seek), c.l.Seek(seek)
+	return c.settle()
+}
+
+// Next moves to the next row.
+func (c *mergedCursor) Next() bool {
+	if !c.valid {
+		return false
+	}
+	k := c.hold()
+	if c.rev {
+		// Turn around: both sides to the first key after k.
+		c.rev = false
+		c.fOK, c.lOK = c.f.Seek(k), c.l.Seek(k)
+	}
+	if c.fOK && bytes.Equal(c.f.Key(), k) {
+		c.fOK = c.f.Next()
+	}
+	if c.lOK && bytes.Equal(c.l.Key(), k) {
+		c.lOK = c.l.Next()
+	}
+	return c.settle()
+}
+
+// Prev moves to the previous row.
+func (c *mergedCursor) Prev() bool {
+	if !c.valid {
+		return false
+	}
+	k := c.hold()
+	if !c.rev {
+		// Turn around: both sides to the last key before k.
+		c.rev = true
+		c.fOK = c.before(c.f.Seek(k), c.f.Key, c.f.Prev, c.f.Last, k)
+		c.lOK = c.before(c.l.Seek(k), c.l.Key, c.l.Prev, c.l.Last, k)
+		return c.settle()
+	}
+	if c.fOK && bytes.Equal(c.f.Key(), k) {
+		c.fOK = c.f.Prev()
+	}
+	if c.lOK && bytes.Equal(c.l.Key(), k) {
+		c.lOK = c.l.Prev()
+	}
+	return c.settle()
+}
+
+// before moves a side sought to k onto the last key below k.
+func (c *mergedCursor) before(ok bool, key func() []byte, prev, last func() bool, k []byte) bool {
+	if !ok {
+		return last()
+	}
+	if bytes.Compare(key(), k) >= 0 {
+		return prev()
+	}
+	return true
+}
+
+// hold copies the current key, which moving a side may overwrite.
+func (c *mergedCursor) hold() []byte {
+	c.keyBuf = append(c.keyBuf[:0], c.Key()...)
+	return c.keyBuf
+}
+
+// settle picks the current row from the two sides' positions, stepping
+// over tombstones (and the base rows they hide) in the cursor's direction.
+func (c *mergedCursor) settle() bool {
+	for {
+		if !c.fOK && !c.lOK {
+			c.valid = false
+			return false
+		}
+		switch {
+		case !c.lOK:
+			c.useF = true
+		case !c.fOK:
+			c.useF = false
+		default:
+			cmp := bytes.Compare(c.f.Key(), c.l.Key())
+			if c.rev {
+				cmp = -cmp
+			}
+			c.useF = cmp <= 0
+		}
+		if !c.useF || !isTombstone(c.f.Value()) {
+			c.valid = true
+			return true
+		}
+		// A tombstone: step over it and the base row it hides.
+		c.keyBuf = append(c.keyBuf[:0], c.f.Key()...)
+		k := c.keyBuf
+		step := c.f.Next
+		lstep := c.l.Next
+		if c.rev {
+			step, lstep = c.f.Prev, c.l.Prev
+		}
+		c.fOK = step()
+		if c.lOK && bytes.Equal(c.l.Key(), k) {
+			c.lOK = lstep()
+		}
+	}
+}
+
+// Key returns the current row's key.
+func (c *mergedCursor) Key() []byte {
+	if !c.valid {
+		return nil
+	}
+	if c.useF {
+		return c.f.Key()
+	}
+	return c.l.Key()
+}
+
+// Value returns the current row's value.
+func (c *mergedCursor) Value() []byte {
+	if !c.valid {
+		return nil
+	}
+	if c.useF {
+		return c.f.Value()
+	}
+	return c.l.Value()
+}
