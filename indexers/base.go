@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
 	"sync"
 
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/opt"
 )
 
 // The base: rows of the index kept in a leveldb database of the index's
@@ -344,3 +349,168 @@ func (c *mergedCursor) Value() []byte {
 	}
 	return c.l.Value()
 }
+
+// baseKey is ffldb's entry naming the block up to which the index's rows
+// are in the base: its height and hash. An index without it has no base.
+var baseKey = []byte("Exm")
+
+// baseTipKey is the base's own tip while it is built: the block its rows
+// end at, with the transaction count and the index's size there. It sorts
+// before every row.
+var baseTipKey = []byte("\x00electrum base tip")
+
+// SetBasePath sets the directory of the index's base (base.go). A new
+// index, built by the catch-up at start, is then written into it; an index
+// built with a base reads it from there. Empty (the default): the index
+// keeps every row in ffldb. Call it before the index is prepared.
+func (idx *ElectrumIndex) SetBasePath(dir string) { idx.basePath = dir }
+
+// CloseBase closes the base, if the index has one open.
+func (idx *ElectrumIndex) CloseBase() {
+	if idx.base != nil {
+		idx.base.Close()
+		idx.base = nil
+	}
+	if idx.building != nil {
+		idx.building.Close()
+		idx.building = nil
+	}
+}
+
+// encodeBaseTip and decodeBaseTip are the value of baseTipKey.
+func encodeBaseTip(t memTip) []byte {
+	v := make([]byte, 0, chainhash.HashSize+4+8+64)
+	v = append(v, t.hash[:]...)
+	v = binary.BigEndian.AppendUint32(v, uint32(t.height))
+	v = binary.BigEndian.AppendUint64(v, t.txCount)
+	return append(v, encodeStats(t.stats)...)
+}
+
+func decodeBaseTip(v []byte) (memTip, bool) {
+	if len(v) < chainhash.HashSize+12 {
+		return memTip{}, false
+	}
+	var t memTip
+	copy(t.hash[:], v)
+	t.height = int32(binary.BigEndian.Uint32(v[chainhash.HashSize:]))
+	t.txCount = binary.BigEndian.Uint64(v[chainhash.HashSize+4:])
+	t.stats = decodeStats(v[chainhash.HashSize+12:])
+	t.valid = true
+	return t, true
+}
+
+// openBase opens the base for an index being prepared. An index that
+// names a base block reads its base; an empty index is built into the base
+// (resuming the build a crash or a shutdown stopped, when the base's tip
+// is still in the main chain); any other index has no base.
+func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
+	if idx.basePath == "" {
+		return nil
+	}
+	var (
+		top   int32
+		named bool
+		empty bool
+	)
+	err := idx.db.View(func(dbTx database.Tx) error {
+		if v := dbTx.Metadata().Get(baseKey); v != nil {
+			_, h, ok := decodeTipVal(v)
+			if !ok {
+				return fmt.Errorf("electrum index: malformed base entry")
+			}
+			top, named = h, true
+		}
+		empty = readTip(dbTx).Height < 0
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case named:
+		ldb, err := leveldb.OpenFile(idx.basePath, &opt.Options{ErrorIfMissing: true, Compression: opt.NoCompression})
+		if err != nil {
+			return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
+		}
+		idx.base, idx.baseTop = ldb, top
+		return nil
+	case !empty:
+		return nil
+	}
+	ldb, err := leveldb.OpenFile(idx.basePath, &opt.Options{Compression: opt.NoCompression})
+	if err != nil {
+		return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
+	}
+	v, err := ldb.Get(baseTipKey, nil)
+	switch {
+	case errors.Is(err, leveldb.ErrNotFound):
+		// Nothing was committed: a new base (a crash before the first
+		// commit leaves nothing leveldb keeps).
+	case err != nil:
+		ldb.Close()
+		return err
+	default:
+		t, ok := decodeBaseTip(v)
+		if ok && chain.MainChainHasBlock(&t.hash) {
+			log.Infof("Electrum index: resuming its build from height %d", t.height)
+			idx.buildFrom = t
+			break
+		}
+		log.Infof("Electrum index: the build under way ended off the main chain; starting it again")
+		ldb.Close()
+		if err := os.RemoveAll(idx.basePath); err != nil {
+			return err
+		}
+		return idx.openBase(chain)
+	}
+	idx.building = ldb
+	return nil
+}
+
+// finishBase ends the build of the base: one ffldb transaction makes the
+// base's tip the index tip and names the base's block. From then on the
+// base is read, and only read.
+func (idx *ElectrumIndex) finishBase() error {
+	if idx.building == nil {
+		return nil
+	}
+	idx.mu.Lock()
+	t := idx.tip
+	idx.mu.Unlock()
+	err := idx.db.Update(func(dbTx database.Tx) error {
+		meta := dbTx.Metadata()
+		if err := meta.Put(statsKey, encodeStats(t.stats)); err != nil {
+			return err
+		}
+		if err := meta.Put(baseKey, tipVal(&t.hash, t.height)); err != nil {
+			return err
+		}
+		return putTip(meta, &t.hash, t.height)
+	})
+	if err != nil {
+		return err
+	}
+	idx.base, idx.baseTop, idx.building = idx.building, t.height, nil
+	log.Infof("Electrum index: built into %s up to height %d", idx.basePath, t.height)
+	if err := idx.Init(); err != nil {
+		return err
+	}
+	idx.goHoldHeavy()
+	return nil
+}
+
+// removeBase deletes the base (the index is dropped).
+func (idx *ElectrumIndex) removeBase() error {
+	if idx.basePath == "" {
+		return nil
+	}
+	idx.CloseBase()
+	idx.baseTop = 0
+	return os.RemoveAll(idx.basePath)
+}
+
+// baseBatch is a rowWriter into a leveldb batch.
+type baseBatch struct{ b *leveldb.Batch }
+
+func (w baseBatch) Put(k, v []byte) error { w.b.Put(k, v); return nil }
+func (w baseBatch) Delete(k []byte) error { w.b.Delete(k); return nil }

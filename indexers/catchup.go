@@ -15,6 +15,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb"
 )
 
 // errInterrupted is returned when catch-up stops on the interrupt channel;
@@ -308,6 +309,20 @@ func (b *batch) writes() int {
 // transaction; the last part also moves the index tip. The tables' tags
 // order them: "Exb" < "Exh" < "Exi" < "Ext" < "Exu".
 func (b *batch) write(meta database.Bucket) error {
+	if err := b.writeRows(meta); err != nil {
+		return err
+	}
+	if !b.last {
+		return nil
+	}
+	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
+		return err
+	}
+	return putTip(meta, &b.tip, b.hgt)
+}
+
+// writeRows applies the sealed part's rows, in key order, to w.
+func (b *batch) writeRows(meta rowWriter) error {
 	for _, p := range b.blk {
 		if err := meta.Put(p.k, p.v); err != nil {
 			return err
@@ -351,13 +366,7 @@ func (b *batch) write(meta database.Bucket) error {
 			return err
 		}
 	}
-	if !b.last {
-		return nil
-	}
-	if err := meta.Put(statsKey, encodeStats(b.stats)); err != nil {
-		return err
-	}
-	return putTip(meta, &b.tip, b.hgt)
+	return nil
 }
 
 // CatchUpProgress describes the index's catch-up: the one running, or the
@@ -661,8 +670,56 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 			began  time.Time
 			locked time.Duration // write lock held, summed over the run
 		)
+		var ltx *leveldb.Transaction
+		lb := new(leveldb.Batch)
 		for b := range commits {
 			if err != nil {
+				continue
+			}
+			if idx.building != nil && !trailing {
+				// Building the base: one leveldb transaction per
+				// batch, with the base's tip.
+				if ltx == nil {
+					if ltx, err = idx.building.OpenTransaction(); err != nil {
+						ltx = nil
+						continue
+					}
+				}
+				lb.Reset()
+				err = b.writeRows(baseBatch{lb})
+				t := memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats}
+				if err == nil && b.last {
+					lb.Put(baseTipKey, encodeBaseTip(t))
+				}
+				if err == nil {
+					err = ltx.Write(lb, nil)
+				}
+				if err != nil {
+					ltx.Discard()
+					ltx = nil
+					continue
+				}
+				txs += b.txs
+				writes += b.writes()
+				if !b.last {
+					continue
+				}
+				err = ltx.Commit()
+				ltx = nil
+				if err == nil {
+					idx.mu.Lock()
+					idx.setTip(t)
+					idx.progress.Height = b.hgt
+					idx.progress.Txs += txs
+					idx.progress.Writes += uint64(writes)
+					idx.progress.Batches++
+					idx.committed.add(time.Now(), idx.progress.Txs)
+					idx.mu.Unlock()
+					if idx.afterCommit != nil {
+						idx.afterCommit()
+					}
+				}
+				txs, writes = 0, 0
 				continue
 			}
 			if dbTx == nil {
@@ -727,6 +784,9 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 		if dbTx != nil {
 			// Only a last part commits; the assembler always sends one.
 			_ = dbTx.Rollback()
+		}
+		if ltx != nil {
+			ltx.Discard()
 		}
 		if trailing && locked > 0 {
 			log.Debugf("Electrum index: trailing run held the database write lock %v in all", locked.Round(time.Millisecond))
@@ -825,6 +885,10 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 	log.Infof("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)", done,
 		count-start.txCount, elapsed.Round(time.Millisecond),
 		float64(count-start.txCount)/elapsed.Seconds())
+	if idx.building != nil {
+		// The tip is the base's until finishBase names it in ffldb.
+		return nil
+	}
 	if err := idx.Init(); err != nil {
 		return err
 	}

@@ -20,14 +20,16 @@ func ElectrumIndexInitialized(db database.DB) bool {
 // transactions: its rows, its schema version and its tip, so the database is
 // as if the index had never been enabled (btcd's --drop*index for the other
 // indexes does the same). A later start with --electrumindex builds it anew.
-// It is a no-op without an index.
-func DropElectrumIndex(db database.DB, interrupt <-chan struct{}) error {
+// It is a no-op without an index. basePath is the directory of its base
+// (SetBasePath; empty: none), which goes too.
+func DropElectrumIndex(db database.DB, basePath string, interrupt <-chan struct{}) error {
 	if !ElectrumIndexInitialized(db) {
 		log.Infof("Not dropping the Electrum index: it does not exist")
 		return nil
 	}
 	log.Infof("Dropping the Electrum index")
 	idx := NewElectrumIndex(db, nil)
+	idx.SetBasePath(basePath)
 	if err := idx.drop(interrupt); err != nil {
 		return err
 	}

@@ -38,12 +38,24 @@ var (
 // is left out.
 func eqIndexData(t *testing.T, db database.DB) map[string][]byte {
 	t.Helper()
+	return eqIndexDataOf(t, db, nil)
+}
+
+// eqIndexDataOf is eqIndexData read through the index's view, over its
+// base when it has one (idx nil: ffldb's rows).
+func eqIndexDataOf(t *testing.T, db database.DB, idx *indexers.ElectrumIndex) map[string][]byte {
+	t.Helper()
 	data := make(map[string][]byte)
 	err := db.View(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()
+		if idx != nil {
+			var done func()
+			meta, done = idx.RowView(dbTx)
+			defer done()
+		}
 		c := meta.Cursor()
 		for ok := c.Seek(indexers.RowPrefix); ok && bytes.HasPrefix(c.Key(), indexers.RowPrefix); ok = c.Next() {
-			if bytes.Equal(c.Key(), indexers.ReorgKey) {
+			if bytes.Equal(c.Key(), indexers.ReorgKey) || bytes.Equal(c.Key(), indexers.BaseKey) {
 				continue
 			}
 			data["row "+string(c.Key())] = append([]byte(nil), c.Value()...)
@@ -269,10 +281,13 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	if err := cu.Close(); err != nil {
 		t.Fatal(err)
 	}
-	idir, jdir, kdir := t.TempDir(), t.TempDir(), t.TempDir()
+	idir, jdir, kdir, bdir := t.TempDir(), t.TempDir(), t.TempDir(), t.TempDir()
 	eqCopyDir(t, cdir, idir)
 	eqCopyDir(t, cdir, jdir)
 	eqCopyDir(t, cdir, kdir)
+	eqCopyDir(t, cdir, bdir)
+	b2dir := t.TempDir()
+	eqCopyDir(t, cdir, b2dir)
 	if err := cu.Reopen(eqIndexFactory); err != nil {
 		t.Fatal(err)
 	}
@@ -287,6 +302,34 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	}
 	t.Cleanup(func() { withTx.Close() })
 	eqCompare(t, "catch-up next to btcd's transaction index", want, eqIndexData(t, withTx.DB))
+
+	// Catch-up into a base of the index's own (base.go): the rows read
+	// through the index's view are the live index's, and verify; the same
+	// after a build interrupted part-way and resumed.
+	baseOpen := func(dir, baseDir string) (*testchain.Harness, *indexers.ElectrumIndex) {
+		var bidx *indexers.ElectrumIndex
+		bh, err := testchain.Open(dir, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			bidx = indexers.NewElectrumIndex(db, params)
+			bidx.SetBasePath(baseDir)
+			bidx.SetCatchUpBatch(8 << 10)
+			return indexers.NewManager(db, bidx)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bh.Close(); bidx.CloseBase() })
+		if !bidx.HasBase() {
+			t.Fatal("the catch-up of a new index built no base")
+		}
+		return bh, bidx
+	}
+	bh, bidx := baseOpen(bdir, t.TempDir())
+	eqCompare(t, "catch-up into a base", want, eqIndexDataOf(t, bh.DB, bidx))
+	verifyIndexOK(t, bh, bidx, "catch-up into a base")
+	baseDir := t.TempDir()
+	eqInterruptedOpenBase(t, b2dir, wantHeight, 8<<10, baseDir)
+	bh2, bidx2 := baseOpen(b2dir, baseDir)
+	eqCompare(t, "interrupted and resumed catch-up into a base", want, eqIndexDataOf(t, bh2.DB, bidx2))
 
 	// Interrupted after about half of the blocks were read, then resumed;
 	// once with one batch, once with batches of a few blocks each.
@@ -376,6 +419,14 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 // open must fail and leave the index part-way, whose tip it returns.
 func eqInterruptedOpen(t *testing.T, dir string, height int32, batch int) indexers.Tip {
 	t.Helper()
+	return eqInterruptedOpenBase(t, dir, height, batch, "")
+}
+
+// eqInterruptedOpenBase is eqInterruptedOpen for an index built into a base
+// in baseDir (empty: none), whose tip on disk stays empty until the build
+// ends.
+func eqInterruptedOpenBase(t *testing.T, dir string, height int32, batch int, baseDir string) indexers.Tip {
+	t.Helper()
 	counting := &eqCountingDB{limit: int64(height), interrupt: make(chan struct{})}
 	_, err := testchain.OpenWith(dir, testchain.Options{
 		Interrupt: counting.interrupt,
@@ -386,6 +437,8 @@ func eqInterruptedOpen(t *testing.T, dir string, height int32, batch int) indexe
 		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 			idx := indexers.NewElectrumIndex(db, params)
 			idx.SetCatchUpBatch(batch)
+			idx.SetBasePath(baseDir)
+			t.Cleanup(idx.CloseBase)
 			return &eqArmingManager{IndexManager: indexers.NewManager(db, idx), db: counting}
 		},
 	})
@@ -393,6 +446,12 @@ func eqInterruptedOpen(t *testing.T, dir string, height int32, batch int) indexe
 		t.Fatal("interrupted catch-up reported success")
 	}
 	mid := eqTipOnDisk(t, dir, testchain.RegtestParams())
+	if baseDir != "" {
+		if mid.Height >= 0 {
+			t.Fatalf("an interrupted build of a base left the index tip at height %d", mid.Height)
+		}
+		return mid
+	}
 	if mid.Height < 1 || mid.Height >= height {
 		t.Fatalf("interrupt left the index at height %d of %d: not part-way (%v)", mid.Height, height, err)
 	}

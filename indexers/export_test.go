@@ -130,9 +130,11 @@ func (idx *ElectrumIndex) MoveToBase(dir string) error {
 	return nil
 }
 
-// CloseBase closes the base MoveToBase opened.
-func (idx *ElectrumIndex) CloseBase() {
-	if idx.base != nil {
-		idx.base.Close()
-	}
-}
+// RowView is the index's view of dbTx, over its base when it has one.
+func (idx *ElectrumIndex) RowView(dbTx database.Tx) (database.Bucket, func()) { return idx.view(dbTx) }
+
+// HasBase reports whether the index reads a base.
+func (idx *ElectrumIndex) HasBase() bool { return idx.base != nil }
+
+// BaseKey is ffldb's entry naming the base's block.
+var BaseKey = baseKey

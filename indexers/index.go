@@ -102,6 +102,12 @@ type ElectrumIndex struct {
 	// written and do not change while it is.
 	base    *leveldb.DB
 	baseTop int32
+	// basePath is the base's directory (SetBasePath); building is the
+	// base while the catch-up at start builds the index into it.
+	basePath string
+	building *leveldb.DB
+	// buildFrom is the base's tip when a build resumes.
+	buildFrom memTip
 }
 
 // view returns the metadata bucket of dbTx as the index reads and writes

@@ -151,13 +151,27 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 			return err
 		}
 	}
+	if err := idx.openBase(chain); err != nil {
+		return err
+	}
 	if err := idx.repairStale(chain, interrupt); err != nil {
 		return err
 	}
 	if err := idx.Init(); err != nil {
 		return err
 	}
-	return idx.catchUp(chain, interrupt)
+	if idx.building != nil && idx.buildFrom.valid {
+		idx.mu.Lock()
+		idx.setTip(idx.buildFrom)
+		idx.mu.Unlock()
+	}
+	if err := idx.catchUp(chain, interrupt); err != nil {
+		// The process stops (or opens the chain again): a base being
+		// built resumes from its last commit.
+		idx.CloseBase()
+		return err
+	}
+	return idx.finishBase()
 }
 
 // drop deletes every row of the index in bounded transactions and resets it
@@ -198,6 +212,9 @@ func (idx *ElectrumIndex) drop(interrupt <-chan struct{}) error {
 			break
 		}
 		log.Infof("Electrum index: dropped %d rows", n)
+	}
+	if err := idx.removeBase(); err != nil {
+		return err
 	}
 	return idx.db.Update(func(dbTx database.Tx) error {
 		idx.mu.Lock()

@@ -390,7 +390,7 @@ func (v *verifier) readTip() (bool, error) {
 // btcd's entry).
 func bookkeepingKey(k []byte) bool {
 	return bytes.Equal(k, versionKey) || bytes.Equal(k, statsKey) || bytes.Equal(k, reorgKey) ||
-		bytes.Equal(k, tipKey) || isHeldKey(k)
+		bytes.Equal(k, tipKey) || bytes.Equal(k, baseKey) || isHeldKey(k)
 }
 
 // checkHeld compares every held balance row (held.go), when the rows are

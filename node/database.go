@@ -16,7 +16,13 @@ const (
 	blockDbNamePrefix = "blocks"
 )
 
-// BlockDBPath returns where the block database of a network lives inside
+// ElectrumBasePath returns where the Electrum index keeps its base (the
+// rows its first build wrote, outside ffldb) inside netDataDir.
+func ElectrumBasePath(netDataDir string) string {
+	return filepath.Join(netDataDir, "electrum_base")
+}
+
+// BlockDBPath returns the path of the block database inside
 // netDataDir (<datadir>/<netname>).
 func BlockDBPath(netDataDir string) string {
 	return filepath.Join(netDataDir, blockDbNamePrefix+"_"+dbType)

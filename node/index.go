@@ -48,6 +48,7 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 	if cfg.ElectrumIndex {
 		indxLog.Info("Electrum index is enabled")
 		s.electrum = indexers.NewElectrumIndex(db, cfg.params)
+		s.electrum.SetBasePath(ElectrumBasePath(cfg.netDataDir))
 		s.electrum.SetProgressInterval(cfg.ElectrumProgress)
 		s.electrum.SetCatchUpMemory(cfg.ElectrumCatchUpMem)
 		s.electrum.SetChunkCacheBytes(cfg.ElectrumTxCache << 20)

@@ -275,6 +275,9 @@ func (n *Node) closeAfterFailedNew() {
 	if err := n.db.Close(); err != nil {
 		log.Errorf("Close block database: %v", err)
 	}
+	if n.index != nil && n.index.electrum != nil {
+		n.index.electrum.CloseBase()
+	}
 }
 
 // acceptNonStd is btcd's policy: relay non-standard transactions on test
@@ -384,6 +387,9 @@ func (n *Node) Stop() error {
 			// next start resumes from the last commit written.
 			log.Errorf("Close block database: %v", e)
 			err = fmt.Errorf("close block database: %w", e)
+		}
+		if idx := n.index.electrum; idx != nil {
+			idx.CloseBase()
 		}
 		log.Infof("Shutdown complete")
 	})
