@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -480,7 +481,11 @@ func (n *Node) startProcess() error {
 		return err
 	}
 	n.cmd = exec.Command(bin, n.Args...)
-	n.cmd.Stdout, n.cmd.Stderr = out, out
+	// Through a pipe, copied into the file by this process: the node's
+	// output is read even when its own writes to files fail (as a
+	// service manager reads it on a full disk).
+	w := pipedWriter{out}
+	n.cmd.Stdout, n.cmd.Stderr = w, w
 	if err := n.cmd.Start(); err != nil {
 		out.Close()
 		return err
@@ -492,6 +497,19 @@ func (n *Node) startProcess() error {
 		close(n.exited)
 	}()
 	return nil
+}
+
+// pipedWriter hides an *os.File from os/exec, which then gives the child
+// a pipe and copies what it writes.
+type pipedWriter struct{ w io.Writer }
+
+func (p pipedWriter) Write(b []byte) (int, error) { return p.w.Write(b) }
+
+// Output returns what the node's process wrote to stdout and stderr (its
+// log among it), across its starts.
+func (n *Node) Output() (string, error) {
+	b, err := os.ReadFile(filepath.Join(n.Dir, "stdout.log"))
+	return string(b), err
 }
 
 // harnessUTXOCacheMiB and harnessSigCacheSize are the

@@ -26,7 +26,35 @@ func limitFileSize(t *testing.T, n *Node, margin int64) {
 			return nil
 		})
 	}
-	lim := syscall.Rlimit{Cur: uint64(largest + margin), Max: uint64(largest + margin)}
+	limitFileSizeTo(t, n, largest+margin)
+}
+
+// metadataJournalSize returns the size of the journal of the block
+// database's leveldb (the newest *.log of its metadata directory), which
+// every flush of ffldb's write cache appends to.
+func metadataJournalSize(t *testing.T, n *Node) int64 {
+	t.Helper()
+	logs, err := filepath.Glob(filepath.Join(n.DataDir, "regtest", "blocks_ffldb", "metadata", "*.log"))
+	if err != nil || len(logs) == 0 {
+		t.Fatalf("no journal of the block database's leveldb: %v", err)
+	}
+	newest := logs[0]
+	for _, l := range logs[1:] {
+		if l > newest {
+			newest = l
+		}
+	}
+	fi, err := os.Stat(newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// limitFileSizeTo sets the running node's RLIMIT_FSIZE to limit bytes.
+func limitFileSizeTo(t *testing.T, n *Node, limit int64) {
+	t.Helper()
+	lim := syscall.Rlimit{Cur: uint64(limit), Max: uint64(limit)}
 	_, _, errno := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(n.cmd.Process.Pid),
 		uintptr(syscall.RLIMIT_FSIZE), uintptr(unsafe.Pointer(&lim)), 0, 0, 0)
 	if errno != 0 {
@@ -43,7 +71,8 @@ func waitExit(t *testing.T, n *Node) string {
 	case <-time.After(time.Minute):
 		t.Fatal("the node did not stop after its write failed")
 	}
-	logged, err := n.Log()
+	// Its output, not its log file: the node's writes to files fail.
+	logged, err := n.Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +135,10 @@ func TestWriteFailureStopsNode(t *testing.T) {
 	}
 
 	// While it shuts down: the flush of btcd's caches and of ffldb's
-	// write cache fails.
-	limitFileSize(t, n, 0)
+	// write cache fails. The limit is the journal's size, which the flush
+	// appends to, whatever the size of the node's other files (the index's
+	// base among them).
+	limitFileSizeTo(t, n, metadataJournalSize(t, n))
 	_ = n.cmd.Process.Signal(syscall.SIGINT)
 	logged = waitExit(t, n)
 	if n.exitErr == nil {
