@@ -288,6 +288,18 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	if err != nil {
 		return run, err
 	}
+	// Ours builds a new index into a leveldb of its own beside the chain's
+	// database (its base, indexers/base.go): its bytes are the index's.
+	if basePath := filepath.Join(dataDir, ci.NetDir(), "electrum_base"); kind == kindElectrum {
+		if _, err := os.Stat(basePath); err == nil {
+			baseBytes, err := diskUsage(basePath)
+			if err != nil {
+				return run, err
+			}
+			after += baseBytes
+			compacted += baseBytes
+		}
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	run.Seconds = took.Seconds()
