@@ -399,6 +399,25 @@ func decodeBaseTip(v []byte) (memTip, bool) {
 	return t, true
 }
 
+// baseOptions are the base's leveldb options. The build writes the whole
+// index at once, in large transactions whose keys span the key space:
+// with goleveldb's defaults (4 MiB write buffer and tables, 10 MiB in level
+// 1, a compaction at 4 tables in level 0) it spent most of its time
+// rewriting tables from level to level, and a build of the 3M chain took
+// 66 s; with larger tables, levels and write buffer, and compactions at 8
+// tables in level 0, 27 s (docs/BENCHMARKS.md).
+func baseOptions() *opt.Options {
+	return &opt.Options{
+		Compression:            opt.NoCompression,
+		WriteBuffer:            32 << 20,
+		CompactionTableSize:    8 << 20,
+		CompactionTotalSize:    64 << 20,
+		CompactionL0Trigger:    8,
+		WriteL0SlowdownTrigger: 16,
+		WriteL0PauseTrigger:    24,
+	}
+}
+
 // openBase opens the base for an index being prepared. An index that
 // names a base block reads its base; an empty index is built into the base
 // (resuming the build a crash or a shutdown stopped, when the base's tip
@@ -428,7 +447,9 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 	}
 	switch {
 	case named:
-		ldb, err := leveldb.OpenFile(idx.basePath, &opt.Options{ErrorIfMissing: true, Compression: opt.NoCompression})
+		o := baseOptions()
+		o.ErrorIfMissing = true
+		ldb, err := leveldb.OpenFile(idx.basePath, o)
 		if err != nil {
 			return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
 		}
@@ -437,7 +458,7 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 	case !empty:
 		return nil
 	}
-	ldb, err := leveldb.OpenFile(idx.basePath, &opt.Options{Compression: opt.NoCompression})
+	ldb, err := leveldb.OpenFile(idx.basePath, baseOptions())
 	if err != nil {
 		return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
 	}

@@ -292,11 +292,15 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	// database (its base, indexers/base.go): its bytes are the index's.
 	if basePath := filepath.Join(dataDir, ci.NetDir(), "electrum_base"); kind == kindElectrum {
 		if _, err := os.Stat(basePath); err == nil {
-			baseBytes, err := diskUsage(basePath)
+			raw, err := diskUsage(basePath)
 			if err != nil {
 				return run, err
 			}
-			after += baseBytes
+			baseBytes, err := compactedLevelDB(basePath)
+			if err != nil {
+				return run, err
+			}
+			after += raw
 			compacted += baseBytes
 		}
 	}

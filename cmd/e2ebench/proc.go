@@ -411,5 +411,28 @@ func compactedSize(dbPath string) (int64, error) {
 	return diskUsage(dbPath)
 }
 
+// compactedLevelDB compacts the leveldb database in dir fully, as
+// compactedSize does the chain's, and returns its size on disk.
+func compactedLevelDB(dir string) (int64, error) {
+	for i := 0; i < 2; i++ {
+		ldb, err := leveldb.OpenFile(dir, &opt.Options{ErrorIfMissing: true, Compression: opt.NoCompression})
+		if err != nil {
+			return 0, fmt.Errorf("open %s: %w", dir, err)
+		}
+		if i == 0 {
+			if err := ldb.CompactRange(util.Range{}); err != nil {
+				ldb.Close()
+				return 0, fmt.Errorf("compact %s: %w", dir, err)
+			}
+		}
+		// Opened a second time: leveldb removes the tables the
+		// compaction made obsolete.
+		if err := ldb.Close(); err != nil {
+			return 0, err
+		}
+	}
+	return diskUsage(dir)
+}
+
 // Pid returns the process id of the node.
 func (p *proc) Pid() int { return p.cmd.Process.Pid }
