@@ -37,6 +37,8 @@ func FuzzSchemaDecoders(f *testing.F) {
 	f.Add(hk, []byte{0, 2, 0, 9}, uint64(0))
 	f.Add([]byte("Ext\x00\x00\x00\x07\x00\x00"), chunk, txPos(7, 1))
 	f.Add([]byte("E"), []byte("x"), uint64(1<<63))
+	f.Add(baseTipKey, encodeBaseTip(memTip{valid: true, hash: h, height: 7, txCount: 99, stats: sizeStats{Rows: 3, Bytes: 9}}), uint64(0))
+	f.Add(hk, tombstone, uint64(0))
 	f.Fuzz(func(t *testing.T, k, v []byte, n uint64) {
 		if r, ok := decodeTxEntry(v, n); ok {
 			i := int(n%txChunk) * txEntryLen
@@ -69,6 +71,21 @@ func FuzzSchemaDecoders(f *testing.F) {
 		if e, ok := decodeHeldVal(v); ok {
 			if got := heldVal(e); !bytes.Equal(got, v) {
 				t.Fatalf("held balance %x encodes to %x", v, got)
+			}
+		}
+		if bt, ok := decodeBaseTip(v); ok && len(v) == chainhash.HashSize+12+16 {
+			if got := encodeBaseTip(bt); !bytes.Equal(got, v) {
+				t.Fatalf("base tip %x encodes to %x", v, got)
+			}
+		}
+		if h, ok := rowHeight(k); ok {
+			// A tombstone is never a row: the base's masking
+			// depends on it.
+			if why := malformed(k, tombstone); why == "" {
+				t.Fatalf("row %x accepts a tombstone as its value", k)
+			}
+			if _, ph := (&verifier{span: 1}).part(k); ph != h {
+				t.Fatalf("row %x: height %d, the verifier's %d", k, h, ph)
 			}
 		}
 		if s := decodeStats(v); len(v) == 16 {
