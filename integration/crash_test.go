@@ -38,7 +38,7 @@ import (
 
 // crashScenarios are the moments a kill lands in, taken in turn.
 var crashScenarios = []string{"catch-up", "connect", "reorg", "shutdown", "connect-trailing",
-	"reorg", "catch-up", "connect", "shutdown", "reorg"}
+	"reorg", "catch-up", "connect", "shutdown", "build"}
 
 // crashRun is the state of one crash test: the node's directory, the
 // blocks still to submit, and what the kills found.
@@ -179,6 +179,8 @@ func TestCrashKillRestart(t *testing.T) {
 			r.killReorg(n)
 		case "shutdown":
 			r.killShutdown(n)
+		case "build":
+			r.killBuild(n)
 		}
 	}
 	n := r.restart(false)
@@ -283,6 +285,60 @@ func (r *crashRun) subscribe(n *Node) {
 			}
 		}
 	}
+}
+
+// killBuild stops the node, drops its index (--dropelectrumindex), starts
+// it again, which builds a new index into its base in many small batches,
+// and kills it at a random moment of that build.
+func (r *crashRun) killBuild(n *Node) {
+	r.t.Helper()
+	_, chainTip, err := n.RPC.GetBestBlock()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := n.Stop(); err != nil {
+		r.t.Fatalf("stop: %v", err)
+	}
+	cfg := r.args(false, false)
+	cfg.Args = append(append([]string(nil), cfg.Args...), "--dropelectrumindex")
+	drop, err := startNodeArgs(cfg)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if err := drop.startProcess(); err != nil {
+		r.t.Fatal(err)
+	}
+	select {
+	case <-drop.exited:
+	case <-time.After(time.Minute):
+		kill(drop)
+		r.t.Fatal("--dropelectrumindex did not exit")
+	}
+	if drop.exitErr != nil {
+		r.t.Fatalf("--dropelectrumindex: %v", drop.exitErr)
+	}
+	on, err := startNodeArgs(r.args(true, false))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var logSize int64
+	if st, err := os.Stat(on.LogFile); err == nil {
+		logSize = st.Size()
+	}
+	if err := on.startProcess(); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { kill(on) })
+	r.catchUpFrom, r.catchUpTo = 0, chainTip
+	for deadline := time.Now().Add(time.Minute); !isClosed(on.exited) && time.Now().Before(deadline); {
+		b, _ := os.ReadFile(on.LogFile)
+		if len(b) > int(logSize) && (strings.Contains(string(b[logSize:]), "catching up from") ||
+			strings.Contains(string(b[logSize:]), "Node started")) {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	r.killAfter(on, 100*time.Millisecond)
 }
 
 // killCatchUp stops the node, connects blocks with the index off, then
@@ -502,21 +558,26 @@ func (r *crashRun) check(n *Node) {
 		}
 	}
 	if r.catchUpTo > 0 {
-		// Where the killed catch-up was: what this start caught up.
+		// Where the killed catch-up (or build) was: what this start
+		// caught up.
+		what := "catch-up"
+		if r.lastScenario == "build" {
+			what = "build"
+		}
 		switch m := catchUpFrom.FindStringSubmatch(logged); {
 		case m == nil:
-			r.landed["catch-up: after it finished"]++
+			r.landed[what+": after it finished"]++
 		case m[1] == strconv.Itoa(int(r.catchUpFrom)):
 			// Its commits were in ffldb's write cache, which a kill
 			// loses with the chain's own blocks of the same moment.
-			r.landed["catch-up: restarted from its start"]++
+			r.landed[what+": restarted from its start"]++
 		default:
 			from, _ := strconv.Atoi(m[1])
 			if int32(from) < r.catchUpFrom || int32(from) > r.catchUpTo {
 				t.Fatalf("restart %d: catch-up from %d, the killed one ran from %d to %d",
 					r.restarts, from, r.catchUpFrom, r.catchUpTo)
 			}
-			r.landed["catch-up: between commits, resumed"]++
+			r.landed[what+": between commits, resumed"]++
 		}
 		r.catchUpFrom, r.catchUpTo = 0, 0
 	} else if r.lastScenario != "" {
