@@ -1,6 +1,8 @@
 package indexers
 
 import (
+	"os"
+
 	"github.com/btcsuite/btcd/database"
 )
 
@@ -24,6 +26,13 @@ func ElectrumIndexInitialized(db database.DB) bool {
 // (SetBasePath; empty: none), which goes too.
 func DropElectrumIndex(db database.DB, basePath string, interrupt <-chan struct{}) error {
 	if !ElectrumIndexInitialized(db) {
+		// A build stopped before it ended leaves a base alone.
+		if basePath != "" {
+			if _, err := os.Stat(basePath); err == nil {
+				log.Infof("Deleting the base of an Electrum index whose build did not end")
+				return os.RemoveAll(basePath)
+			}
+		}
 		log.Infof("Not dropping the Electrum index: it does not exist")
 		return nil
 	}
