@@ -138,3 +138,26 @@ func (idx *ElectrumIndex) HasBase() bool { return idx.base != nil }
 
 // BaseKey is ffldb's entry naming the base's block.
 var BaseKey = baseKey
+
+// OpenBaseForReads opens the base in dir of an index built into one, for a
+// benchmark that reads the index without a chain.
+func (idx *ElectrumIndex) OpenBaseForReads(dir string) error {
+	var top int32 = -1
+	err := idx.db.View(func(dbTx database.Tx) error {
+		if _, h, ok := decodeTipVal(dbTx.Metadata().Get(baseKey)); ok {
+			top = h
+		}
+		return nil
+	})
+	if err != nil || top < 0 {
+		return err
+	}
+	o := baseOptions()
+	o.ErrorIfMissing = true
+	ldb, err := leveldb.OpenFile(dir, o)
+	if err != nil {
+		return err
+	}
+	idx.base, idx.baseTop = ldb, top
+	return nil
+}
