@@ -186,10 +186,19 @@ func TestVerifyReportsCorruptRows(t *testing.T) {
 			mutate: func() ([]byte, []byte, bool) { k, _ := pick('h'); return k, nil, true }},
 		{name: "history row added", table: "history", kind: "extra", hashX: true,
 			mutate: func() ([]byte, []byte, bool) {
-				k, _ := pick('h')
-				k = bytes.Clone(k)
-				k[len(k)-1] ^= 0x40 // the same script in another block
-				return k, []byte{0, 1}, false
+				// The same script in another block, one where it
+				// has no row (else the row is changed, not added).
+				for k := range rows {
+					if len(k) > 3 && k[2] == 'h' && rowHeight([]byte(k)) > 101 {
+						other := []byte(k)
+						other[len(other)-1] ^= 0x40
+						if _, ok := rows[string(other)]; !ok {
+							return other, []byte{0, 1}, false
+						}
+					}
+				}
+				t.Fatal("every history row has a neighbour in the other block")
+				return nil, nil, false
 			}},
 		{name: "history row gains a position", table: "history", kind: "value", hashX: true,
 			mutate: func() ([]byte, []byte, bool) {
