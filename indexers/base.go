@@ -159,7 +159,7 @@ func (b mergedBucket) Get(k []byte) []byte {
 		}
 		return v
 	}
-	if _, ok := rowHeight(k); !ok {
+	if h, ok := rowHeight(k); !ok || h > b.top {
 		return nil
 	}
 	v, err := b.base.Get(k, nil)
@@ -293,6 +293,18 @@ func (c *mergedCursor) hold() []byte {
 // over tombstones (and the base rows they hide) in the cursor's direction.
 func (c *mergedCursor) settle() bool {
 	for {
+		// The base's entries that are not rows of the view's base:
+		// its own bookkeeping, and rows above the base's height.
+		for c.lOK {
+			if h, ok := rowHeight(c.l.Key()); ok && h <= c.b.top {
+				break
+			}
+			if c.rev {
+				c.lOK = c.l.Prev()
+			} else {
+				c.lOK = c.l.Next()
+			}
+		}
 		if !c.fOK && !c.lOK {
 			c.valid = false
 			return false
@@ -454,6 +466,16 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 			return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
 		}
 		idx.base, idx.baseTop = ldb, top
+		// An extension cut short leaves the base's own tip above the
+		// height ffldb names (trail.go, trailExtend).
+		if v, err := ldb.Get(baseTipKey, nil); err == nil {
+			if bt, ok := decodeBaseTip(v); ok && bt.height > top {
+				idx.markBaseDirty()
+			}
+		}
+		if ok, _ := ldb.Has(baseDirtyKey, nil); ok {
+			idx.baseDirty = true
+		}
 		return nil
 	case !empty:
 		return nil
@@ -496,28 +518,86 @@ func (idx *ElectrumIndex) finishBase() error {
 		return nil
 	}
 	idx.mu.Lock()
-	t := idx.tip
+	t := idx.buildTip
 	idx.mu.Unlock()
-	err := idx.db.Update(func(dbTx database.Tx) error {
-		meta := dbTx.Metadata()
-		if err := meta.Put(statsKey, encodeStats(t.stats)); err != nil {
-			return err
-		}
-		if err := meta.Put(baseKey, tipVal(&t.hash, t.height)); err != nil {
-			return err
-		}
-		return putTip(meta, &t.hash, t.height)
-	})
-	if err != nil {
+	if !t.valid {
+		// Nothing was built (a chain without blocks): no base.
+		idx.CloseBase()
+		return os.RemoveAll(idx.basePath)
+	}
+	if err := idx.db.Update(func(dbTx database.Tx) error { return idx.nameBase(dbTx, t) }); err != nil {
 		return err
 	}
-	idx.base, idx.baseTop, idx.building = idx.building, t.height, nil
 	log.Infof("Electrum index: built into %s up to height %d", idx.basePath, t.height)
 	if err := idx.Init(); err != nil {
 		return err
 	}
 	idx.goHoldHeavy()
 	return nil
+}
+
+// nameBase makes the base's tip t the index tip in dbTx and names the
+// base's block, and makes the base being built the one the index reads,
+// up to t. idx.mu is not held.
+func (idx *ElectrumIndex) nameBase(dbTx database.Tx, t memTip) error {
+	meta := dbTx.Metadata()
+	if err := meta.Put(statsKey, encodeStats(t.stats)); err != nil {
+		return err
+	}
+	if err := meta.Put(baseKey, tipVal(&t.hash, t.height)); err != nil {
+		return err
+	}
+	if err := putTip(meta, &t.hash, t.height); err != nil {
+		return err
+	}
+	idx.mu.Lock()
+	idx.base, idx.baseTop, idx.building = idx.building, t.height, nil
+	idx.buildTip = memTip{}
+	idx.setTip(t)
+	idx.mu.Unlock()
+	return nil
+}
+
+// markBaseDirty records that the base holds rows above its height that no
+// named extension covers (an extension given up, or cut short by a crash):
+// hidden from every view, but not what a later extension would write, so
+// the base is never extended again.
+func (idx *ElectrumIndex) markBaseDirty() {
+	idx.mu.Lock()
+	idx.baseDirty = true
+	idx.mu.Unlock()
+	if idx.base != nil {
+		if err := idx.base.Put(baseDirtyKey, []byte{1}, nil); err != nil {
+			log.Warnf("Electrum index: marking its base: %v", err)
+		}
+	}
+}
+
+// baseDirtyKey marks a base markBaseDirty marked.
+var baseDirtyKey = []byte("\x00electrum base dirty")
+
+// padKey is the key of forceDurable's padding row.
+var padKey = []byte("electrumdurabilitypadding")
+
+// padBytes is the padding's size: with it in ffldb's write cache, the cache
+// counts more than two thirds of its 100 MiB, and btcd v0.26.2's ffldb
+// writes the whole cache to leveldb at the next commit.
+const padBytes = 70 << 20
+
+// forceDurable returns once every transaction committed to db before it
+// was called is written to leveldb, as after a clean close: ffldb keeps
+// commits in a write cache it writes out only when the cache is large or
+// five minutes have passed, and a crash loses what it holds. It commits a
+// padding row and deletes it: the delete's commit finds the cache over
+// ffldb's mark and writes it out (or the padding's commit does, when five
+// minutes have passed). TestForceDurable checks it on a copy of the
+// database's files taken without closing it.
+func forceDurable(db database.DB) error {
+	pad := make([]byte, padBytes)
+	if err := db.Update(func(dbTx database.Tx) error { return dbTx.Metadata().Put(padKey, pad) }); err != nil {
+		return err
+	}
+	return db.Update(func(dbTx database.Tx) error { return dbTx.Metadata().Delete(padKey) })
 }
 
 // removeBase deletes the base (the index is dropped).

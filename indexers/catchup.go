@@ -555,6 +555,10 @@ const (
 	// extend the index tip in the main chain before it commits, and the
 	// in-memory tip moves with every commit.
 	catchUpTrailing
+	// catchUpBuild extends the base beside a chain that may be
+	// connecting blocks (trail.go, trailExtend): up to a block made
+	// durable first, each batch checked to link up.
+	catchUpBuild
 )
 
 // catchUp brings the index from its tip to the chain tip: parallel workers
@@ -568,11 +572,24 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 
 // catchUpWith is catchUp for a mode.
 func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-chan struct{}, mode catchUpMode) error {
+	return idx.catchUpTo(chain, interrupt, mode, chain.BestSnapshot())
+}
+
+// catchUpTo is catchUpWith up to the block of best. A build of the base
+// (idx.building) starts from the base's tip and leaves the index tip alone.
+func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-chan struct{}, mode catchUpMode,
+	best *blockchain.BestState) error {
+
 	trailing := mode == catchUpTrailing
 	idx.mu.Lock()
 	start := idx.tip
+	if idx.building != nil {
+		start = idx.buildTip
+		if !start.valid {
+			start = memTip{valid: true, height: -1}
+		}
+	}
 	idx.mu.Unlock()
-	best := chain.BestSnapshot()
 	from := start.height + 1
 	if from > best.Height {
 		return nil
@@ -708,7 +725,10 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 				ltx = nil
 				if err == nil {
 					idx.mu.Lock()
-					idx.setTip(t)
+					// Readers and the hooks go on seeing the index
+					// tip: the rows are the index's once nameBase
+					// names them.
+					idx.buildTip = t
 					idx.progress.Height = b.hgt
 					idx.progress.Txs += txs
 					idx.progress.Writes += uint64(writes)
@@ -814,7 +834,7 @@ func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-
 			break
 		}
 		p := f.plan
-		if trailing && p.prev != parent {
+		if (trailing || mode == catchUpBuild) && p.prev != parent {
 			// The chain reorganized while its blocks were read.
 			loopErr = errTrailMoved
 			break

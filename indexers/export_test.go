@@ -97,7 +97,7 @@ func (idx *ElectrumIndex) MoveToBase(dir string) error {
 		return err
 	}
 	idx.mu.Lock()
-	top := idx.tip.height
+	top, topHash := idx.tip.height, idx.tip.hash
 	idx.mu.Unlock()
 	err = idx.db.Update(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()
@@ -120,7 +120,7 @@ func (idx *ElectrumIndex) MoveToBase(dir string) error {
 				return err
 			}
 		}
-		return nil
+		return meta.Put(baseKey, tipVal(&topHash, top))
 	})
 	if err != nil {
 		ldb.Close()
@@ -160,4 +160,14 @@ func (idx *ElectrumIndex) OpenBaseForReads(dir string) error {
 	}
 	idx.base, idx.baseTop = ldb, top
 	return nil
+}
+
+// BaseHeight is the height of the base the index reads (-1: none).
+func (idx *ElectrumIndex) BaseHeight() int32 {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if idx.base == nil {
+		return -1
+	}
+	return idx.baseTop
 }

@@ -108,6 +108,10 @@ type ElectrumIndex struct {
 	building *leveldb.DB
 	// buildFrom is the base's tip when a build resumes.
 	buildFrom memTip
+	buildTip  memTip
+	// baseDirty: the base holds rows above its height and is never
+	// extended (markBaseDirty).
+	baseDirty bool
 }
 
 // view returns the metadata bucket of dbTx as the index reads and writes
@@ -118,7 +122,13 @@ func (idx *ElectrumIndex) view(dbTx database.Tx) (meta database.Bucket, done fun
 	if idx.base == nil {
 		return m, func() {}
 	}
-	b := mergedBucket{meta: m, base: idx.base, top: idx.baseTop, its: new(baseIters)}
+	// The base's height as this view's transaction names it: the base
+	// may hold rows above it, of an extension not named yet (trail.go).
+	_, top, ok := decodeTipVal(m.Get(baseKey))
+	if !ok {
+		return m, func() {}
+	}
+	b := mergedBucket{meta: m, base: idx.base, top: top, its: new(baseIters)}
 	return b, b.release
 }
 

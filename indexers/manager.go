@@ -128,6 +128,12 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 		}
 		exists = tips.Get(electrumIndexKey) != nil
 		version = schemaVersionOf(dbTx)
+		// A crash inside forceDurable leaves its padding row.
+		if dbTx.Metadata().Get(padKey) != nil {
+			if err := dbTx.Metadata().Delete(padKey); err != nil {
+				return err
+			}
+		}
 		if !exists {
 			if err := idx.Create(dbTx); err != nil {
 				return err
@@ -162,7 +168,7 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 	}
 	if idx.building != nil && idx.buildFrom.valid {
 		idx.mu.Lock()
-		idx.setTip(idx.buildFrom)
+		idx.buildTip = idx.buildFrom
 		idx.mu.Unlock()
 	}
 	if err := idx.catchUp(chain, interrupt); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
@@ -376,8 +377,21 @@ func runProperty(t *testing.T, seed int64, steps int) {
 func runPropertyWith(t *testing.T, seed int64, steps int, trailing, base bool) {
 	rng := rand.New(rand.NewSource(seed))
 	var idx *indexers.ElectrumIndex
-	h := testchain.New(t, propIndexTrailing(&idx, trailing))
+	factory := propIndexTrailing(&idx, trailing)
+	if trailing && base {
+		// The index is built into its base at start, and the worker
+		// extends the base (trailExtend).
+		baseDir := filepath.Join(t.TempDir(), "base")
+		inner := factory
+		factory = func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+			m := inner(db, params)
+			idx.SetBasePath(baseDir)
+			return m
+		}
+	}
+	h := testchain.New(t, factory)
 	t.Cleanup(idx.StopTrailing)
+	t.Cleanup(idx.CloseBase)
 	c := &propChecker{t: t, h: h, idx: idx, trailing: trailing,
 		seenScripts: make(map[indexers.ScriptHash]bool), seenTxs: make(map[chainhash.Hash]bool)}
 	c.check("genesis", nil)
@@ -396,7 +410,7 @@ func runPropertyWith(t *testing.T, seed int64, steps int, trailing, base bool) {
 		}
 		c.check(fmt.Sprintf("seed %d warm-up %d", seed, i), b.Hash())
 	}
-	if base {
+	if base && !trailing {
 		if err := idx.MoveToBase(t.TempDir()); err != nil {
 			t.Fatal(err)
 		}
@@ -489,6 +503,12 @@ func runPropertyWith(t *testing.T, seed int64, steps int, trailing, base bool) {
 		if skipped == 0 || runs == 0 {
 			t.Fatal("the index never trailed the chain")
 		}
+		if base && idx.BaseHeight() <= 0 {
+			t.Fatalf("the worker never extended the base (height %d)", idx.BaseHeight())
+		}
+		if base {
+			t.Logf("seed %d: base height %d", seed, idx.BaseHeight())
+		}
 	}
 }
 
@@ -512,6 +532,18 @@ func TestPropertyBaseIndexMatchesModel(t *testing.T) {
 	for _, seed := range []int64{4, 5} {
 		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
 			runPropertyWith(t, seed, 32, false, true)
+		})
+	}
+}
+
+// TestPropertyTrailingBaseIndexMatchesModel is the trailing model check for
+// an index built into its base, which the worker extends while the chain
+// connects, reorganizes and invalidates blocks (an extension a disconnect
+// overtakes is given up, and the index trails through ffldb from then on).
+func TestPropertyTrailingBaseIndexMatchesModel(t *testing.T) {
+	for _, seed := range []int64{6, 7} {
+		t.Run("seed"+strconv.FormatInt(seed, 10), func(t *testing.T) {
+			runPropertyWith(t, seed, 48, true, true)
 		})
 	}
 }

@@ -108,9 +108,12 @@ type trailer struct {
 	// skipped, runs and moved count blocks the hooks left to the worker,
 	// runs that committed blocks, and runs stopped by a reorganization.
 	skipped, runs, moved int
-	gone                 map[chainhash.Hash]struct{}
-	goneOrder            []chainhash.Hash
-	waiters              []chan struct{}
+	// disconnects counts the blocks disconnected, for an extension of
+	// the base beside the chain (trailExtend).
+	disconnects int
+	gone        map[chainhash.Hash]struct{}
+	goneOrder   []chainhash.Hash
+	waiters     []chan struct{}
 }
 
 // SetTrailing makes the index trail the chain during initial block download
@@ -218,6 +221,7 @@ func (idx *ElectrumIndex) trailsDisconnect(block *btcutil.Block) bool {
 	if t == nil || t.chain == nil {
 		return false
 	}
+	t.disconnects++
 	h := *block.Hash()
 	if _, ok := t.gone[h]; !ok {
 		t.gone[h] = struct{}{}
@@ -322,13 +326,20 @@ func (idx *ElectrumIndex) trailLoop() {
 	}
 }
 
-// trailRun runs one catch-up from the index tip to the chain's tip.
+// trailRun runs one catch-up from the index tip to the chain's tip: an
+// extension of the base (trailExtend) while ffldb holds no row above it.
 func (idx *ElectrumIndex) trailRun() error {
 	t := idx.trail
 	idx.mu.Lock()
 	from := idx.tip.height
+	extend := idx.base != nil && !idx.baseDirty && idx.tip.valid && idx.tip.height == idx.baseTop
 	idx.mu.Unlock()
-	err := idx.catchUpWith(t.chain, t.quit, catchUpTrailing)
+	var err error
+	if extend {
+		err = idx.trailExtend()
+	} else {
+		err = idx.catchUpWith(t.chain, t.quit, catchUpTrailing)
+	}
 	idx.mu.Lock()
 	moved := idx.tip.height != from
 	if moved {
@@ -342,6 +353,77 @@ func (idx *ElectrumIndex) trailRun() error {
 		t.onCaughtUp()
 	}
 	return err
+}
+
+// trailExtend extends the base beside the chain, during initial block
+// download, while ffldb holds no row above it (the index tip is the base's).
+// The base may hold only blocks no crash can take from the chain: it first
+// makes every commit so far durable (forceDurable), then builds up to the
+// chain's tip as it was before, and names the new height in one ffldb
+// transaction, which, holding ffldb's write lock, runs between two blocks
+// of the chain, and only if the index tip is still the base's and no block
+// was disconnected meanwhile (counted by trailsDisconnect). Until then the
+// new rows are above the height every view reads the base to. An extension
+// given up leaves them there, and the base is never extended again
+// (markBaseDirty); the index then trails through ffldb as before.
+func (idx *ElectrumIndex) trailExtend() error {
+	t := idx.trail
+	idx.mu.Lock()
+	disc := t.disconnects
+	from := idx.tip
+	idx.mu.Unlock()
+	best := t.chain.BestSnapshot()
+	if best.Height <= from.height {
+		return nil
+	}
+	if err := forceDurable(idx.db); err != nil {
+		return err
+	}
+	idx.mu.Lock()
+	idx.building, idx.buildTip = idx.base, from
+	idx.mu.Unlock()
+	giveUp := func() {
+		idx.mu.Lock()
+		idx.building, idx.buildTip = nil, memTip{}
+		idx.mu.Unlock()
+		idx.markBaseDirty()
+	}
+	if err := idx.catchUpTo(t.chain, t.quit, catchUpBuild, best); err != nil {
+		giveUp()
+		return err
+	}
+	idx.mu.Lock()
+	tip := idx.buildTip
+	idx.mu.Unlock()
+	if tip.height <= from.height {
+		idx.mu.Lock()
+		idx.building, idx.buildTip = nil, memTip{}
+		idx.mu.Unlock()
+		return nil
+	}
+	named := false
+	err := idx.db.Update(func(dbTx database.Tx) error {
+		cur := readTip(dbTx)
+		idx.mu.Lock()
+		moved := t.disconnects != disc || cur.Hash != from.hash || cur.Height != from.height
+		idx.mu.Unlock()
+		if moved {
+			return errTrailMoved
+		}
+		named = true
+		return idx.nameBase(dbTx, tip)
+	})
+	if err != nil {
+		if named {
+			// As for a trailing batch: the in-memory state is ahead of
+			// a database whose commit failed.
+			panic(fmt.Sprintf("electrum index: commit of its base's height failed: %v", err))
+		}
+		giveUp()
+		return err
+	}
+	log.Infof("Electrum index: base extended to height %d beside the chain's download", tip.height)
+	return nil
 }
 
 // behind reports whether the chain has blocks the index has not committed.
