@@ -88,7 +88,10 @@ var errBaseReadOnly = errors.New("electrum index: a cursor over the base is read
 type mergedBucket struct {
 	meta database.Bucket
 	base *leveldb.DB
-	top  int32
+	// top is the base's height as the view's transaction names it (its
+	// Exm entry), read when the view first needs it: the base may hold
+	// rows above it, of an extension not named yet (trail.go).
+	top *baseHeight
 	// its holds the base iterators of the bucket's cursors, released by
 	// release.
 	its *baseIters
@@ -101,10 +104,28 @@ type baseIters struct {
 	its []iterator.Iterator
 }
 
+// baseHeight is a view's base height, read once.
+type baseHeight struct {
+	once   sync.Once
+	height int32
+}
+
+// height returns the base's height in the view (-1: the view names no
+// base, and reads none of it).
+func (b mergedBucket) height() int32 {
+	b.top.once.Do(func() {
+		b.top.height = -1
+		if _, h, ok := decodeTipVal(b.meta.Get(baseKey)); ok {
+			b.top.height = h
+		}
+	})
+	return b.top.height
+}
+
 // Delete deletes the row of k: in ffldb, and by a tombstone when the base
 // may hold it.
 func (b mergedBucket) Delete(k []byte) error {
-	if h, ok := rowHeight(k); ok && h <= b.top {
+	if h, ok := rowHeight(k); ok && h <= b.height() {
 		return b.meta.Put(k, tombstone)
 	}
 	return b.meta.Delete(k)
@@ -159,7 +180,7 @@ func (b mergedBucket) Get(k []byte) []byte {
 		}
 		return v
 	}
-	if h, ok := rowHeight(k); !ok || h > b.top {
+	if h, ok := rowHeight(k); !ok || h > b.height() {
 		return nil
 	}
 	v, err := b.base.Get(k, nil)
@@ -296,7 +317,7 @@ func (c *mergedCursor) settle() bool {
 		// The base's entries that are not rows of the view's base:
 		// its own bookkeeping, and rows above the base's height.
 		for c.lOK {
-			if h, ok := rowHeight(c.l.Key()); ok && h <= c.b.top {
+			if h, ok := rowHeight(c.l.Key()); ok && h <= c.b.height() {
 				break
 			}
 			if c.rev {

@@ -122,13 +122,7 @@ func (idx *ElectrumIndex) view(dbTx database.Tx) (meta database.Bucket, done fun
 	if idx.base == nil {
 		return m, func() {}
 	}
-	// The base's height as this view's transaction names it: the base
-	// may hold rows above it, of an extension not named yet (trail.go).
-	_, top, ok := decodeTipVal(m.Get(baseKey))
-	if !ok {
-		return m, func() {}
-	}
-	b := mergedBucket{meta: m, base: idx.base, top: top, its: new(baseIters)}
+	b := mergedBucket{meta: m, base: idx.base, top: new(baseHeight), its: new(baseIters)}
 	return b, b.release
 }
 
