@@ -400,13 +400,16 @@ func (idx *ElectrumIndex) SetBasePath(dir string) { idx.basePath = dir }
 
 // CloseBase closes the base, if the index has one open.
 func (idx *ElectrumIndex) CloseBase() {
-	if idx.base != nil {
-		idx.base.Close()
-		idx.base = nil
+	idx.mu.Lock()
+	base, building := idx.base, idx.building
+	idx.base, idx.building = nil, nil
+	idx.mu.Unlock()
+	if base != nil {
+		base.Close()
 	}
-	if idx.building != nil {
-		idx.building.Close()
-		idx.building = nil
+	// An extension builds into the base itself (trailExtend).
+	if building != nil && building != base {
+		building.Close()
 	}
 }
 
