@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -208,10 +209,18 @@ func TestReorgKeepsTransactions(t *testing.T) {
 		t.Fatalf("ReorgDropping from the payment's block built %d blocks, want 5", len(dropped))
 	}
 	want := []HistoryItem{{TxHash: op.Hash.String(), Height: 0}, {TxHash: spend.TxHash().String(), Height: -1}}
-	hist, err := n.Electrum.GetHistory(ctx, sh)
-	if err != nil || len(hist) != 2 || !(equalHistory(withoutFees(hist), want) ||
-		equalHistory(withoutFees(hist), []HistoryItem{want[1], want[0]})) {
-		t.Fatalf("history after dropping the payment %+v (%v), want %+v", hist, err, want)
+	// The node puts the dropped transactions back into its mempool, and
+	// its mempool view follows the mempool's notifications: wait for both.
+	var hist []HistoryItem
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		hist, err = n.Electrum.GetHistory(ctx, sh)
+		if err == nil && len(hist) == 2 && (equalHistory(withoutFees(hist), want) ||
+			equalHistory(withoutFees(hist), []HistoryItem{want[1], want[0]})) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("history after dropping the payment %+v (%v), want %+v", hist, err, want)
+		}
 	}
 	var none chainhash.Hash
 	if _, err := n.ReorgDropping(&none); err == nil {
