@@ -490,15 +490,24 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 			return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
 		}
 		idx.base, idx.baseTop = ldb, top
-		// An extension cut short leaves the base's own tip above the
-		// height ffldb names (trail.go, trailExtend).
-		if v, err := ldb.Get(baseTipKey, nil); err == nil {
-			if bt, ok := decodeBaseTip(v); ok && bt.height > top {
-				idx.markBaseDirty()
-			}
-		}
 		if ok, _ := ldb.Has(baseDirtyKey, nil); ok {
 			idx.baseDirty = true
+			return nil
+		}
+		// An extension whose naming a crash took leaves the base's own
+		// tip above the height ffldb names (trail.go, trailExtend): its
+		// rows are those of the blocks up to that tip, which the next
+		// extension takes up if the chain still has it.
+		if v, err := ldb.Get(baseTipKey, nil); err == nil {
+			bt, ok := decodeBaseTip(v)
+			switch {
+			case !ok:
+				idx.markBaseDirty()
+			case bt.height > top:
+				idx.baseAhead = bt
+				log.Infof("Electrum index: its base holds blocks up to height %d, above the %d it is named for",
+					bt.height, top)
+			}
 		}
 		return nil
 	case !empty:
@@ -564,6 +573,17 @@ func (idx *ElectrumIndex) finishBase() error {
 // base's block, and makes the base being built the one the index reads,
 // up to t. idx.mu is not held.
 func (idx *ElectrumIndex) nameBase(dbTx database.Tx, t memTip) error {
+	return idx.nameTip(dbTx, t, true)
+}
+
+// nameExtension is nameBase for an extension beside the chain, which goes
+// on building into the base.
+func (idx *ElectrumIndex) nameExtension(dbTx database.Tx, t memTip) error {
+	return idx.nameTip(dbTx, t, false)
+}
+
+// nameTip is nameBase, ending the build or not.
+func (idx *ElectrumIndex) nameTip(dbTx database.Tx, t memTip, end bool) error {
 	meta := dbTx.Metadata()
 	if err := meta.Put(statsKey, encodeStats(t.stats)); err != nil {
 		return err
@@ -575,9 +595,14 @@ func (idx *ElectrumIndex) nameBase(dbTx database.Tx, t memTip) error {
 		return err
 	}
 	idx.mu.Lock()
-	idx.base, idx.baseTop, idx.building = idx.building, t.height, nil
-	idx.buildTip = memTip{}
+	if end {
+		idx.base, idx.building = idx.building, nil
+		idx.buildTip = memTip{}
+	}
+	idx.baseTop = t.height
 	idx.setTip(t)
+	// The tip moves without the held rows (held.go).
+	idx.forgetHeld()
 	idx.mu.Unlock()
 	return nil
 }
@@ -600,30 +625,6 @@ func (idx *ElectrumIndex) markBaseDirty() {
 // baseDirtyKey marks a base markBaseDirty marked.
 var baseDirtyKey = []byte("\x00electrum base dirty")
 
-// padKey is the key of forceDurable's padding row.
-var padKey = []byte("electrumdurabilitypadding")
-
-// padBytes is the padding's size: with it in ffldb's write cache, the cache
-// counts more than two thirds of its 100 MiB, and btcd v0.26.2's ffldb
-// writes the whole cache to leveldb at the next commit.
-const padBytes = 70 << 20
-
-// forceDurable returns once every transaction committed to db before it
-// was called is written to leveldb, as after a clean close: ffldb keeps
-// commits in a write cache it writes out only when the cache is large or
-// five minutes have passed, and a crash loses what it holds. It commits a
-// padding row and deletes it: the delete's commit finds the cache over
-// ffldb's mark and writes it out (or the padding's commit does, when five
-// minutes have passed). TestForceDurable checks it on a copy of the
-// database's files taken without closing it.
-func forceDurable(db database.DB) error {
-	pad := make([]byte, padBytes)
-	if err := db.Update(func(dbTx database.Tx) error { return dbTx.Metadata().Put(padKey, pad) }); err != nil {
-		return err
-	}
-	return db.Update(func(dbTx database.Tx) error { return dbTx.Metadata().Delete(padKey) })
-}
-
 // removeBase deletes the base (the index is dropped).
 func (idx *ElectrumIndex) removeBase() error {
 	if idx.basePath == "" {
@@ -634,8 +635,9 @@ func (idx *ElectrumIndex) removeBase() error {
 	return os.RemoveAll(idx.basePath)
 }
 
-// baseBatch is a rowWriter into a leveldb batch.
-type baseBatch struct{ b *leveldb.Batch }
+// baseTx is a rowWriter into a leveldb transaction: each row goes straight
+// into the transaction's memory table (a batch would copy it twice more).
+type baseTx struct{ t *leveldb.Transaction }
 
-func (w baseBatch) Put(k, v []byte) error { w.b.Put(k, v); return nil }
-func (w baseBatch) Delete(k []byte) error { w.b.Delete(k); return nil }
+func (w baseTx) Put(k, v []byte) error { return w.t.Put(k, v, nil) }
+func (w baseTx) Delete(k []byte) error { return w.t.Delete(k, nil) }

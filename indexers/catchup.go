@@ -540,6 +540,8 @@ func goMemory() int64 {
 type fetched struct {
 	plan *blockPlan
 	err  error
+	// flush: no block; the assembler sends the batch it holds.
+	flush bool
 }
 
 // catchUpMode says what a catch-up runs for.
@@ -555,10 +557,22 @@ const (
 	// extend the index tip in the main chain before it commits, and the
 	// in-memory tip moves with every commit.
 	catchUpTrailing
-	// catchUpBuild extends the base beside a chain that may be
-	// connecting blocks (trail.go, trailExtend): up to a block made
-	// durable first, each batch checked to link up.
-	catchUpBuild
+	// catchUpExtend extends the base beside a chain connecting blocks
+	// (trail.go, trailExtend): each batch is checked to link up, and the
+	// run follows the chain as it grows, committing what it has when the
+	// chain pauses and ending when the pause lasts.
+	catchUpExtend
+)
+
+const (
+	// followPoll is how often an extension looks for the chain's new
+	// blocks once it has read up to its tip.
+	followPoll = 20 * time.Millisecond
+	// followFlush is the pause of the chain after which an extension
+	// commits the batch it holds, and followEnd the pause after which it
+	// ends.
+	followFlush = 200 * time.Millisecond
+	followEnd   = time.Second
 )
 
 // catchUp brings the index from its tip to the chain tip: parallel workers
@@ -572,13 +586,15 @@ func (idx *ElectrumIndex) catchUp(chain *blockchain.BlockChain, interrupt <-chan
 
 // catchUpWith is catchUp for a mode.
 func (idx *ElectrumIndex) catchUpWith(chain *blockchain.BlockChain, interrupt <-chan struct{}, mode catchUpMode) error {
-	return idx.catchUpTo(chain, interrupt, mode, chain.BestSnapshot())
+	return idx.catchUpTo(chain, interrupt, mode, chain.BestSnapshot(), nil)
 }
 
 // catchUpTo is catchUpWith up to the block of best. A build of the base
-// (idx.building) starts from the base's tip and leaves the index tip alone.
+// (idx.building) starts from the base's tip and leaves the index tip alone;
+// an extension (catchUpExtend) follows the chain past best and calls name
+// after each commit, with the base's new tip.
 func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-chan struct{}, mode catchUpMode,
-	best *blockchain.BestState) error {
+	best *blockchain.BestState, name func(memTip) error) error {
 
 	trailing := mode == catchUpTrailing
 	idx.mu.Lock()
@@ -640,7 +656,10 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 	}()
 
 	// Dispatch heights in order; each job carries its own result channel and
-	// the queue of those channels keeps the order for the assembler.
+	// the queue of those channels keeps the order for the assembler. An
+	// extension goes on with the blocks the chain connects meanwhile; when
+	// the chain pauses, a marker in the queue has the assembler send what
+	// it holds to the committer.
 	type job struct {
 		height int32
 		out    chan fetched
@@ -650,7 +669,42 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 	go func() {
 		defer close(queue)
 		defer close(jobs)
-		for h := from; h <= best.Height; h++ {
+		last := best.Height
+		quiet, flushed := time.Now(), true
+		for h := from; ; h++ {
+			for h > last {
+				if mode != catchUpExtend {
+					return
+				}
+				if nb := chain.BestSnapshot(); nb.Height > last {
+					last, quiet, flushed = nb.Height, time.Now(), false
+					idx.mu.Lock()
+					idx.progress.Target = last
+					idx.progress.TargetTxs = nb.TotalTxns - start.txCount
+					idx.mu.Unlock()
+					continue
+				}
+				switch {
+				case time.Since(quiet) >= followEnd:
+					return
+				case time.Since(quiet) >= followFlush && !flushed:
+					flushed = true
+					marker := make(chan fetched, 1)
+					marker <- fetched{flush: true}
+					select {
+					case queue <- marker:
+					case <-stop:
+						return
+					}
+				}
+				select {
+				case <-time.After(followPoll):
+				case <-stop:
+					return
+				case <-interrupt:
+					return
+				}
+			}
 			j := job{height: h, out: make(chan fetched, 1)}
 			select {
 			case queue <- j.out:
@@ -688,7 +742,6 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 			locked time.Duration // write lock held, summed over the run
 		)
 		var ltx *leveldb.Transaction
-		lb := new(leveldb.Batch)
 		for b := range commits {
 			if err != nil {
 				continue
@@ -702,14 +755,10 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 						continue
 					}
 				}
-				lb.Reset()
-				err = b.writeRows(baseBatch{lb})
+				err = b.writeRows(baseTx{ltx})
 				t := memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats}
 				if err == nil && b.last {
-					lb.Put(baseTipKey, encodeBaseTip(t))
-				}
-				if err == nil {
-					err = ltx.Write(lb, nil)
+					err = ltx.Put(baseTipKey, encodeBaseTip(t), nil)
 				}
 				if err != nil {
 					ltx.Discard()
@@ -727,7 +776,7 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 					idx.mu.Lock()
 					// Readers and the hooks go on seeing the index
 					// tip: the rows are the index's once nameBase
-					// names them.
+					// names them (or name, for an extension).
 					idx.buildTip = t
 					idx.progress.Height = b.hgt
 					idx.progress.Txs += txs
@@ -735,7 +784,10 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 					idx.progress.Batches++
 					idx.committed.add(time.Now(), idx.progress.Txs)
 					idx.mu.Unlock()
-					if idx.afterCommit != nil {
+					if name != nil {
+						err = name(t)
+					}
+					if err == nil && idx.afterCommit != nil {
 						idx.afterCommit()
 					}
 				}
@@ -833,8 +885,21 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 			loopErr = f.err
 			break
 		}
+		if f.flush {
+			if b.txs > 0 || sent > 0 {
+				mapSize[b2i(direct)] = len(utxo)
+				b.seal(true)
+				next := newBatch(nil, b)
+				commits <- b
+				direct = !direct
+				utxo = make(map[[utxoKeyLen]byte]utxoOp, mapSize[b2i(direct)])
+				next.utxo = utxo
+				b, sent = next, 0
+			}
+			continue
+		}
 		p := f.plan
-		if (trailing || mode == catchUpBuild) && p.prev != parent {
+		if (trailing || mode == catchUpExtend) && p.prev != parent {
 			// The chain reorganized while its blocks were read.
 			loopErr = errTrailMoved
 			break

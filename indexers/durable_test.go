@@ -1,26 +1,31 @@
-package indexers
+package indexers_test
 
 import (
-	"bytes"
 	"io"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
-	_ "github.com/btcsuite/btcd/database/ffldb"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
 )
 
-// copyTree copies the files under src to dst as they are on disk now. A
-// file leveldb deletes meanwhile (a compaction ending) makes it copy again.
-func copyTree(t *testing.T, src, dst string) {
+// copyImage copies the files under src to dst as they are on disk now, as a
+// crash leaves them. A file leveldb deletes meanwhile (a compaction ending)
+// makes it copy again.
+func copyImage(t *testing.T, src, dst string) {
 	t.Helper()
 	var err error
 	for try := 0; try < 50; try++ {
 		os.RemoveAll(dst)
-		if err = copyTreeOnce(src, dst); err == nil || !os.IsNotExist(err) {
+		if err = copyImageOnce(src, dst); err == nil || !os.IsNotExist(err) {
 			break
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -30,8 +35,8 @@ func copyTree(t *testing.T, src, dst string) {
 	}
 }
 
-// copyTreeOnce is one attempt of copyTree.
-func copyTreeOnce(src, dst string) error {
+// copyImageOnce is one attempt of copyImage.
+func copyImageOnce(src, dst string) error {
 	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -59,49 +64,134 @@ func copyTreeOnce(src, dst string) error {
 	})
 }
 
-// TestForceDurable commits a row into an ffldb database, then copies the
-// database's files without closing it, as a crash leaves them, and opens
-// the copy: the row is lost without forceDurable (ffldb held it in its write
-// cache) and kept with it.
-func TestForceDurable(t *testing.T) {
-	net := chaincfg.RegressionNetParams.Net
-	for _, force := range []bool{false, true} {
-		dir := t.TempDir()
-		path := filepath.Join(dir, "db")
-		db, err := database.Create("ffldb", path, net)
-		if err != nil {
-			t.Fatal(err)
+// baseTrailingFactory is the factory of an index that is built into the
+// base at baseDir and trails the chain, extending the base at every block.
+func baseTrailingFactory(idx **indexers.ElectrumIndex, baseDir string) testchain.IndexFactory {
+	inner := propIndexTrailing(idx, true)
+	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		m := inner(db, params)
+		(*idx).SetBasePath(baseDir)
+		return m
+	}
+}
+
+// TestBaseExtensionAfterCrash extends the base beside a chain, then opens an
+// image of the files taken without closing anything, as a crash leaves
+// them: ffldb's write cache, which held the naming of the extension and
+// the blocks it indexed, is lost, and the base keeps its rows above the
+// height ffldb names. When the chain gets the same blocks again, the next
+// extension takes those rows up; when it gets other blocks, the rows stay
+// hidden and the base is never extended again. Either way the index then
+// verifies row for row against the chain.
+func TestBaseExtensionAfterCrash(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		name := "same blocks"
+		if !same {
+			name = "other blocks"
 		}
-		key, val := []byte("Exdurable"), []byte("committed before")
-		if err := db.Update(func(dbTx database.Tx) error { return dbTx.Metadata().Put(key, val) }); err != nil {
-			t.Fatal(err)
-		}
-		if force {
-			if err := forceDurable(db); err != nil {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			chainDir, baseDir := filepath.Join(dir, "chain"), filepath.Join(dir, "base")
+			var idx *indexers.ElectrumIndex
+			h, err := testchain.Create(chainDir, baseTrailingFactory(&idx, baseDir))
+			if err != nil {
 				t.Fatal(err)
 			}
-		}
-		crashed := filepath.Join(dir, "crashed")
-		copyTree(t, path, crashed)
-		db.Close()
-		cdb, err := database.Open("ffldb", crashed, net)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got, pad []byte
-		_ = cdb.View(func(dbTx database.Tx) error {
-			got = bytes.Clone(dbTx.Metadata().Get(key))
-			pad = dbTx.Metadata().Get(padKey)
-			return nil
+			defer func() {
+				idx.StopTrailing()
+				h.Close()
+				idx.CloseBase()
+			}()
+			if err := h.MineMature(); err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewSource(11))
+			spec := testchain.DefaultSpec()
+			spec.Txs = 30
+			mine := func(n int) []*btcutil.Block {
+				var blocks []*btcutil.Block
+				for i := 0; i < n; i++ {
+					b, err := h.Mine(rng, spec)
+					if err != nil {
+						t.Fatal(err)
+					}
+					blocks = append(blocks, b)
+				}
+				if err := idx.WaitCaughtUp(time.Minute); err != nil {
+					t.Fatal(err)
+				}
+				return blocks
+			}
+			mine(5)
+			// A clean close: ffldb writes its cache out, naming the base
+			// at the tip.
+			idx.StopTrailing()
+			idx.CloseBase()
+			if err := h.Reopen(baseTrailingFactory(&idx, baseDir)); err != nil {
+				t.Fatal(err)
+			}
+			_, named := h.Tip()
+			if got := idx.BaseHeight(); got != named {
+				t.Fatalf("base at height %d after a clean close at %d", got, named)
+			}
+			lost := mine(6)
+			_, top := h.Tip()
+			if got := idx.BaseHeight(); got != top {
+				t.Fatalf("base at height %d, chain at %d: the worker did not extend it", got, top)
+			}
+			verifyIndexOK(t, h, idx, "extended")
+
+			crashChain, crashBase := filepath.Join(dir, "crash-chain"), filepath.Join(dir, "crash-base")
+			copyImage(t, chainDir, crashChain)
+			copyImage(t, baseDir, crashBase)
+
+			var cidx *indexers.ElectrumIndex
+			c, err := testchain.Open(crashChain, baseTrailingFactory(&cidx, crashBase))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				cidx.StopTrailing()
+				c.Close()
+				cidx.CloseBase()
+			}()
+			if _, got := c.Tip(); got != named {
+				t.Fatalf("crash image's chain at height %d, want %d (the write cache lost)", got, named)
+			}
+			if got := cidx.BaseHeight(); got != named {
+				t.Fatalf("crash image's base read to height %d, want %d", got, named)
+			}
+			if got := cidx.BaseAheadHeight(); got != top {
+				t.Fatalf("crash image's base holds blocks to height %d, want %d", got, top)
+			}
+			verifyIndexOK(t, c, cidx, "crash image")
+			if same {
+				for _, b := range lost {
+					if _, _, err := c.Chain.ProcessBlock(btcutil.NewBlock(b.MsgBlock()), blockchain.BFNoPoWCheck); err != nil {
+						t.Fatal(err)
+					}
+				}
+			} else {
+				crng := rand.New(rand.NewSource(12))
+				for i := 0; i < len(lost)+2; i++ {
+					if _, err := c.Mine(crng, spec); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if err := cidx.WaitCaughtUp(time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			_, ctop := c.Tip()
+			switch {
+			case same && (cidx.BaseHeight() != ctop || cidx.BaseDirty()):
+				t.Fatalf("base at height %d (dirty %v) after the same blocks came again to %d",
+					cidx.BaseHeight(), cidx.BaseDirty(), ctop)
+			case !same && (cidx.BaseHeight() != named || !cidx.BaseDirty()):
+				t.Fatalf("base at height %d (dirty %v) after other blocks came, want %d and dirty",
+					cidx.BaseHeight(), cidx.BaseDirty(), named)
+			}
+			verifyIndexOK(t, c, cidx, "after the crash")
 		})
-		cdb.Close()
-		switch {
-		case force && !bytes.Equal(got, val):
-			t.Fatalf("after forceDurable the row is %q in the crash image", got)
-		case !force && got != nil:
-			t.Fatal("without forceDurable the row is in the crash image: the test shows nothing")
-		case pad != nil:
-			t.Fatal("the padding row is in the crash image")
-		}
 	}
 }

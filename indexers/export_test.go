@@ -44,9 +44,9 @@ func (idx *ElectrumIndex) SetReadCacheMinRows(n int) { idx.reads.minRows = n }
 func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }
 
 // SetTrailingTuning sets the lag at which the trailing worker starts a run
-// and how long it waits for more blocks before catching up a smaller lag.
+// (through ffldb or into the base) and how long it waits for more blocks before catching up a smaller lag.
 func (idx *ElectrumIndex) SetTrailingTuning(minTxs int64, idle time.Duration) {
-	idx.trail.minTxs, idx.trail.idle = minTxs, idle
+	idx.trail.minTxs, idx.trail.baseTxs, idx.trail.idle = minTxs, minTxs, idle
 }
 
 // TrailingCounts returns how many blocks the hooks left to the trailing
@@ -170,4 +170,22 @@ func (idx *ElectrumIndex) BaseHeight() int32 {
 		return -1
 	}
 	return idx.baseTop
+}
+
+// BaseDirty reports whether the base is never to be extended again.
+func (idx *ElectrumIndex) BaseDirty() bool {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	return idx.baseDirty
+}
+
+// BaseAheadHeight is the height of the base's own tip when it is above the
+// height the index reads it to (-1: it is not).
+func (idx *ElectrumIndex) BaseAheadHeight() int32 {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if !idx.baseAhead.valid {
+		return -1
+	}
+	return idx.baseAhead.height
 }

@@ -112,6 +112,9 @@ type ElectrumIndex struct {
 	// baseDirty: the base holds rows above its height and is never
 	// extended (markBaseDirty).
 	baseDirty bool
+	// baseAhead is the base's own tip when it is above baseTop: an
+	// extension whose naming a crash took (trail.go, trailExtend).
+	baseAhead memTip
 }
 
 // view returns the metadata bucket of dbTx as the index reads and writes

@@ -128,12 +128,6 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 		}
 		exists = tips.Get(electrumIndexKey) != nil
 		version = schemaVersionOf(dbTx)
-		// A crash inside forceDurable leaves its padding row.
-		if dbTx.Metadata().Get(padKey) != nil {
-			if err := dbTx.Metadata().Delete(padKey); err != nil {
-				return err
-			}
-		}
 		if !exists {
 			if err := idx.Create(dbTx); err != nil {
 				return err
@@ -170,6 +164,9 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 		idx.mu.Lock()
 		idx.buildTip = idx.buildFrom
 		idx.mu.Unlock()
+	}
+	if idx.building == nil && idx.extendAtStart(chain) {
+		return nil
 	}
 	if err := idx.catchUp(chain, interrupt); err != nil {
 		// The process stops (or opens the chain again): a base being

@@ -75,6 +75,11 @@ const (
 	// behind a download that never pauses (a run of this lag takes a few
 	// minutes on 2 cores).
 	trailMinTxs = 10_000_000
+	// trailBaseTxs is that lag while the worker extends the base
+	// (trailExtend): a run writes no ffldb row and takes no lock the
+	// chain waits for, so it goes on beside the download, each run
+	// building what came during the last.
+	trailBaseTxs = 250_000
 	// trailIdle is how long the worker waits for the next old block before
 	// it catches up a smaller lag.
 	trailIdle = time.Second
@@ -93,8 +98,9 @@ type trailer struct {
 	age time.Duration
 	// minTxs and idle are trailMinTxs and trailIdle (tests make them
 	// small so that runs overlap the chain's reorganizations).
-	minTxs int64
-	idle   time.Duration
+	minTxs  int64
+	baseTxs int64
+	idle    time.Duration
 
 	kick  chan bool // true: catch up now, whatever the lag
 	quit  chan struct{}
@@ -129,6 +135,7 @@ func (idx *ElectrumIndex) SetTrailing(age time.Duration, onCaughtUp func()) {
 	idx.trail = &trailer{
 		age:        age,
 		minTxs:     trailMinTxs,
+		baseTxs:    trailBaseTxs,
 		idle:       trailIdle,
 		kick:       make(chan bool, 1),
 		quit:       make(chan struct{}),
@@ -292,8 +299,15 @@ func (idx *ElectrumIndex) trailLoop() {
 		idx.mu.Unlock()
 		best := t.chain.BestSnapshot()
 		lag := int64(best.TotalTxns) - int64(have)
-		if !now && lag < t.minTxs {
-			// Blocks are still coming: wait for more, or for a pause.
+		min := t.minTxs
+		extend, ahead := idx.extendable()
+		if extend {
+			min = t.baseTxs
+		}
+		if !now && (lag < min || ahead.valid && best.Height < ahead.height) {
+			// Blocks are still coming: wait for more (up to the
+			// base's own tip, for an extension a crash cut short),
+			// or for a pause.
 			idle.Reset(t.idle)
 			continue
 		}
@@ -326,18 +340,37 @@ func (idx *ElectrumIndex) trailLoop() {
 	}
 }
 
+// extendable reports whether the worker's runs extend the base: while
+// ffldb holds no row above it (the index tip is the base's) and it holds no
+// rows of blocks that left the chain (baseDirty). ahead is the base's own
+// tip when an extension's naming was lost to a crash.
+func (idx *ElectrumIndex) extendable() (ok bool, ahead memTip) {
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	ok = idx.base != nil && !idx.baseDirty && idx.tip.valid && idx.tip.height == idx.baseTop
+	if ok {
+		ahead = idx.baseAhead
+	}
+	return ok, ahead
+}
+
 // trailRun runs one catch-up from the index tip to the chain's tip: an
 // extension of the base (trailExtend) while ffldb holds no row above it.
 func (idx *ElectrumIndex) trailRun() error {
 	t := idx.trail
 	idx.mu.Lock()
 	from := idx.tip.height
-	extend := idx.base != nil && !idx.baseDirty && idx.tip.valid && idx.tip.height == idx.baseTop
 	idx.mu.Unlock()
+	extend, _ := idx.extendable()
 	var err error
 	if extend {
 		err = idx.trailExtend()
-	} else {
+	}
+	if errors.Is(err, errBaseOffChain) {
+		// The base is no longer extended: this run goes through ffldb.
+		extend = false
+	}
+	if !extend {
 		err = idx.catchUpWith(t.chain, t.quit, catchUpTrailing)
 	}
 	idx.mu.Lock()
@@ -355,75 +388,162 @@ func (idx *ElectrumIndex) trailRun() error {
 	return err
 }
 
+// errBaseOffChain: the base's own tip, above the height ffldb names, is not
+// in the main chain.
+var errBaseOffChain = errors.New("electrum index: its base holds blocks that left the main chain")
+
 // trailExtend extends the base beside the chain, during initial block
 // download, while ffldb holds no row above it (the index tip is the base's).
-// The base may hold only blocks no crash can take from the chain: it first
-// makes every commit so far durable (forceDurable), then builds up to the
-// chain's tip as it was before, and names the new height in one ffldb
-// transaction, which, holding ffldb's write lock, runs between two blocks
-// of the chain, and only if the index tip is still the base's and no block
-// was disconnected meanwhile (counted by trailsDisconnect). Until then the
-// new rows are above the height every view reads the base to. An extension
-// given up leaves them there, and the base is never extended again
-// (markBaseDirty); the index then trails through ffldb as before.
+// It is one catch-up (catchUpExtend) that follows the chain as it connects
+// blocks and ends when the chain pauses. After each batch it commits into
+// the base, one ffldb transaction names the new height; holding ffldb's
+// write lock, it runs between two blocks of the chain, and only if the
+// index tip is still the one last named and no block was disconnected since
+// the run began (counted by trailsDisconnect). Until then the new rows are
+// above the height every view reads the base to.
+//
+// A crash can take the naming, and the blocks, from ffldb (its write cache
+// holds the commits of up to five minutes) but not the rows from the base,
+// whose own tip then stays above the named height (baseAhead). Those rows
+// are the rows of the blocks up to that tip, each batch having been checked
+// to link up with the last: once the chain has that tip again, the next
+// extension starts from it. If the chain has another block at its height,
+// or reaches the network's tip below it, the rows are those of blocks no
+// longer in the chain, and the base is never extended again
+// (markBaseDirty); the index then trails through ffldb as before. An
+// extension stopped by a reorganization leaves the same state.
 func (idx *ElectrumIndex) trailExtend() error {
 	t := idx.trail
 	idx.mu.Lock()
 	disc := t.disconnects
 	from := idx.tip
+	start := idx.baseAhead
 	idx.mu.Unlock()
 	best := t.chain.BestSnapshot()
-	if best.Height <= from.height {
-		return nil
-	}
-	if err := forceDurable(idx.db); err != nil {
-		return err
-	}
-	idx.mu.Lock()
-	idx.building, idx.buildTip = idx.base, from
-	idx.mu.Unlock()
-	giveUp := func() {
-		idx.mu.Lock()
-		idx.building, idx.buildTip = nil, memTip{}
-		idx.mu.Unlock()
-		idx.markBaseDirty()
-	}
-	if err := idx.catchUpTo(t.chain, t.quit, catchUpBuild, best); err != nil {
-		giveUp()
-		return err
-	}
-	idx.mu.Lock()
-	tip := idx.buildTip
-	idx.mu.Unlock()
-	if tip.height <= from.height {
-		idx.mu.Lock()
-		idx.building, idx.buildTip = nil, memTip{}
-		idx.mu.Unlock()
-		return nil
-	}
-	named := false
-	err := idx.db.Update(func(dbTx database.Tx) error {
-		cur := readTip(dbTx)
-		idx.mu.Lock()
-		moved := t.disconnects != disc || cur.Hash != from.hash || cur.Height != from.height
-		idx.mu.Unlock()
-		if moved {
-			return errTrailMoved
+	if start.valid {
+		switch idx.aheadState(t.chain, start) {
+		case aheadWait:
+			return nil
+		case aheadGone:
+			idx.markBaseDirty()
+			return errBaseOffChain
 		}
-		named = true
-		return idx.nameBase(dbTx, tip)
-	})
-	if err != nil {
-		if named {
+	} else if best.Height <= from.height {
+		return nil
+	} else {
+		start = from
+	}
+	idx.mu.Lock()
+	idx.building, idx.buildTip = idx.base, start
+	idx.baseAhead = memTip{}
+	idx.mu.Unlock()
+	last := from
+	name := func(tip memTip) error {
+		named := false
+		err := idx.db.Update(func(dbTx database.Tx) error {
+			cur := readTip(dbTx)
+			idx.mu.Lock()
+			moved := t.disconnects != disc || cur.Hash != last.hash || cur.Height != last.height
+			idx.mu.Unlock()
+			if moved {
+				return errTrailMoved
+			}
+			named = true
+			return idx.nameExtension(dbTx, tip)
+		})
+		if err != nil && named {
 			// As for a trailing batch: the in-memory state is ahead of
 			// a database whose commit failed.
 			panic(fmt.Sprintf("electrum index: commit of its base's height failed: %v", err))
 		}
-		giveUp()
+		if err == nil {
+			last = tip
+		}
 		return err
 	}
-	log.Infof("Electrum index: base extended to height %d beside the chain's download", tip.height)
+	err := idx.catchUpTo(t.chain, t.quit, catchUpExtend, best, name)
+	idx.mu.Lock()
+	// What the run committed is linked to its start: if the run stopped
+	// before naming all of it, the next run takes it up if the chain
+	// still has it.
+	if err != nil && idx.buildTip.height > last.height {
+		idx.baseAhead = idx.buildTip
+	}
+	idx.building, idx.buildTip = nil, memTip{}
+	idx.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if last.height > from.height {
+		log.Infof("Electrum index: base extended to height %d beside the chain's download", last.height)
+	}
 	return nil
+}
+
+// The states of a base whose own tip is above its named height.
+const (
+	// aheadInChain: the chain has the base's tip; an extension takes it up.
+	aheadInChain = iota
+	// aheadWait: the chain is below the base's tip and still downloading.
+	aheadWait
+	// aheadGone: the base's tip is not the chain's block at its height,
+	// or the chain stopped below it at the network's tip (or does not
+	// trail).
+	aheadGone
+)
+
+// aheadState says what becomes of the base's rows above its named height,
+// up to its own tip ahead.
+func (idx *ElectrumIndex) aheadState(chain *blockchain.BlockChain, ahead memTip) int {
+	best := chain.BestSnapshot()
+	if best.Height < ahead.height {
+		if idx.trail == nil {
+			return aheadGone
+		}
+		hdr, err := chain.HeaderByHash(&best.Hash)
+		if err == nil && time.Since(hdr.Timestamp) > idx.trail.age {
+			return aheadWait
+		}
+		return aheadGone
+	}
+	h, err := chain.BlockHashByHeight(ahead.height)
+	if err != nil || *h != ahead.hash {
+		return aheadGone
+	}
+	log.Infof("Electrum index: taking up the extension of its base from height %d", ahead.height)
+	return aheadInChain
+}
+
+// extendAtStart makes the catch-up at start extend the base, while the
+// index tip is the base's: the rows go where a build puts them, and
+// finishBase names them. It reports whether the catch-up is left to the
+// trailing worker (the chain has yet to reach the base's own tip).
+func (idx *ElectrumIndex) extendAtStart(chain *blockchain.BlockChain) bool {
+	ok, ahead := idx.extendable()
+	if !ok {
+		return false
+	}
+	idx.mu.Lock()
+	start := idx.tip
+	idx.mu.Unlock()
+	if ahead.valid {
+		switch idx.aheadState(chain, ahead) {
+		case aheadWait:
+			log.Infof("Electrum index: its base holds blocks up to height %d; waiting for the chain to reach it",
+				ahead.height)
+			return true
+		case aheadGone:
+			idx.markBaseDirty()
+			return false
+		}
+		start = ahead
+	} else if chain.BestSnapshot().Height <= start.height {
+		return false
+	}
+	idx.mu.Lock()
+	idx.building, idx.buildTip, idx.baseAhead = idx.base, start, memTip{}
+	idx.mu.Unlock()
+	return false
 }
 
 // behind reports whether the chain has blocks the index has not committed.
