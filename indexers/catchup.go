@@ -540,8 +540,6 @@ func goMemory() int64 {
 type fetched struct {
 	plan *blockPlan
 	err  error
-	// flush: no block; the assembler sends the batch it holds.
-	flush bool
 }
 
 // catchUpMode says what a catch-up runs for.
@@ -559,8 +557,7 @@ const (
 	catchUpTrailing
 	// catchUpExtend extends the base beside a chain connecting blocks
 	// (trail.go, trailExtend): each batch is checked to link up, and the
-	// run follows the chain as it grows, committing what it has when the
-	// chain pauses and ending when the pause lasts.
+	// run follows the chain as it grows, until the chain pauses.
 	catchUpExtend
 )
 
@@ -568,11 +565,11 @@ const (
 	// followPoll is how often an extension looks for the chain's new
 	// blocks once it has read up to its tip.
 	followPoll = 20 * time.Millisecond
-	// followFlush is the pause of the chain after which an extension
-	// commits the batch it holds, and followEnd the pause after which it
-	// ends.
-	followFlush = 200 * time.Millisecond
-	followEnd   = time.Second
+	// followEnd is the pause of the chain after which an extension
+	// commits the batch it holds and ends. Each naming costs a flush of
+	// ffldb's write cache (trailExtend), so an extension commits only full
+	// batches until then.
+	followEnd = 500 * time.Millisecond
 )
 
 // catchUp brings the index from its tip to the chain tip: parallel workers
@@ -657,9 +654,8 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 
 	// Dispatch heights in order; each job carries its own result channel and
 	// the queue of those channels keeps the order for the assembler. An
-	// extension goes on with the blocks the chain connects meanwhile; when
-	// the chain pauses, a marker in the queue has the assembler send what
-	// it holds to the committer.
+	// extension goes on with the blocks the chain connects meanwhile, until
+	// the chain pauses.
 	type job struct {
 		height int32
 		out    chan fetched
@@ -670,32 +666,22 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 		defer close(queue)
 		defer close(jobs)
 		last := best.Height
-		quiet, flushed := time.Now(), true
+		quiet := time.Now()
 		for h := from; ; h++ {
 			for h > last {
 				if mode != catchUpExtend {
 					return
 				}
 				if nb := chain.BestSnapshot(); nb.Height > last {
-					last, quiet, flushed = nb.Height, time.Now(), false
+					last, quiet = nb.Height, time.Now()
 					idx.mu.Lock()
 					idx.progress.Target = last
 					idx.progress.TargetTxs = nb.TotalTxns - start.txCount
 					idx.mu.Unlock()
 					continue
 				}
-				switch {
-				case time.Since(quiet) >= followEnd:
+				if time.Since(quiet) >= followEnd {
 					return
-				case time.Since(quiet) >= followFlush && !flushed:
-					flushed = true
-					marker := make(chan fetched, 1)
-					marker <- fetched{flush: true}
-					select {
-					case queue <- marker:
-					case <-stop:
-						return
-					}
 				}
 				select {
 				case <-time.After(followPoll):
@@ -741,7 +727,12 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 			began  time.Time
 			locked time.Duration // write lock held, summed over the run
 		)
-		var ltx *leveldb.Transaction
+		var (
+			ltx *leveldb.Transaction
+			// pending: the keys an extension's transaction deletes
+			// once it is named (base.go, pendingPrefix).
+			pending []byte
+		)
 		for b := range commits {
 			if err != nil {
 				continue
@@ -755,14 +746,23 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 						continue
 					}
 				}
-				err = b.writeRows(baseTx{ltx})
+				w := baseTx{t: ltx}
+				if mode == catchUpExtend {
+					w.pending = &pending
+				}
+				err = b.writeRows(w)
 				t := memTip{valid: true, hash: b.tip, height: b.hgt, txCount: b.count, stats: b.stats}
+				if err == nil && b.last && len(pending) > 0 {
+					err = putPending(ltx, t.height, pending)
+					pending = pending[:0]
+				}
 				if err == nil && b.last {
 					err = ltx.Put(baseTipKey, encodeBaseTip(t), nil)
 				}
 				if err != nil {
 					ltx.Discard()
 					ltx = nil
+					pending = pending[:0]
 					continue
 				}
 				txs += b.txs
@@ -884,19 +884,6 @@ func (idx *ElectrumIndex) catchUpTo(chain *blockchain.BlockChain, interrupt <-ch
 		if f.err != nil {
 			loopErr = f.err
 			break
-		}
-		if f.flush {
-			if b.txs > 0 || sent > 0 {
-				mapSize[b2i(direct)] = len(utxo)
-				b.seal(true)
-				next := newBatch(nil, b)
-				commits <- b
-				direct = !direct
-				utxo = make(map[[utxoKeyLen]byte]utxoOp, mapSize[b2i(direct)])
-				next.utxo = utxo
-				b, sent = next, 0
-			}
-			continue
 		}
 		p := f.plan
 		if (trailing || mode == catchUpExtend) && p.prev != parent {

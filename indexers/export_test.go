@@ -189,3 +189,7 @@ func (idx *ElectrumIndex) BaseAheadHeight() int32 {
 	}
 	return idx.baseAhead.height
 }
+
+// SetBeforeName sets a function an extension of the base calls between
+// committing a batch into the base and naming it.
+func (idx *ElectrumIndex) SetBeforeName(f func()) { idx.beforeName = f }

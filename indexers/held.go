@@ -465,7 +465,7 @@ func (idx *ElectrumIndex) holdHeavy() {
 // readHeldEntry reads the balance and number of unspent rows of hx.
 func (idx *ElectrumIndex) readHeldEntry(hx hashX) (heldOffer, error) {
 	o := heldOffer{hx: hx}
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		o.at = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()

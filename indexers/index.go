@@ -115,6 +115,22 @@ type ElectrumIndex struct {
 	// baseAhead is the base's own tip when it is above baseTop: an
 	// extension whose naming a crash took (trail.go, trailExtend).
 	baseAhead memTip
+	// named is held by every reader of rows (readView) and taken whole by
+	// an extension from the naming of a batch until its deletes are
+	// applied (trail.go, trailExtend), so that no reader sees a height
+	// without its deletes.
+	named sync.RWMutex
+	// beforeName, when set, is called by an extension between committing
+	// a batch into the base and naming it (tests).
+	beforeName func()
+}
+
+// readView runs fn in a read-only ffldb transaction, as db.View, for a
+// reader of the index's rows (idx.view).
+func (idx *ElectrumIndex) readView(fn func(dbTx database.Tx) error) error {
+	idx.named.RLock()
+	defer idx.named.RUnlock()
+	return idx.db.View(fn)
 }
 
 // view returns the metadata bucket of dbTx as the index reads and writes
@@ -214,7 +230,7 @@ func (idx *ElectrumIndex) Create(dbTx database.Tx) error {
 
 // Init loads the index tip and its transaction count.
 func (idx *ElectrumIndex) Init() error {
-	return idx.db.View(func(dbTx database.Tx) error {
+	return idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		t, err := loadTip(dbTx, meta)

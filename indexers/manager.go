@@ -128,6 +128,12 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 		}
 		exists = tips.Get(electrumIndexKey) != nil
 		version = schemaVersionOf(dbTx)
+		// A crash inside forceDurable leaves its padding row.
+		if dbTx.Metadata().Get(padKey) != nil {
+			if err := dbTx.Metadata().Delete(padKey); err != nil {
+				return err
+			}
+		}
 		if !exists {
 			if err := idx.Create(dbTx); err != nil {
 				return err
@@ -250,7 +256,7 @@ func (idx *ElectrumIndex) repairStale(chain *blockchain.BlockChain, interrupt <-
 			block *btcutil.Block
 			stxos []blockchain.SpentTxOut
 		)
-		err := idx.db.View(func(dbTx database.Tx) error {
+		err := idx.readView(func(dbTx database.Tx) error {
 			meta, done := idx.view(dbTx)
 			defer done()
 			var err error

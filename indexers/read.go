@@ -31,7 +31,7 @@ func readTip(dbTx database.Tx) Tip {
 // Tip returns the block the index ends at.
 func (idx *ElectrumIndex) Tip() (Tip, error) {
 	var t Tip
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		t = readTip(dbTx)
 		return nil
 	})
@@ -248,7 +248,7 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 	)
 	hx := sh.hashX()
 	key := readKey{hx: hx, kind: readHistory}
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()
@@ -304,7 +304,7 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 		tip Tip
 		st  *StatusHasher
 	)
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()
@@ -328,7 +328,7 @@ func (idx *ElectrumIndex) Statuses(shs []ScriptHash, limit int) ([]*StatusHasher
 		sts  = make([]*StatusHasher, len(shs))
 		errs = make([]error, len(shs))
 	)
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()
@@ -430,7 +430,7 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 	hx := sh.hashX()
 	key := readKey{hx: hx, kind: readUnspent}
 	cached := false
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()
@@ -552,7 +552,7 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	)
 	hx := sh.hashX()
 	key := readKey{hx: hx, kind: readBalance}
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		tip = readTip(dbTx)
 		meta, done := idx.view(dbTx)
 		defer done()
@@ -652,7 +652,7 @@ func blockTxs(meta database.Bucket, height int32) (uint32, chainhash.Hash, bool)
 // or ErrNotFound.
 func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		var err error
@@ -679,7 +679,7 @@ func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, 
 // or ErrNotFound.
 func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
 	var txid chainhash.Hash
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		count, _, ok := blockTxs(meta, height)
@@ -700,7 +700,7 @@ func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, erro
 // order, or ErrNotFound.
 func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	var out []chainhash.Hash
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		count, _, ok := blockTxs(meta, height)
@@ -729,7 +729,7 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 // height, or ErrNotFound.
 func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
 	var n uint32
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		count, _, ok := blockTxs(meta, height)
@@ -750,7 +750,7 @@ func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error)
 		raw []byte
 		loc TxLocation
 	)
-	err := idx.db.View(func(dbTx database.Tx) error {
+	err := idx.readView(func(dbTx database.Tx) error {
 		meta, done := idx.view(dbTx)
 		defer done()
 		var (

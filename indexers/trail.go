@@ -153,6 +153,9 @@ func (idx *ElectrumIndex) startTrailing(chain *blockchain.BlockChain) {
 	}
 	t.chain = chain
 	go idx.trailLoop()
+	// The catch-up at start may have been left to the worker
+	// (extendAtStart).
+	t.poke(true)
 }
 
 // StopTrailing stops the worker, waiting for a batch being committed. The
@@ -439,6 +442,14 @@ func (idx *ElectrumIndex) trailExtend() error {
 	idx.mu.Unlock()
 	last := from
 	name := func(tip memTip) error {
+		if idx.beforeName != nil {
+			idx.beforeName()
+		}
+		// No reader runs from the naming until the batch's deletes are
+		// applied: readers of the new height would see the rows its
+		// blocks spent.
+		idx.named.Lock()
+		defer idx.named.Unlock()
 		named := false
 		err := idx.db.Update(func(dbTx database.Tx) error {
 			cur := readTip(dbTx)
@@ -456,10 +467,22 @@ func (idx *ElectrumIndex) trailExtend() error {
 			// a database whose commit failed.
 			panic(fmt.Sprintf("electrum index: commit of its base's height failed: %v", err))
 		}
-		if err == nil {
-			last = tip
+		if err != nil {
+			return err
 		}
-		return err
+		last = tip
+		// The deletes wait for the naming to be durable: a crash that
+		// took it from ffldb's write cache would leave the base without
+		// rows the named height has. Readers wait for them: like a
+		// failed commit, a failure stops the process, and the next
+		// start applies them.
+		if err := forceDurable(idx.db); err != nil {
+			panic(fmt.Sprintf("electrum index: making its base's height durable failed: %v", err))
+		}
+		if err := idx.applyPending(idx.base, tip.height); err != nil {
+			panic(fmt.Sprintf("electrum index: deletes of its base failed: %v", err))
+		}
+		return nil
 	}
 	err := idx.catchUpTo(t.chain, t.quit, catchUpExtend, best, name)
 	idx.mu.Lock()
@@ -514,36 +537,30 @@ func (idx *ElectrumIndex) aheadState(chain *blockchain.BlockChain, ahead memTip)
 	return aheadInChain
 }
 
-// extendAtStart makes the catch-up at start extend the base, while the
-// index tip is the base's: the rows go where a build puts them, and
-// finishBase names them. It reports whether the catch-up is left to the
-// trailing worker (the chain has yet to reach the base's own tip).
+// extendAtStart reports whether the catch-up at start is left to the
+// trailing worker, which extends the base (trailExtend) when the index tip
+// is the base's: a catch-up at start would write through ffldb, and the
+// base would not be extended again. A base whose own tip is above its
+// named height and off the chain is marked dirty here.
 func (idx *ElectrumIndex) extendAtStart(chain *blockchain.BlockChain) bool {
+	if idx.trail == nil {
+		return false
+	}
 	ok, ahead := idx.extendable()
 	if !ok {
 		return false
 	}
-	idx.mu.Lock()
-	start := idx.tip
-	idx.mu.Unlock()
 	if ahead.valid {
-		switch idx.aheadState(chain, ahead) {
-		case aheadWait:
-			log.Infof("Electrum index: its base holds blocks up to height %d; waiting for the chain to reach it",
-				ahead.height)
-			return true
-		case aheadGone:
+		if idx.aheadState(chain, ahead) == aheadGone {
 			idx.markBaseDirty()
 			return false
 		}
-		start = ahead
-	} else if chain.BestSnapshot().Height <= start.height {
-		return false
+		return true
 	}
 	idx.mu.Lock()
-	idx.building, idx.buildTip, idx.baseAhead = idx.base, start, memTip{}
+	tip := idx.tip
 	idx.mu.Unlock()
-	return false
+	return chain.BestSnapshot().Height > tip.height
 }
 
 // behind reports whether the chain has blocks the index has not committed.

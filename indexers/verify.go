@@ -227,7 +227,11 @@ func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, o
 		v.expected[tag] = new([verifyParts]fingerprint)
 		v.stored[tag] = new([verifyParts]fingerprint)
 	}
-	err := db.View(func(dbTx database.Tx) error {
+	view := db.View
+	if opts.Index != nil {
+		view = opts.Index.readView
+	}
+	err := view(func(dbTx database.Tx) error {
 		v.dbTx, v.meta = dbTx, dbTx.Metadata()
 		if opts.Index != nil {
 			var done func()
