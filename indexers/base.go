@@ -697,25 +697,36 @@ func putPending(t *leveldb.Transaction, height int32, deletes []byte) error {
 func (idx *ElectrumIndex) applyPending(base *leveldb.DB, upTo int32) error {
 	it := base.NewIterator(util.BytesPrefix(pendingPrefix), nil)
 	defer it.Release()
-	var b leveldb.Batch
+	var tr *leveldb.Transaction
 	for it.Next() {
 		k := it.Key()
 		if len(k) != len(pendingPrefix)+8 || int32(binary.BigEndian.Uint32(k[len(pendingPrefix):])) > upTo {
 			continue
 		}
+		if tr == nil {
+			var err error
+			if tr, err = base.OpenTransaction(); err != nil {
+				return err
+			}
+			defer tr.Discard()
+		}
 		v := it.Value()
 		for off := 0; off+utxoKeyLen <= len(v); off += utxoKeyLen {
-			b.Delete(v[off : off+utxoKeyLen])
+			if err := tr.Delete(v[off:off+utxoKeyLen], nil); err != nil {
+				return err
+			}
 		}
-		b.Delete(k)
+		if err := tr.Delete(k, nil); err != nil {
+			return err
+		}
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	if b.Len() == 0 {
+	if tr == nil {
 		return nil
 	}
-	return base.Write(&b, nil)
+	return tr.Commit()
 }
 
 // removeBase deletes the base (the index is dropped).

@@ -47,6 +47,8 @@ func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }
 // (through ffldb or into the base) and how long it waits for more blocks before catching up a smaller lag.
 func (idx *ElectrumIndex) SetTrailingTuning(minTxs int64, idle time.Duration) {
 	idx.trail.minTxs, idx.trail.baseTxs, idx.trail.idle = minTxs, minTxs, idle
+	// An extension names every batch it commits.
+	idx.trail.promote = 0
 }
 
 // TrailingCounts returns how many blocks the hooks left to the trailing

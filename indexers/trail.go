@@ -80,6 +80,10 @@ const (
 	// chain waits for, so it goes on beside the download, each run
 	// building what came during the last.
 	trailBaseTxs = 250_000
+	// trailPromote bounds how far the index tip readers see falls behind
+	// an extension: after it, the extension names what it has built at
+	// its next batch, one flush of ffldb's write cache.
+	trailPromote = 5 * time.Minute
 	// trailIdle is how long the worker waits for the next old block before
 	// it catches up a smaller lag.
 	trailIdle = time.Second
@@ -101,6 +105,9 @@ type trailer struct {
 	minTxs  int64
 	baseTxs int64
 	idle    time.Duration
+	// promote is how long an extension goes on before it names what it
+	// built (trailPromote).
+	promote time.Duration
 
 	kick  chan bool // true: catch up now, whatever the lag
 	quit  chan struct{}
@@ -136,6 +143,7 @@ func (idx *ElectrumIndex) SetTrailing(age time.Duration, onCaughtUp func()) {
 		age:        age,
 		minTxs:     trailMinTxs,
 		baseTxs:    trailBaseTxs,
+		promote:    trailPromote,
 		idle:       trailIdle,
 		kick:       make(chan bool, 1),
 		quit:       make(chan struct{}),
@@ -441,10 +449,10 @@ func (idx *ElectrumIndex) trailExtend() error {
 	idx.baseAhead = memTip{}
 	idx.mu.Unlock()
 	last := from
+	promoted := time.Now()
+	// name names tip, the base's tip, as the index tip and applies the
+	// deletes pending up to it.
 	name := func(tip memTip) error {
-		if idx.beforeName != nil {
-			idx.beforeName()
-		}
 		// No reader runs from the naming until the batch's deletes are
 		// applied: readers of the new height would see the rows its
 		// blocks spent.
@@ -476,15 +484,40 @@ func (idx *ElectrumIndex) trailExtend() error {
 		// rows the named height has. Readers wait for them: like a
 		// failed commit, a failure stops the process, and the next
 		// start applies them.
+		t0 := time.Now()
 		if err := forceDurable(idx.db); err != nil {
 			panic(fmt.Sprintf("electrum index: making its base's height durable failed: %v", err))
 		}
+		t1 := time.Now()
 		if err := idx.applyPending(idx.base, tip.height); err != nil {
 			panic(fmt.Sprintf("electrum index: deletes of its base failed: %v", err))
 		}
+		log.Debugf("Electrum index: base named at height %d; ffldb's cache written out in %v, deletes applied in %v",
+			tip.height, t1.Sub(t0).Round(time.Millisecond), time.Since(t1).Round(time.Millisecond))
+		promoted = time.Now()
 		return nil
 	}
-	err := idx.catchUpTo(t.chain, t.quit, catchUpExtend, best, name)
+	// After each batch committed into the base: a naming costs a flush of
+	// ffldb's write cache, which the chain waits for, so the batches of a
+	// run are named together at its end, or when t.promote has passed.
+	committed := func(tip memTip) error {
+		if idx.beforeName != nil {
+			idx.beforeName()
+		}
+		if time.Since(promoted) < t.promote {
+			return nil
+		}
+		return name(tip)
+	}
+	err := idx.catchUpTo(t.chain, t.quit, catchUpExtend, best, committed)
+	if err == nil {
+		idx.mu.Lock()
+		tip := idx.buildTip
+		idx.mu.Unlock()
+		if tip.height > last.height {
+			err = name(tip)
+		}
+	}
 	idx.mu.Lock()
 	// What the run committed is linked to its start: if the run stopped
 	// before naming all of it, the next run takes it up if the chain
