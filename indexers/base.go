@@ -491,16 +491,16 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 			return fmt.Errorf("electrum index: opening its base %s: %w", idx.basePath, err)
 		}
 		idx.base, idx.baseTop = ldb, top
-		if ok, _ := ldb.Has(baseDirtyKey, nil); ok {
-			idx.baseDirty = true
-			return nil
-		}
 		// Deletes of batches whose naming a crash let through, but not
 		// their application.
 		if err := idx.applyPending(ldb, top); err != nil {
 			ldb.Close()
 			idx.base = nil
 			return fmt.Errorf("electrum index: its base's pending deletes: %w", err)
+		}
+		if ok, _ := ldb.Has(baseDirtyKey, nil); ok {
+			idx.baseDirty = true
+			return nil
 		}
 		// An extension whose naming a crash took leaves the base's own
 		// tip above the height ffldb names (trail.go, trailExtend): its

@@ -31,7 +31,7 @@ func readTip(dbTx database.Tx) Tip {
 // Tip returns the block the index ends at.
 func (idx *ElectrumIndex) Tip() (Tip, error) {
 	var t Tip
-	err := idx.readView(func(dbTx database.Tx) error {
+	err := idx.db.View(func(dbTx database.Tx) error {
 		t = readTip(dbTx)
 		return nil
 	})
