@@ -355,7 +355,9 @@ func waitElectrumTip(p *proc, port int, tip int32, deadline <-chan time.Time) (t
 }
 
 // electrumTipHeight asks an Electrum server for its tip height:
-// server.version, then blockchain.headers.subscribe.
+// server.version, then blockchain.headers.subscribe. It also asks for a
+// balance and waits for it, so that the height it returns is one the
+// server answers reads of the index at, not only reports.
 func electrumTipHeight(addr string) (int32, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -364,11 +366,16 @@ func electrumTipHeight(addr string) (int32, error) {
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(10 * time.Second))
 	_, err = conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["e2ebench","1.4"]}` + "\n" +
-		`{"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}` + "\n"))
+		`{"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_balance","params":["` + strings.Repeat("00", 32) + `"]}` + "\n"))
 	if err != nil {
 		return 0, err
 	}
 	br := bufio.NewReader(conn)
+	var (
+		height  *int32
+		balance bool
+	)
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
@@ -381,13 +388,24 @@ func electrumTipHeight(addr string) (int32, error) {
 			} `json:"result"`
 			Error json.RawMessage `json:"error"`
 		}
-		if json.Unmarshal(line, &resp) != nil || resp.ID == nil || *resp.ID != 1 {
+		if json.Unmarshal(line, &resp) != nil || resp.ID == nil {
 			continue
 		}
-		if resp.Result.Height == nil {
-			return 0, fmt.Errorf("blockchain.headers.subscribe: %s", line)
+		switch *resp.ID {
+		case 1:
+			if resp.Result.Height == nil {
+				return 0, fmt.Errorf("blockchain.headers.subscribe: %s", line)
+			}
+			height = resp.Result.Height
+		case 2:
+			if len(resp.Error) > 0 && string(resp.Error) != "null" {
+				return 0, fmt.Errorf("blockchain.scripthash.get_balance: %s", line)
+			}
+			balance = true
 		}
-		return *resp.Result.Height, nil
+		if height != nil && balance {
+			return *height, nil
+		}
 	}
 }
 
