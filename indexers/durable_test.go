@@ -133,6 +133,7 @@ func TestBaseExtensionAfterCrash(t *testing.T) {
 			// A clean close, so that ffldb holds what its write cache
 			// held.
 			idx.StopTrailing()
+			idx.WaitHeldWriter()
 			idx.CloseBase()
 			if err := h.Reopen(baseTrailingFactory(&idx, baseDir)); err != nil {
 				t.Fatal(err)
