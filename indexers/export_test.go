@@ -195,3 +195,11 @@ func (idx *ElectrumIndex) BaseAheadHeight() int32 {
 // SetBeforeName sets a function an extension of the base calls between
 // committing a batch into the base and naming it.
 func (idx *ElectrumIndex) SetBeforeName(f func()) { idx.beforeName = f }
+
+// SetAheadPatience sets how long the base's rows above its named height
+// wait for a chain below them that connects no block.
+func (idx *ElectrumIndex) SetAheadPatience(d time.Duration) { idx.trail.patience = d }
+
+// SetExtensionNaming sets how long an extension of the base goes on before
+// it names what it built (0: at every batch).
+func (idx *ElectrumIndex) SetExtensionNaming(d time.Duration) { idx.trail.promote = d }

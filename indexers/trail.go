@@ -84,6 +84,12 @@ const (
 	// an extension: after it, the extension names what it has built at
 	// its next batch, one flush of ffldb's write cache.
 	trailPromote = 5 * time.Minute
+	// trailPatience is how long the rows a crash left in the base above
+	// its named height (baseAhead) wait for a chain below them that
+	// connects no block, before they are given up and the index trails
+	// through ffldb: a restarted node usually downloads those blocks
+	// again within seconds.
+	trailPatience = 30 * time.Second
 	// trailIdle is how long the worker waits for the next old block before
 	// it catches up a smaller lag.
 	trailIdle = time.Second
@@ -117,7 +123,14 @@ type trailer struct {
 	// onCaughtUp, when set, is called after a run that committed blocks.
 	onCaughtUp func()
 
+	// patience is how long the base's rows above its named height wait
+	// for a chain that connects no block (trailPatience).
+	patience time.Duration
+
 	// Guarded by ElectrumIndex.mu:
+	// lastBlock is when the worker started, or the chain last connected
+	// a block.
+	lastBlock time.Time
 	// skipped, runs and moved count blocks the hooks left to the worker,
 	// runs that committed blocks, and runs stopped by a reorganization.
 	skipped, runs, moved int
@@ -144,6 +157,8 @@ func (idx *ElectrumIndex) SetTrailing(age time.Duration, onCaughtUp func()) {
 		minTxs:     trailMinTxs,
 		baseTxs:    trailBaseTxs,
 		promote:    trailPromote,
+		patience:   trailPatience,
+		lastBlock:  time.Now(),
 		idle:       trailIdle,
 		kick:       make(chan bool, 1),
 		quit:       make(chan struct{}),
@@ -160,6 +175,9 @@ func (idx *ElectrumIndex) startTrailing(chain *blockchain.BlockChain) {
 		return
 	}
 	t.chain = chain
+	idx.mu.Lock()
+	t.lastBlock = time.Now()
+	idx.mu.Unlock()
 	go idx.trailLoop()
 	// The catch-up at start may have been left to the worker
 	// (extendAtStart).
@@ -213,6 +231,7 @@ func (idx *ElectrumIndex) trailsConnect(block *btcutil.Block) bool {
 	if t == nil || t.chain == nil || !idx.tip.valid {
 		return false
 	}
+	t.lastBlock = time.Now()
 	// A block connected again (reconsidered, or a reorganization back to
 	// its branch) is in the main chain once more.
 	delete(t.gone, *block.Hash())
@@ -540,11 +559,12 @@ func (idx *ElectrumIndex) trailExtend() error {
 const (
 	// aheadInChain: the chain has the base's tip; an extension takes it up.
 	aheadInChain = iota
-	// aheadWait: the chain is below the base's tip and still downloading.
+	// aheadWait: the chain is below the base's tip and still downloading
+	// (it connected a block in the last trailPatience).
 	aheadWait
 	// aheadGone: the base's tip is not the chain's block at its height,
-	// or the chain stopped below it at the network's tip (or does not
-	// trail).
+	// or the chain stopped below it: at the network's tip, or for longer
+	// than trailPatience (or it does not trail).
 	aheadGone
 )
 
@@ -557,7 +577,10 @@ func (idx *ElectrumIndex) aheadState(chain *blockchain.BlockChain, ahead memTip)
 			return aheadGone
 		}
 		hdr, err := chain.HeaderByHash(&best.Hash)
-		if err == nil && time.Since(hdr.Timestamp) > idx.trail.age {
+		idx.mu.Lock()
+		last := idx.trail.lastBlock
+		idx.mu.Unlock()
+		if err == nil && time.Since(hdr.Timestamp) > idx.trail.age && time.Since(last) < idx.trail.patience {
 			return aheadWait
 		}
 		return aheadGone
