@@ -171,8 +171,15 @@ func (idx *ElectrumIndex) prepare(chain *blockchain.BlockChain, interrupt <-chan
 		idx.buildTip = idx.buildFrom
 		idx.mu.Unlock()
 	}
-	if idx.building == nil && idx.extendAtStart(chain) {
-		return nil
+	if idx.building == nil {
+		ran, wait, err := idx.extendAtStart(chain, interrupt)
+		if err != nil {
+			idx.CloseBase()
+			return err
+		}
+		if ran || wait {
+			return nil
+		}
 	}
 	if err := idx.catchUp(chain, interrupt); err != nil {
 		// The process stops (or opens the chain again): a base being

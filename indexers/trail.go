@@ -180,7 +180,7 @@ func (idx *ElectrumIndex) startTrailing(chain *blockchain.BlockChain) {
 	idx.mu.Unlock()
 	go idx.trailLoop()
 	// The catch-up at start may have been left to the worker
-	// (extendAtStart).
+	// (extendAtStart, waiting for the chain).
 	t.poke(true)
 }
 
@@ -443,15 +443,21 @@ var errBaseOffChain = errors.New("electrum index: its base holds blocks that lef
 // (markBaseDirty); the index then trails through ffldb as before. An
 // extension stopped by a reorganization leaves the same state.
 func (idx *ElectrumIndex) trailExtend() error {
+	return idx.extend(idx.trail.chain, idx.trail.quit)
+}
+
+// extend is trailExtend over chain, stopped by quit: the trailing worker's,
+// or the catch-up at start's (extendAtStart).
+func (idx *ElectrumIndex) extend(chain *blockchain.BlockChain, quit <-chan struct{}) error {
 	t := idx.trail
 	idx.mu.Lock()
 	disc := t.disconnects
 	from := idx.tip
 	start := idx.baseAhead
 	idx.mu.Unlock()
-	best := t.chain.BestSnapshot()
+	best := chain.BestSnapshot()
 	if start.valid {
-		switch idx.aheadState(t.chain, start) {
+		switch idx.aheadState(chain, start) {
 		case aheadWait:
 			return nil
 		case aheadGone:
@@ -528,7 +534,7 @@ func (idx *ElectrumIndex) trailExtend() error {
 		}
 		return name(tip)
 	}
-	err := idx.catchUpTo(t.chain, t.quit, catchUpExtend, best, committed)
+	err := idx.catchUpTo(chain, quit, catchUpExtend, best, committed)
 	if err == nil {
 		idx.mu.Lock()
 		tip := idx.buildTip
@@ -593,30 +599,39 @@ func (idx *ElectrumIndex) aheadState(chain *blockchain.BlockChain, ahead memTip)
 	return aheadInChain
 }
 
-// extendAtStart reports whether the catch-up at start is left to the
-// trailing worker, which extends the base (trailExtend) when the index tip
-// is the base's: a catch-up at start would write through ffldb, and the
-// base would not be extended again. A base whose own tip is above its
-// named height and off the chain is marked dirty here.
-func (idx *ElectrumIndex) extendAtStart(chain *blockchain.BlockChain) bool {
+// extendAtStart runs the catch-up at start of a trailing node as an
+// extension of the base while the index tip is the base's: through ffldb,
+// the base would not be extended again. It reports whether it ran; a base
+// whose own tip is above its named height waits for the trailing worker
+// while the chain is below it (wait), or is marked dirty when that tip is
+// off the chain.
+func (idx *ElectrumIndex) extendAtStart(chain *blockchain.BlockChain, interrupt <-chan struct{}) (ran, wait bool, err error) {
 	if idx.trail == nil {
-		return false
+		return false, false, nil
 	}
 	ok, ahead := idx.extendable()
 	if !ok {
-		return false
+		return false, false, nil
 	}
 	if ahead.valid {
-		if idx.aheadState(chain, ahead) == aheadGone {
+		switch idx.aheadState(chain, ahead) {
+		case aheadGone:
 			idx.markBaseDirty()
-			return false
+			return false, false, nil
+		case aheadWait:
+			log.Infof("Electrum index: its base holds blocks up to height %d; waiting for the chain to reach it",
+				ahead.height)
+			return false, true, nil
 		}
-		return true
+	} else {
+		idx.mu.Lock()
+		tip := idx.tip
+		idx.mu.Unlock()
+		if chain.BestSnapshot().Height <= tip.height {
+			return false, false, nil
+		}
 	}
-	idx.mu.Lock()
-	tip := idx.tip
-	idx.mu.Unlock()
-	return chain.BestSnapshot().Height > tip.height
+	return true, false, idx.extend(chain, interrupt)
 }
 
 // behind reports whether the chain has blocks the index has not committed.
