@@ -32,7 +32,7 @@ import (
 // the index the chain gives (verifyelectrumindex) and answering as the
 // reference model says.
 //
-// CRASH_KILLS sets the number of kills (10 by default; make soak runs 200),
+// CRASH_KILLS sets the number of kills (11 by default; make soak runs 200),
 // CRASH_SEED the seed of the random moments (the test logs the one it used)
 // and CRASH_DIR a directory to run in and keep (it must not exist).
 
