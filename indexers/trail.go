@@ -36,6 +36,12 @@ import (
 // the index (79 CPU-seconds); runs in the pauses make it 1.6-1.8 times
 // (59-68), and block by block it is 2.9 times.
 //
+// An index whose tip is its base's (a new index, built into its base at
+// start) is extended instead: the worker's run writes into the base, takes
+// no lock the chain waits for, and so starts at a lag of trailBaseTxs and
+// follows the chain (trailExtend). That replay takes 1.10-1.13 times as
+// long as without the index.
+//
 // Nothing of the index's atomicity is lost. The index tip is always a block
 // of the main chain whose rows are all committed with it; a crash while
 // trailing leaves an index at an older tip, which the next start catches
