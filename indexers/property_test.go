@@ -577,12 +577,48 @@ type propRead struct {
 // goroutines while blocks connect, reorganize and get invalidated: every
 // answer must be exactly the model of the block it says it was read at.
 func TestPropertyConcurrentReadsSeeOneBlock(t *testing.T) {
-	rng := rand.New(rand.NewSource(11))
 	var idx *indexers.ElectrumIndex
 	h := testchain.New(t, propIndex(&idx))
+	runConcurrentReads(t, h, idx, 40, 0, func() {})
+}
+
+// TestPropertyConcurrentReadsSeeOneBlockTrailingBase is
+// TestPropertyConcurrentReadsSeeOneBlock for an index built into its base
+// that trails the chain, the worker extending the base in batches of about
+// a block, which each step's wait for it names: every read must be the
+// model's at the tip it reports, while batches are committed into the base,
+// named and their deletes applied.
+func TestPropertyConcurrentReadsSeeOneBlockTrailingBase(t *testing.T) {
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, baseTrailingFactory(&idx, filepath.Join(t.TempDir(), "base")))
+	t.Cleanup(func() {
+		idx.StopTrailing()
+		idx.WaitHeldWriter()
+		idx.CloseBase()
+	})
+	runConcurrentReads(t, h, idx, 16, 3*time.Millisecond, func() {
+		if err := idx.WaitCaughtUp(time.Minute); err != nil {
+			t.Error(err)
+		}
+	})
+	if idx.BaseHeight() <= 0 {
+		t.Fatalf("base at height %d: the worker never extended it", idx.BaseHeight())
+	}
+}
+
+// runConcurrentReads reads histories, unspent lists, balances and statuses
+// from two goroutines while the chain connects, reorganizes and invalidates
+// blocks (steps of them, each followed by settle, as is the first maturing
+// of coinbases), and checks every read against the model at the tip it
+// reports. Each reader pauses for pace between reads.
+func runConcurrentReads(t *testing.T, h *testchain.Harness, idx *indexers.ElectrumIndex, steps int,
+	pace time.Duration, settle func()) {
+
+	rng := rand.New(rand.NewSource(11))
 	if err := h.MineMature(); err != nil {
 		t.Fatal(err)
 	}
+	settle()
 	var scripts []indexers.ScriptHash
 	for _, s := range append(append([]testchain.Script(nil), h.Pool.Spendable...), h.Pool.Unspendable...) {
 		scripts = append(scripts, indexers.ScriptHashFromScript(s.PkScript))
@@ -633,6 +669,9 @@ func TestPropertyConcurrentReadsSeeOneBlock(t *testing.T) {
 				if len(out) < maxReads {
 					out = append(out, rd)
 				}
+				if pace > 0 {
+					time.Sleep(pace)
+				}
 			}
 		}(r)
 	}
@@ -643,7 +682,7 @@ func TestPropertyConcurrentReadsSeeOneBlock(t *testing.T) {
 	small := testchain.DefaultSpec()
 	small.Txs = 4
 	var invalidated []chainhash.Hash
-	for step := 0; step < 40; step++ {
+	for step := 0; step < steps; step++ {
 		var err error
 		switch r := rng.Intn(10); {
 		case r < 5:
@@ -663,6 +702,7 @@ func TestPropertyConcurrentReadsSeeOneBlock(t *testing.T) {
 			close(stop)
 			t.Fatalf("step %d: %v", step, err)
 		}
+		settle()
 	}
 	close(stop)
 	var reads []propRead
