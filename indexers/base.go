@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -96,6 +97,8 @@ type mergedBucket struct {
 	// its holds the base iterators of the bucket's cursors, released by
 	// release.
 	its *baseIters
+	// rows is set by every write of a row to ffldb (idx.ffldbRows).
+	rows *atomic.Bool
 }
 
 // baseIters are the base iterators of a view's cursors, which several
@@ -126,14 +129,36 @@ func (b mergedBucket) height() int32 {
 // Delete deletes the row of k: in ffldb, and by a tombstone when the base
 // may hold it.
 func (b mergedBucket) Delete(k []byte) error {
-	if h, ok := rowHeight(k); ok && h <= b.height() {
+	h, ok := rowHeight(k)
+	if ok {
+		b.rows.Store(true)
+	}
+	if ok && h <= b.height() {
 		return b.meta.Put(k, tombstone)
 	}
 	return b.meta.Delete(k)
 }
 
 // Put writes a row to ffldb.
-func (b mergedBucket) Put(k, v []byte) error { return b.meta.Put(k, v) }
+func (b mergedBucket) Put(k, v []byte) error {
+	if _, ok := rowHeight(k); ok {
+		b.rows.Store(true)
+	}
+	return b.meta.Put(k, v)
+}
+
+// ffldbHasRows reports whether ffldb holds a row (or a tombstone) of one of
+// the index's tables.
+func ffldbHasRows(meta database.Bucket) bool {
+	c := meta.Cursor()
+	for _, tag := range []byte{tagHist, tagTxid, tagUtxo, tagTx, tagBlk} {
+		p := []byte{rowPrefix[0], rowPrefix[1], tag}
+		if c.Seek(p) && bytes.HasPrefix(c.Key(), p) {
+			return true
+		}
+	}
+	return false
+}
 
 // Bucket returns ffldb's nested bucket of the name.
 func (b mergedBucket) Bucket(key []byte) database.Bucket { return b.meta.Bucket(key) }
@@ -477,6 +502,9 @@ func (idx *ElectrumIndex) openBase(chain *blockchain.BlockChain) error {
 			top, named = h, true
 		}
 		empty = readTip(dbTx).Height < 0
+		if named && ffldbHasRows(dbTx.Metadata()) {
+			idx.ffldbRows.Store(true)
+		}
 		return nil
 	})
 	if err != nil {

@@ -120,6 +120,13 @@ type ElectrumIndex struct {
 	// applied (trail.go, trailExtend), so that no reader sees a height
 	// without its deletes.
 	named sync.RWMutex
+	// ffldbRows: ffldb holds, or may hold, rows of the index's tables
+	// (puts, or tombstones over the base's rows), as after any block the
+	// hooks or a catch-up through ffldb indexed or unindexed. The base is
+	// then never extended: a delete an extension applies to the base
+	// would not reach a copy of the row in ffldb, nor a row it puts show
+	// through a tombstone.
+	ffldbRows atomic.Bool
 	// beforeName, when set, is called by an extension between committing
 	// a batch into the base and naming it (tests).
 	beforeName func()
@@ -141,7 +148,7 @@ func (idx *ElectrumIndex) view(dbTx database.Tx) (meta database.Bucket, done fun
 	if idx.base == nil {
 		return m, func() {}
 	}
-	b := mergedBucket{meta: m, base: idx.base, top: new(baseHeight), its: new(baseIters)}
+	b := mergedBucket{meta: m, base: idx.base, top: new(baseHeight), its: new(baseIters), rows: &idx.ffldbRows}
 	return b, b.release
 }
 

@@ -376,14 +376,14 @@ func (idx *ElectrumIndex) trailLoop() {
 	}
 }
 
-// extendable reports whether the worker's runs extend the base: while
-// ffldb holds no row above it (the index tip is the base's) and it holds no
-// rows of blocks that left the chain (baseDirty). ahead is the base's own
-// tip when an extension's naming was lost to a crash.
+// extendable reports whether the worker's runs extend the base: while the
+// index tip is the base's, ffldb holds no row of the index (ffldbRows) and
+// the base holds no rows of blocks that left the chain (baseDirty). ahead
+// is the base's own tip when an extension's naming was lost to a crash.
 func (idx *ElectrumIndex) extendable() (ok bool, ahead memTip) {
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	ok = idx.base != nil && !idx.baseDirty && idx.tip.valid && idx.tip.height == idx.baseTop
+	ok = idx.base != nil && !idx.baseDirty && !idx.ffldbRows.Load() && idx.tip.valid && idx.tip.height == idx.baseTop
 	if ok {
 		ahead = idx.baseAhead
 	}
