@@ -102,7 +102,7 @@ var historyScript = append([]byte{0x00, 0x14}, bytes.Repeat([]byte{0x77}, 20)...
 
 // benchNode is a real node whose historyScript has a 100-transaction
 // history: one fan-out block, then 100 transactions paying it.
-func benchNode(b *testing.B) *realNode {
+func benchNode(b testing.TB) *realNode {
 	n := newRealNode(b, 0, benchConfig)
 	change := &n.h.Pool.Spendable[1]
 	fan := n.fanOut(b, 100, func(int) []byte { return change.PkScript }, 1_000_000)

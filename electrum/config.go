@@ -35,6 +35,7 @@ const (
 	DefaultBanner            = "Welcome to btcd-electrum"
 	DefaultServerVersion     = "btcd-electrum 0.1.0"
 	DefaultHeadersMax        = 2016
+	DefaultAnswerCache       = 64 << 20
 
 	// minMaxSend is the smallest response limit accepted, as ElectrumX.
 	minMaxSend = 350_000
@@ -127,6 +128,11 @@ type Config struct {
 	// BandwidthUnit is the number of bytes that cost 1.0 (default 5000).
 	BandwidthUnit int
 
+	// AnswerCache is how many bytes of encoded header chunks and long
+	// histories are kept for the clients that ask for them next (default
+	// 64 MiB; negative disables). See answercache.go.
+	AnswerCache int64
+
 	// Logf, when set, receives one line per notable event.
 	Logf func(format string, args ...any)
 }
@@ -164,6 +170,9 @@ func (c Config) withDefaults() Config {
 	setInt(&c.Concurrency, DefaultConcurrency)
 	setInt(&c.Workers, runtime.GOMAXPROCS(0))
 	setInt(&c.BandwidthUnit, DefaultBandwidthUnit)
+	if c.AnswerCache == 0 {
+		c.AnswerCache = DefaultAnswerCache
+	}
 	setDur(&c.WriteTimeout, DefaultWriteTimeout)
 	setDur(&c.RequestTimeout, DefaultRequestTimeout)
 	setDur(&c.IdleTimeout, DefaultIdleTimeout)

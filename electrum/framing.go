@@ -105,17 +105,35 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 	}
 }
 
+// newline is the framing written after each message.
+var newline = []byte{'\n'}
+
+// vectored reports whether the connection writes several buffers in one
+// system call (writev) without copying them: plain TCP. Answers are often
+// shared (a cached chunk of headers, a notification sent to many
+// sessions) and large, so each is written as it is rather than copied
+// into a buffer with its '\n'. Over TLS every buffer would be a record of
+// its own, so messages there are joined first.
+func (c *lineConn) vectored() bool {
+	_, ok := c.Conn.(*net.TCPConn)
+	return ok
+}
+
 // WriteMessage writes msg followed by '\n' in one write.
 func (c *lineConn) WriteMessage(msg []byte) error {
-	b := make([]byte, len(msg)+1)
-	copy(b, msg)
-	b[len(msg)] = '\n'
-	_, err := c.Conn.Write(b)
-	return err
+	return c.WriteMessages([][]byte{msg})
 }
 
 // WriteMessages writes msgs, each followed by '\n', in one write.
 func (c *lineConn) WriteMessages(msgs [][]byte) error {
+	if c.vectored() {
+		bufs := make(net.Buffers, 0, 2*len(msgs))
+		for _, m := range msgs {
+			bufs = append(bufs, m, newline)
+		}
+		_, err := bufs.WriteTo(c.Conn)
+		return err
+	}
 	n := 0
 	for _, m := range msgs {
 		n += len(m) + 1

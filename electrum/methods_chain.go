@@ -127,24 +127,50 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 		count = int64(tip.Height) - start + 1
 	}
 	ss.charge(float64(count) / 50)
-	// Up to 2,016 headers, asked for by every wallet that syncs: they are
-	// serialized into one buffer, hex-encoded at once and written into
-	// the answer as they are, without a string per header.
-	raw := bytes.NewBuffer(make([]byte, 0, count*wire.MaxBlockHeaderPayload))
-	for h := start; h < start+count; h++ {
-		hdr, err := ss.srv.headerOf(int32(h))
-		if err != nil {
-			return nil, err
-		}
-		if err := hdr.Serialize(raw); err != nil {
-			return nil, internal("header", err)
+	form := cacheHeaders
+	if ss.version.atLeast(version16) {
+		form = cacheHeaders16
+	}
+	proof := count > 0 && cp > 0
+	key := cacheKey{kind: form, start: start, count: count}
+	var last chainhash.Hash
+	cacheable := count >= cacheMinHeaders
+	if cacheable {
+		// The block at the range's last height commits to every header
+		// in it: an entry for that block is the range the chain has.
+		if last, err = ss.srv.backend.BlockHash(int32(start + count - 1)); err != nil {
+			cacheable = false
 		}
 	}
-	hx := make([]byte, hex.EncodedLen(raw.Len()))
-	hex.Encode(hx, raw.Bytes())
+	var hx []byte
+	if cacheable {
+		e := ss.srv.answers.get(key)
+		if e == nil || e.last != last {
+			other := key
+			other.kind = cacheHeaders + cacheHeaders16 - form
+			e = ss.srv.answers.get(other)
+		}
+		if e != nil && e.last == last {
+			ss.srv.counters.cacheHits.Add(1)
+			if !proof && e.key.kind == form && e.body != nil {
+				return json.RawMessage(e.body), nil
+			}
+			hx = e.hex
+		} else {
+			ss.srv.counters.cacheMisses.Add(1)
+		}
+	}
+	if hx == nil {
+		var linked bool
+		if hx, linked, err = ss.srv.headersHex(start, count, last); err != nil {
+			return nil, err
+		}
+		// A range read while the chain reorganized may mix two chains:
+		// answered, but not kept.
+		cacheable = cacheable && linked
+	}
 	var branch []string
 	var root string
-	proof := count > 0 && cp > 0
 	if proof {
 		branch, root, err = ss.srv.headerProof(int32(start+count-1), int32(cp), tip.Height)
 		if err != nil {
@@ -160,7 +186,7 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 	}
 	out = strconv.AppendInt(append(out, `"count":`...), count, 10)
 	const hexLen = 2 * wire.MaxBlockHeaderPayload
-	if ss.version.atLeast(version16) {
+	if form == cacheHeaders16 {
 		out = append(out, `,"headers":[`...)
 		for i := 0; i < len(hx); i += hexLen {
 			if i > 0 {
@@ -177,7 +203,41 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 		b, _ := json.Marshal(root)
 		out = append(append(out, `,"root":`...), b...)
 	}
-	return json.RawMessage(append(out, '}')), nil
+	out = append(out, '}')
+	if cacheable && !proof {
+		ss.srv.answers.put(&cacheEntry{key: key, last: last, hex: hx, body: out})
+	}
+	return json.RawMessage(out), nil
+}
+
+// headersHex returns the main chain's headers from start, count of them,
+// serialized and hex-encoded into one buffer (up to 2,016 headers, asked
+// for by every wallet that syncs: no string per header). linked reports
+// that each header read links to the one before it and the last is the
+// block last: one chain's range, which the answer cache may keep.
+func (s *Server) headersHex(start, count int64, last chainhash.Hash) (hx []byte, linked bool, err error) {
+	raw := bytes.NewBuffer(make([]byte, 0, count*wire.MaxBlockHeaderPayload))
+	linked = count > 0
+	var prev chainhash.Hash
+	for h := start; h < start+count; h++ {
+		hdr, err := s.headerOf(int32(h))
+		if err != nil {
+			return nil, false, err
+		}
+		if err := hdr.Serialize(raw); err != nil {
+			return nil, false, internal("header", err)
+		}
+		if linked && last != (chainhash.Hash{}) {
+			if h > start && hdr.PrevBlock != prev {
+				linked = false
+			}
+			prev = hdr.BlockHash()
+		}
+	}
+	linked = linked && prev == last
+	hx = make([]byte, hex.EncodedLen(raw.Len()))
+	hex.Encode(hx, raw.Bytes())
+	return hx, linked, nil
 }
 
 // hHeadersSubscribe subscribes to new tips and returns the current one.

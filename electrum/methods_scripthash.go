@@ -191,6 +191,8 @@ func hGetBalance(ctx context.Context, ss *session, args []json.RawMessage) (any,
 }
 
 // hGetHistory returns confirmed history in chain order, then the mempool.
+// The confirmed part of a long history comes from the answer cache while
+// the index tip is the one it was read at.
 func hGetHistory(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
@@ -201,7 +203,7 @@ func hGetHistory(ctx context.Context, ss *session, args []json.RawMessage) (any,
 		if err := gone(ctx); err != nil {
 			return nil, err
 		}
-		hist, tip, err := ss.srv.backend.History(sh, limit)
+		conf, n, tip, err := ss.srv.confirmedHistory(sh, limit)
 		if err != nil {
 			if errors.Is(err, indexers.ErrHistoryTooLarge) {
 				return nil, err
@@ -212,16 +214,34 @@ func hGetHistory(ctx context.Context, ss *session, args []json.RawMessage) (any,
 		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
 			continue
 		}
-		if len(hist)+len(es) > limit {
+		if n+len(es) > limit {
 			return nil, indexers.ErrHistoryTooLarge
 		}
-		ss.charge(0.001 * float64(len(hist)+len(es)))
-		release, err := ss.srv.reserveBuild(ctx, len(hist)+len(es), historyEntryLen)
+		ss.charge(0.001 * float64(n+len(es)))
+		release, err := ss.srv.reserveBuild(ctx, n+len(es), historyEntryLen)
 		if err != nil {
 			return nil, err
 		}
-		return builtAnswer{v: historyItems(hist, es), release: release}, nil
+		return builtAnswer{v: withMempool(conf, n, es), release: release}, nil
 	}
+}
+
+// withMempool returns the JSON list conf (of n confirmed entries) followed
+// by the mempool entries es: conf itself, never changed, when there are
+// none.
+func withMempool(conf []byte, n int, es []MempoolEntry) json.RawMessage {
+	if len(es) == 0 {
+		return json.RawMessage(conf)
+	}
+	b := make([]byte, 0, len(conf)+len(es)*(historyEntryLen+20))
+	b = append(b, conf[:len(conf)-1]...)
+	for i := range es {
+		if n > 0 || i > 0 {
+			b = append(b, ',')
+		}
+		b = appendHistoryItem(b, &es[i].TxHash, es[i].Height, max(es[i].Fee, 0))
+	}
+	return json.RawMessage(append(b, ']'))
 }
 
 // hGetMempool returns the mempool part of a script's history.

@@ -104,6 +104,9 @@ type counters struct {
 	subsRefused atomic.Uint64
 	// bytesIn and bytesOut count frame bytes by transport.
 	bytesIn, bytesOut [numTransports]atomic.Uint64
+	// cacheHits and cacheMisses count answers of cacheable size served
+	// from the answer cache and built (answercache.go).
+	cacheHits, cacheMisses atomic.Uint64
 }
 
 // Stats are the server's event counts since it started.

@@ -40,6 +40,8 @@ type Server struct {
 	building *semaphore.Weighted
 	// gate bounds the request handlers running at once (workgate.go).
 	gate *workGate
+	// answers caches header chunks and long histories (answercache.go).
+	answers *answerCache
 	// counters are the event counts behind Stats (refusals.go).
 	counters counters
 	// refusals rate-limits the log lines of refused connections.
@@ -82,6 +84,7 @@ func New(cfg Config, backend Backend) *Server {
 	}
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
 	s.gate = newWorkGate(s.cfg.Workers)
+	s.answers = newAnswerCache(s.cfg.AnswerCache)
 	s.methods = methodTable()
 	s.notifier = newNotifier(s)
 	return s

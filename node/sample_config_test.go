@@ -77,6 +77,7 @@ func TestSampleConfig(t *testing.T) {
 		"electrumconcurrency": electrum.DefaultConcurrency, "electrumcostsoftlimit": float64(electrum.DefaultCostSoftLimit),
 		"electrumcosthardlimit": float64(electrum.DefaultCostHardLimit), "electrumrequestsleep": electrum.DefaultRequestSleep,
 		"electrumbandwidthunit": electrum.DefaultBandwidthUnit, "electrumbanner": electrum.DefaultBanner,
+		"electrumanswercache": electrum.DefaultAnswerCache,
 	}
 	want := flags.NewParser(def, flags.None)
 	for _, o := range allOptions(got.Command.Group) {

@@ -105,6 +105,7 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		MaxRecv:           l.MaxRecv,
 		MaxSend:           l.MaxSend,
 		MaxSendBacklog:    l.MaxSendBacklog,
+		AnswerCache:       l.AnswerCache,
 		WriteTimeout:      l.WriteTimeout,
 		RequestTimeout:    l.RequestTimeout,
 		IdleTimeout:       l.IdleTimeout,

@@ -210,9 +210,10 @@ func idleConn(ctx context.Context, t *Target, st *Stats, ramped func()) {
 func slowReader(ctx context.Context, t *Target, scripts []string, st *Stats, ramped func()) {
 	var reqs []string
 	reqs = append(reqs, `{"jsonrpc":"2.0","id":1,"method":"blockchain.block.headers","params":[0,2016]}`)
-	// Histories of some size (a few hundred entries in the benchmark's
-	// chain: tens of KB each), not the heaviest scripts: the attack is
-	// about answers piling up, not about costly requests.
+	// Not the heaviest scripts (the first 100 of the benchmark's
+	// scripts file) but the ones after them, a random sample of the
+	// chain's (one to a few entries each): the attack is about answers
+	// piling up, the 2,016 headers, not about costly requests.
 	for i := min(100, len(scripts)/2); i < len(scripts) && len(reqs) < 11; i++ {
 		reqs = append(reqs, `{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_history","params":["`+scripts[i]+`"]}`)
 	}

@@ -1,0 +1,162 @@
+package electrum
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// TestAnswerCacheFollowsTheChain checks header chunks and long histories
+// answered from the answer cache against the chain and the index, asked
+// twice each (the second from the cache), after a block paying the script,
+// with a mempool transaction paying it, and after a reorganization that
+// replaces the last block at the same heights: block.headers in both forms
+// and with a proof, get_history with and without mempool entries.
+func TestAnswerCacheFollowsTheChain(t *testing.T) {
+	n := benchNode(t)
+	sh := indexers.ScriptHashFromScript(historyScript)
+	c14 := dial(t, n.addr)
+	c14.negotiate("1.4")
+	c16 := dial(t, n.addr)
+	c16.negotiate("1.6")
+
+	checkHistory := func(when string) {
+		t.Helper()
+		hist, _, err := n.idx.History(sh, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []historyItem
+		for _, e := range hist {
+			want = append(want, historyItem{TxHash: e.TxHash.String(), Height: e.Height})
+		}
+		for _, e := range n.srv.mempoolEntries(sh) {
+			fee := e.Fee
+			want = append(want, historyItem{TxHash: e.TxHash.String(), Height: e.Height, Fee: &fee})
+		}
+		for round := 0; round < 2; round++ {
+			var got []historyItem
+			c16.must(&got, "blockchain.scripthash.get_history", sh.String())
+			if fmt.Sprint(deref(got)) != fmt.Sprint(deref(want)) {
+				t.Fatalf("%s, round %d: history\n%v\nwant\n%v", when, round, deref(got), deref(want))
+			}
+		}
+	}
+	// Every range asked for is asked again at each later check, so a
+	// range cached before the reorganization is asked for after it.
+	ranges := []struct{ start, count int32 }{{0, 2016}}
+	checkHeaders := func(when string) {
+		t.Helper()
+		tip := n.h.Chain.BestSnapshot().Height
+		ranges = append(ranges, struct{ start, count int32 }{tip - 99, 100})
+		var hexes []string
+		var hashes []chainhash.Hash
+		for h := int32(0); h <= tip; h++ {
+			hash, err := n.h.Chain.BlockHashByHeight(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hdr, err := n.h.Chain.HeaderByHash(hash)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			hdr.Serialize(&b)
+			hexes = append(hexes, hex.EncodeToString(b.Bytes()))
+			hashes = append(hashes, hdr.BlockHash())
+		}
+		// The whole chain (count clamped at the tip), and 100 headers
+		// ending at this tip and at each earlier one.
+		for _, r := range ranges {
+			count := min(r.count, tip-r.start+1)
+			want := hexes[r.start : r.start+count]
+			for round := 0; round < 2; round++ {
+				var old struct {
+					Count int    `json:"count"`
+					Hex   string `json:"hex"`
+					Max   int    `json:"max"`
+				}
+				c14.must(&old, "blockchain.block.headers", r.start, r.count)
+				if old.Count != int(count) || old.Hex != strings.Join(want, "") || old.Max != DefaultHeadersMax {
+					t.Fatalf("%s, round %d: headers(%d, %d) in hex: count %d, %d hex digits", when, round, r.start, r.count, old.Count, len(old.Hex))
+				}
+				var hs struct {
+					Count   int      `json:"count"`
+					Headers []string `json:"headers"`
+					Root    string   `json:"root"`
+					Branch  []string `json:"branch"`
+				}
+				c16.must(&hs, "blockchain.block.headers", r.start, r.count)
+				if hs.Count != int(count) || strings.Join(hs.Headers, ",") != strings.Join(want, ",") || hs.Root != "" || hs.Branch != nil {
+					t.Fatalf("%s, round %d: headers(%d, %d) as a list: count %d, %d headers", when, round, r.start, r.count, hs.Count, len(hs.Headers))
+				}
+				hs.Headers = nil
+				c16.must(&hs, "blockchain.block.headers", r.start, r.count, tip)
+				last := r.start + count - 1
+				var branch []chainhash.Hash
+				for _, b := range hs.Branch {
+					branch = append(branch, mustHash(t, b))
+				}
+				root := merkleRoot(hashes)
+				if strings.Join(hs.Headers, ",") != strings.Join(want, ",") || hs.Root != root.String() ||
+					rootFromBranch(hashes[last], branch, int(last)) != root {
+					t.Fatalf("%s, round %d: headers(%d, %d) with a proof to %d do not verify", when, round, r.start, r.count, tip)
+				}
+			}
+		}
+	}
+
+	hits := n.srv.counters.cacheHits.Load()
+	checkHistory("at start")
+	checkHeaders("at start")
+	if n.srv.counters.cacheHits.Load() == hits {
+		t.Fatal("nothing was answered from the cache")
+	}
+
+	// A block paying the script: a new tip, a longer history.
+	coin := n.coin()
+	paid := n.mine(nil, spendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript)))
+	checkHistory("after a block")
+	checkHeaders("after a block")
+
+	// A transaction paying the script waits in the mempool.
+	coin = n.coin()
+	var txid string
+	c16.must(&txid, "blockchain.transaction.broadcast", txHex(spendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript))))
+	checkHistory("with a mempool entry")
+
+	// The block paying the script is replaced by two others: its
+	// transaction goes back to the mempool, and the headers at its
+	// height and above are another chain's.
+	if err := n.h.Chain.InvalidateBlock(paid.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	n.mine(nil)
+	n.mine(nil)
+	n.waitNotified()
+	if len(n.srv.mempoolEntries(sh)) != 2 {
+		t.Fatalf("%d mempool entries after the reorganization, want 2", len(n.srv.mempoolEntries(sh)))
+	}
+	checkHistory("after a reorganization")
+	checkHeaders("after a reorganization")
+}
+
+// deref prints history items with their fees.
+func deref(items []historyItem) []string {
+	var out []string
+	for _, it := range items {
+		s := fmt.Sprintf("%s:%d", it.TxHash, it.Height)
+		if it.Fee != nil {
+			s += fmt.Sprintf(":%d", *it.Fee)
+		}
+		out = append(out, s)
+	}
+	return out
+}
