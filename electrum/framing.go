@@ -25,7 +25,7 @@ type msgConn interface {
 	WriteMessage([]byte) error
 	// WriteMessages sends several messages, in one write where the
 	// transport allows.
-	WriteMessages([][]byte) error
+	WriteMessages([]outMsg) error
 	SetReadDeadline(time.Time) error
 	SetWriteDeadline(time.Time) error
 	Close() error
@@ -121,26 +121,31 @@ func (c *lineConn) vectored() bool {
 
 // WriteMessage writes msg followed by '\n' in one write.
 func (c *lineConn) WriteMessage(msg []byte) error {
-	return c.WriteMessages([][]byte{msg})
+	return c.WriteMessages([]outMsg{{head: msg}})
 }
 
 // WriteMessages writes msgs, each followed by '\n', in one write.
-func (c *lineConn) WriteMessages(msgs [][]byte) error {
+func (c *lineConn) WriteMessages(msgs []outMsg) error {
 	if c.vectored() {
-		bufs := make(net.Buffers, 0, 2*len(msgs))
+		bufs := make(net.Buffers, 0, 4*len(msgs))
 		for _, m := range msgs {
-			bufs = append(bufs, m, newline)
+			for _, p := range [...][]byte{m.head, m.body, m.tail} {
+				if len(p) > 0 {
+					bufs = append(bufs, p)
+				}
+			}
+			bufs = append(bufs, newline)
 		}
 		_, err := bufs.WriteTo(c.Conn)
 		return err
 	}
 	n := 0
 	for _, m := range msgs {
-		n += len(m) + 1
+		n += m.size() + 1
 	}
 	b := make([]byte, 0, n)
 	for _, m := range msgs {
-		b = append(b, m...)
+		b = append(append(append(b, m.head...), m.body...), m.tail...)
 		b = append(b, '\n')
 	}
 	_, err := c.Conn.Write(b)
@@ -174,12 +179,49 @@ func (c wsConn) WriteMessage(msg []byte) error {
 	return c.Conn.WriteMessage(websocket.TextMessage, msg)
 }
 
-// WriteMessages sends each message as its own frame.
-func (c wsConn) WriteMessages(msgs [][]byte) error {
+// WriteMessages sends each message as its own frame, a message in parts
+// written into its frame as they are.
+func (c wsConn) WriteMessages(msgs []outMsg) error {
 	for _, m := range msgs {
-		if err := c.WriteMessage(m); err != nil {
+		if m.body == nil && m.tail == nil {
+			if err := c.WriteMessage(m.head); err != nil {
+				return err
+			}
+			continue
+		}
+		w, err := c.Conn.NextWriter(websocket.TextMessage)
+		if err != nil {
+			return err
+		}
+		for _, p := range [...][]byte{m.head, m.body, m.tail} {
+			if _, err := w.Write(p); err != nil {
+				return err
+			}
+		}
+		if err := w.Close(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// outMsg is one message to send, in up to three parts written one after
+// the other: a large answer shared with other sessions (a cached chunk of
+// headers or history) goes out as it is, between its own response's head
+// and tail, instead of being copied into each response. A message made
+// elsewhere is its head alone.
+type outMsg struct {
+	head, body, tail []byte
+}
+
+// size is the message's length without framing.
+func (m outMsg) size() int { return len(m.head) + len(m.body) + len(m.tail) }
+
+// join returns the message as one buffer (its head when it has one part).
+func (m outMsg) join() []byte {
+	if m.body == nil && m.tail == nil {
+		return m.head
+	}
+	b := make([]byte, 0, m.size())
+	return append(append(append(b, m.head...), m.body...), m.tail...)
 }

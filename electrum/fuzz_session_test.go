@@ -399,7 +399,7 @@ type nopConn struct{}
 
 func (nopConn) ReadMessage() ([]byte, error)     { return nil, io.EOF }
 func (nopConn) WriteMessage([]byte) error        { return nil }
-func (nopConn) WriteMessages([][]byte) error     { return nil }
+func (nopConn) WriteMessages([]outMsg) error     { return nil }
 func (nopConn) SetReadDeadline(time.Time) error  { return nil }
 func (nopConn) SetWriteDeadline(time.Time) error { return nil }
 func (nopConn) Close() error                     { return nil }
@@ -551,7 +551,10 @@ func FuzzDispatch(f *testing.F) {
 			ss.sem <- struct{}{}
 		}
 		ss.sendMu.Lock()
-		queue := ss.queue
+		var queue [][]byte
+		for _, m := range ss.queue {
+			queue = append(queue, m.join())
+		}
 		ss.sendMu.Unlock()
 		if len(queue) != want {
 			t.Fatalf("%d answers, want %d: %q", len(queue), want, queue)

@@ -202,6 +202,20 @@ func encodeResponse(_ bool, id json.RawMessage, result json.RawMessage, rerr *RP
 	return b.Bytes()
 }
 
+// responseParts is encodeResponse of a result, with the result as the
+// body of the message rather than copied into it.
+func responseParts(id json.RawMessage, result json.RawMessage) outMsg {
+	if id == nil {
+		id = nullID
+	}
+	tail := make([]byte, 0, len(id)+7)
+	tail = append(append(append(tail, `,"id":`...), id...), '}')
+	return outMsg{head: resultHead, body: result, tail: tail}
+}
+
+// resultHead opens every response with a result.
+var resultHead = []byte(`{"jsonrpc":"2.0","result":`)
+
 // encodeNotification encodes a server-to-client notification.
 func encodeNotification(method string, params any) ([]byte, error) {
 	p, err := json.Marshal(params)

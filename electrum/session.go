@@ -51,7 +51,7 @@ type session struct {
 	sem chan struct{}
 
 	sendMu sync.Mutex
-	queue  [][]byte
+	queue  []outMsg
 	queued int
 	// backlogDropped is set once close has taken queued off the
 	// server's total backlog.
@@ -206,16 +206,22 @@ func (ss *session) enqueue(msg []byte, last bool) bool {
 
 // enqueueWake is enqueue that wakes the writer only when wake is set.
 func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
+	return ss.enqueueMsg(outMsg{head: msg}, last, wake)
+}
+
+// enqueueMsg is enqueueWake for a message in parts.
+func (ss *session) enqueueMsg(m outMsg, last, wake bool) bool {
+	size := m.size()
 	ss.sendMu.Lock()
 	if ss.closed() || ss.closeAfter {
 		ss.sendMu.Unlock()
 		return false
 	}
 	queued := ss.queued
-	overOwn := queued+len(msg) > ss.srv.cfg.MaxSendBacklog && queued > 0
+	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > 0
 	// Over the server's total, the sessions that have a backlog of their
 	// own go first: a client reading its answers has little or none.
-	overTotal := ss.srv.backlog.Load()+int64(len(msg)) > ss.srv.cfg.maxBacklogTotal() && queued >= totalBacklogMinOwn
+	overTotal := ss.srv.backlog.Load()+int64(size) > ss.srv.cfg.maxBacklogTotal() && queued >= totalBacklogMinOwn
 	if overOwn || overTotal {
 		ss.sendMu.Unlock()
 		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
@@ -227,14 +233,14 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 		go ss.close()
 		return false
 	}
-	ss.queue = append(ss.queue, msg)
-	ss.queued += len(msg)
-	ss.srv.backlog.Add(int64(len(msg)))
+	ss.queue = append(ss.queue, m)
+	ss.queued += size
+	ss.srv.backlog.Add(int64(size))
 	ss.closeAfter = last
 	ss.sendMu.Unlock()
 	// Bytes out are charged as they are queued, not as the client reads
 	// them: a client that reads nothing pays for what it asked for.
-	ss.charge(float64(len(msg)) / float64(ss.srv.cfg.BandwidthUnit))
+	ss.charge(float64(size) / float64(ss.srv.cfg.BandwidthUnit))
 	if wake {
 		select {
 		case ss.wake <- struct{}{}:
@@ -286,17 +292,12 @@ func (ss *session) writeLoop() {
 				return
 			}
 			k, size := 0, 0
-			for k < len(q) && (k == 0 || size+len(q[k]) <= writeBatchBytes) {
-				size += len(q[k])
+			for k < len(q) && (k == 0 || size+q[k].size() <= writeBatchBytes) {
+				size += q[k].size()
 				k++
 			}
 			ss.conn.SetWriteDeadline(time.Now().Add(ss.srv.cfg.WriteTimeout))
-			var err error
-			if k == 1 {
-				err = ss.conn.WriteMessage(q[0])
-			} else {
-				err = ss.conn.WriteMessages(q[:k])
-			}
+			err := ss.conn.WriteMessages(q[:k])
 			if err != nil {
 				ss.setCloseReason(DisconnectWriteFailed)
 				abortive(ss.conn)
@@ -408,12 +409,17 @@ func (ss *session) readLoop() {
 
 // deliver sends an answer; after the answer that reported the hard cost
 // limit the session is closed once everything is written.
-func (ss *session) deliver(resp []byte) {
+func (ss *session) deliver(resp []byte) { ss.deliverMsg(outMsg{head: resp}) }
+
+// deliverMsg is deliver for an answer in parts.
+func (ss *session) deliverMsg(m outMsg) {
 	if ss.overLimit.Load() {
-		ss.sendAndClose(resp)
+		if !ss.enqueueMsg(m, true, true) {
+			ss.close()
+		}
 		return
 	}
-	ss.send(resp)
+	ss.enqueueMsg(m, false, true)
 }
 
 // errorCost is the cost added for every error answer, as ElectrumX.
@@ -471,9 +477,9 @@ func (ss *session) dispatch(m *message) bool {
 	}
 	go func() {
 		defer ss.releaseSlot()
-		resp, ok, after := ss.execute(r)
+		resp, ok, after := ss.executeMsg(r)
 		if ok {
-			ss.deliver(resp)
+			ss.deliverMsg(resp)
 		}
 		if after != nil {
 			after()
@@ -603,8 +609,19 @@ func encodeBatch(items [][]byte) []byte {
 // execute runs one request and returns its encoded answer; ok is false for
 // notifications and client responses, which get none.
 func (ss *session) execute(r *request) ([]byte, bool, func()) {
+	m, ok, after := ss.executeMsg(r)
+	return m.join(), ok, after
+}
+
+// partsFrom is the size of a result from which its response is sent in
+// parts (outMsg) instead of being copied into one buffer.
+const partsFrom = 32 << 10
+
+// executeMsg is execute with the answer in parts: a large result is sent
+// as the handler returned it (it may be shared: a cached answer).
+func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 	if r.isResponse {
-		return nil, false, nil
+		return outMsg{}, false, nil
 	}
 	result, rerr, after, release := ss.call(r)
 	if release != nil {
@@ -620,17 +637,20 @@ func (ss *session) execute(r *request) ([]byte, bool, func()) {
 		if after != nil {
 			after()
 		}
-		return nil, false, nil
+		return outMsg{}, false, nil
 	}
 	if rerr != nil {
 		ss.charge(errorCost)
-		return encodeResponse(r.v2, r.id, nil, rerr), true, after
+		return outMsg{head: encodeResponse(r.v2, r.id, nil, rerr)}, true, after
 	}
 	if len(result) > ss.srv.cfg.MaxSend {
 		ss.charge(errorCost)
-		return encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)), true, after
+		return outMsg{head: encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend))}, true, after
 	}
-	return encodeResponse(r.v2, r.id, result, nil), true, after
+	if len(result) >= partsFrom {
+		return responseParts(r.id, result), true, after
+	}
+	return outMsg{head: encodeResponse(r.v2, r.id, result, nil)}, true, after
 }
 
 // builtAnswer is a handler result holding bytes of the server's build

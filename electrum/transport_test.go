@@ -28,6 +28,8 @@ func TestTransports(t *testing.T) {
 		WSListen:  []string{"127.0.0.1:0"},
 		WSSListen: []string{"127.0.0.1:0"},
 		CertDir:   dir,
+		// An answer large enough to be sent in parts (outMsg).
+		Banner: strings.Repeat("a banner of some length, ", 4000),
 	}
 	s := New(cfg, fx.f)
 	if err := s.Start(); err != nil {
@@ -49,6 +51,7 @@ func TestTransports(t *testing.T) {
 		msgs := []string{
 			`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["t","1.4"]}`,
 			`{"jsonrpc":"2.0","id":2,"method":"blockchain.block.header","params":[1]}`,
+			`{"jsonrpc":"2.0","id":3,"method":"server.banner"}`,
 		}
 		for i, m := range msgs {
 			if err := send([]byte(m)); err != nil {
@@ -59,8 +62,12 @@ func TestTransports(t *testing.T) {
 				t.Fatal(err)
 			}
 			var r rpcResponse
-			if err := json.Unmarshal(b, &r); err != nil || r.Error != nil || string(r.ID) != []string{"1", "2"}[i] {
-				t.Fatalf("answer %s (%v)", b, err)
+			if err := json.Unmarshal(b, &r); err != nil || r.Error != nil || string(r.ID) != []string{"1", "2", "3"}[i] {
+				t.Fatalf("answer %.200s (%v)", b, err)
+			}
+			var banner string
+			if i == 2 && (json.Unmarshal(r.Result, &banner) != nil || banner != cfg.Banner) {
+				t.Fatalf("banner of %d bytes answered as %.100s", len(cfg.Banner), r.Result)
 			}
 		}
 	}
