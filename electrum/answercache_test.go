@@ -78,26 +78,14 @@ func TestAnswerCacheFollowsTheChain(t *testing.T) {
 			count := min(r.count, tip-r.start+1)
 			want := hexes[r.start : r.start+count]
 			for round := 0; round < 2; round++ {
-				var old struct {
-					Count int    `json:"count"`
-					Hex   string `json:"hex"`
-					Max   int    `json:"max"`
-				}
-				c14.must(&old, "blockchain.block.headers", r.start, r.count)
-				if old.Count != int(count) || old.Hex != strings.Join(want, "") || old.Max != DefaultHeadersMax {
-					t.Fatalf("%s, round %d: headers(%d, %d) in hex: count %d, %d hex digits", when, round, r.start, r.count, old.Count, len(old.Hex))
-				}
+				// With a proof first: the range is cached without an
+				// answer of either form, which the next two build.
 				var hs struct {
 					Count   int      `json:"count"`
 					Headers []string `json:"headers"`
 					Root    string   `json:"root"`
 					Branch  []string `json:"branch"`
 				}
-				c16.must(&hs, "blockchain.block.headers", r.start, r.count)
-				if hs.Count != int(count) || strings.Join(hs.Headers, ",") != strings.Join(want, ",") || hs.Root != "" || hs.Branch != nil {
-					t.Fatalf("%s, round %d: headers(%d, %d) as a list: count %d, %d headers", when, round, r.start, r.count, hs.Count, len(hs.Headers))
-				}
-				hs.Headers = nil
 				c16.must(&hs, "blockchain.block.headers", r.start, r.count, tip)
 				last := r.start + count - 1
 				var branch []chainhash.Hash
@@ -108,6 +96,20 @@ func TestAnswerCacheFollowsTheChain(t *testing.T) {
 				if strings.Join(hs.Headers, ",") != strings.Join(want, ",") || hs.Root != root.String() ||
 					rootFromBranch(hashes[last], branch, int(last)) != root {
 					t.Fatalf("%s, round %d: headers(%d, %d) with a proof to %d do not verify", when, round, r.start, r.count, tip)
+				}
+				var old struct {
+					Count int    `json:"count"`
+					Hex   string `json:"hex"`
+					Max   int    `json:"max"`
+				}
+				c14.must(&old, "blockchain.block.headers", r.start, r.count)
+				if old.Count != int(count) || old.Hex != strings.Join(want, "") || old.Max != DefaultHeadersMax {
+					t.Fatalf("%s, round %d: headers(%d, %d) in hex: count %d, %d hex digits", when, round, r.start, r.count, old.Count, len(old.Hex))
+				}
+				hs.Headers, hs.Root, hs.Branch = nil, "", nil
+				c16.must(&hs, "blockchain.block.headers", r.start, r.count)
+				if hs.Count != int(count) || strings.Join(hs.Headers, ",") != strings.Join(want, ",") || hs.Root != "" || hs.Branch != nil {
+					t.Fatalf("%s, round %d: headers(%d, %d) as a list: count %d, %d headers", when, round, r.start, r.count, hs.Count, len(hs.Headers))
 				}
 			}
 		}
@@ -159,4 +161,46 @@ func deref(items []historyItem) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestAnswerCacheBound checks the cache's byte bound and its order: the
+// least recently used entries go first, an entry over an eighth of the
+// budget is not kept, a key stored again replaces its entry, and a
+// negative budget keeps nothing.
+func TestAnswerCacheBound(t *testing.T) {
+	entry := func(i int, n int) *cacheEntry {
+		return &cacheEntry{key: cacheKey{kind: cacheHistory, start: int64(i)}, body: make([]byte, n)}
+	}
+	c := newAnswerCache(16 * 1256) // sixteen entries of 1,000 bytes
+	for i := 0; i < 16; i++ {
+		c.put(entry(i, 1000))
+	}
+	if n, b := c.stats(); n != 16 || b != 16*1256 {
+		t.Fatalf("%d entries, %d bytes; want 16, %d", n, b, 16*1256)
+	}
+	c.get(cacheKey{kind: cacheHistory, start: 0}) // 0 is now the most recent
+	c.put(entry(16, 1000))
+	if c.get(cacheKey{kind: cacheHistory, start: 1}) != nil || c.get(cacheKey{kind: cacheHistory, start: 0}) == nil {
+		t.Fatal("the least recently used entry was not the one dropped")
+	}
+	c.put(entry(17, 2000)) // 2,256 bytes: two more go
+	if n, b := c.stats(); n != 15 || b > 16*1256 {
+		t.Fatalf("%d entries, %d bytes after a larger one", n, b)
+	}
+	c.put(entry(18, 16*1256/8)) // over an eighth with its overhead
+	if c.get(cacheKey{kind: cacheHistory, start: 18}) != nil {
+		t.Fatal("an entry over an eighth of the budget was kept")
+	}
+	c.put(entry(17, 10))
+	if e := c.get(cacheKey{kind: cacheHistory, start: 17}); e == nil || len(e.body) != 10 {
+		t.Fatal("a key stored again did not replace its entry")
+	}
+	if _, b := c.stats(); b > 16*1256 {
+		t.Fatalf("%d bytes held", b)
+	}
+	off := newAnswerCache(-1)
+	off.put(entry(1, 10))
+	if off.get(cacheKey{kind: cacheHistory, start: 1}) != nil {
+		t.Fatal("a disabled cache kept an entry")
+	}
 }

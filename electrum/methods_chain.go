@@ -160,7 +160,8 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 			ss.srv.counters.cacheMisses.Add(1)
 		}
 	}
-	if hx == nil {
+	built := hx == nil
+	if built {
 		var linked bool
 		if hx, linked, err = ss.srv.headersHex(start, count, last); err != nil {
 			return nil, err
@@ -204,8 +205,12 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 		out = append(append(out, `,"root":`...), b...)
 	}
 	out = append(out, '}')
-	if cacheable && !proof {
+	switch {
+	case cacheable && !proof:
 		ss.srv.answers.put(&cacheEntry{key: key, last: last, hex: hx, body: out})
+	case cacheable && built:
+		// The headers for the next request, with or without a proof.
+		ss.srv.answers.put(&cacheEntry{key: key, last: last, hex: hx})
 	}
 	return json.RawMessage(out), nil
 }
