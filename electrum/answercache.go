@@ -8,13 +8,15 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
-// answerCache keeps the encoded answers that cost the most to build and
-// that many clients ask for alike: chunks of headers (every wallet that
-// syncs asks for the same 2,016-header chunks) and long confirmed
-// histories (an exchange's or a service's address, looked up by every
-// wallet that paid it). Building one costs thousands of index or header
-// reads, an encoding and a few hundred KB of garbage; answering from here
-// costs one copy into the response. Without it, a few hundred clients a
+// answerCache keeps encoded answers that many clients ask for alike, or
+// one client again and again: chunks of headers (every wallet that syncs
+// asks for the same 2,016-header chunks) and confirmed histories (a
+// wallet's at every status change and reconnection; an exchange's or a
+// service's address, looked up by every wallet that paid it). Building a
+// chunk costs thousands of header reads, an encoding and a few hundred KB
+// of garbage, and even a short history two database cursors; an answer
+// from here is sent as it is (executeMsg sends large results in parts,
+// without a copy). Without it, a few hundred clients a
 // second asking for such answers (and never reading them) kept the
 // garbage collector and both cores busy and the wallets beside them waited
 // (docs/RELIABILITY.md, "Hostile clients").
@@ -149,7 +151,7 @@ func (s *Server) currentTip() (indexers.Tip, bool) {
 // confirmedHistory returns a script's confirmed history as a JSON list of
 // get_history entries, its number of entries and the tip it was read at:
 // from the cache when it holds the history at the current tip, read from
-// the index (and kept, when long) otherwise.
+// the index (and kept) otherwise.
 func (s *Server) confirmedHistory(sh indexers.ScriptHash, limit int) ([]byte, int, indexers.Tip, error) {
 	key := cacheKey{kind: cacheHistory, sh: sh}
 	now, known := s.currentTip()

@@ -15,13 +15,8 @@ const consistencyTries = 3
 
 // sameTip reports whether the chain tip is still t.
 func (s *Server) sameTip(t indexers.Tip) bool {
-	if lt, ok := s.backend.(latestTipper); ok {
-		if now, ok := lt.LatestTip(); ok {
-			return now == t
-		}
-	}
-	now, err := s.backend.ChainTip()
-	return err == nil && now == t
+	now, ok := s.currentTip()
+	return ok && now == t
 }
 
 // latestTipper is a Backend that knows the tip it last wrote without a
