@@ -78,7 +78,7 @@ func TestScriptHashInfo(t *testing.T) {
 	}
 
 	// A history over the send limit is described, not refused.
-	fx.f.extraHistory[fx.shA] = fx.s.cfg.historyLimit() + 1
+	fx.f.setExtraHistory(fx.shA, fx.s.cfg.historyLimit()+1)
 	info, err = fx.s.ScriptHashInfo(fx.shA)
 	if err != nil || !info.TooLarge || info.HistoryLength <= fx.s.cfg.historyLimit() {
 		t.Fatalf("too-large history: %+v, %v", info, err)

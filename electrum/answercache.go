@@ -1,10 +1,8 @@
 package electrum
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/lru"
 	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
@@ -31,11 +29,7 @@ import (
 // The cache holds at most max bytes of entries, least recently used out
 // first; max <= 0 disables it.
 type answerCache struct {
-	mu    sync.Mutex
-	max   int64
-	used  int64
-	order *list.List // of *cacheEntry, most recently used first
-	items map[cacheKey]*list.Element
+	c *lru.Cache[cacheKey, *cacheEntry]
 }
 
 // cacheKey names an answer: a script's confirmed history, or a range of
@@ -84,46 +78,29 @@ func (e *cacheEntry) size() int64 {
 const cacheMinHeaders = 100
 
 func newAnswerCache(max int64) *answerCache {
-	return &answerCache{max: max, order: list.New(), items: make(map[cacheKey]*list.Element)}
+	if max <= 0 {
+		return nil
+	}
+	return &answerCache{c: lru.New[cacheKey, *cacheEntry](max)}
 }
 
 // get returns the entry of key, nil when there is none.
 func (c *answerCache) get(key cacheKey) *cacheEntry {
-	if c == nil || c.max <= 0 {
+	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[key]
-	if !ok {
-		return nil
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheEntry)
+	e, _ := c.c.Get(key)
+	return e
 }
 
 // put stores e in place of any entry of its key, then drops the least
 // recently used entries over the budget. An entry larger than an eighth
 // of the budget is not kept.
 func (c *answerCache) put(e *cacheEntry) {
-	if c == nil || c.max <= 0 || e.size() > c.max/8 {
+	if c == nil || e.size() > c.c.Max()/8 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[e.key]; ok {
-		c.used -= el.Value.(*cacheEntry).size()
-		c.order.Remove(el)
-	}
-	c.items[e.key] = c.order.PushFront(e)
-	c.used += e.size()
-	for c.used > c.max {
-		el := c.order.Back()
-		old := el.Value.(*cacheEntry)
-		c.order.Remove(el)
-		delete(c.items, old.key)
-		c.used -= old.size()
-	}
+	c.c.Put(e.key, e, e.size(), nil)
 }
 
 // stats returns the entries and bytes held.
@@ -131,9 +108,7 @@ func (c *answerCache) stats() (entries int, bytes int64) {
 	if c == nil {
 		return 0, 0
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items), c.used
+	return c.c.Len()
 }
 
 // currentTip is the index tip readers see or are about to see: the one the

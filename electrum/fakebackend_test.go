@@ -213,6 +213,15 @@ func (f *fakeBackend) delay() {
 	}
 }
 
+// setExtraHistory gives sh n extra confirmed history entries (extraHistory),
+// under the lock the readers take: a server goroutine may still be reading
+// for an earlier request.
+func (f *fakeBackend) setExtraHistory(sh indexers.ScriptHash, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.extraHistory[sh] = n
+}
+
 // History implements Backend by scanning the fake chain.
 func (f *fakeBackend) History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error) {
 	f.delay()

@@ -76,8 +76,8 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 		c.AnswerCache = -1
 	})
 	limit := fx.s.cfg.historyLimit()
-	fx.f.extraHistory[fx.shB] = limit - 3 // tx1 + tx2 + tx3 = exactly the limit
-	fx.f.extraHistory[fx.shA] = limit + 1
+	fx.f.setExtraHistory(fx.shB, limit-3) // tx1 + tx2 + tx3 = exactly the limit
+	fx.f.setExtraHistory(fx.shA, limit+1)
 	c := fx.client(t, "1.4")
 	if _, rerr := c.call("server.banner"); rerr == nil || rerr.Code != codeInvalidRequest || !strings.Contains(rerr.Message, "response too large") {
 		t.Fatalf("oversized banner: %v", rerr)
@@ -93,7 +93,7 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 		}
 	}
 	// One more mempool entry pushes B over the limit as well.
-	fx.f.extraHistory[fx.shB] = limit - 2
+	fx.f.setExtraHistory(fx.shB, limit-2)
 	if _, rerr := c.call("blockchain.scripthash.get_history", fx.shB.String()); rerr == nil || rerr.Message != "history too large" {
 		t.Fatalf("history over the limit with mempool: %v", rerr)
 	}

@@ -2,9 +2,8 @@ package indexers
 
 import (
 	"bytes"
-	"container/list"
-	"sync"
 
+	"github.com/btcd-electrum/btcd-electrum/internal/lru"
 	"github.com/btcsuite/btcd/database"
 )
 
@@ -74,23 +73,18 @@ type readEntry struct {
 
 // readCache is a byte-bounded LRU of readEntry.
 type readCache struct {
-	mu  sync.Mutex
-	max int
+	c *lru.Cache[readKey, *readEntry]
 	// minRows is the smallest answer kept (readCacheMinRows).
 	minRows int
-	size    int
-	entries map[readKey]*list.Element
-	lru     *list.List
 }
 
 func newReadCache(maxBytes int) *readCache {
-	return &readCache{max: maxBytes, minRows: readCacheMinRows,
-		entries: make(map[readKey]*list.Element), lru: list.New()}
+	return &readCache{c: lru.New[readKey, *readEntry](int64(maxBytes)), minRows: readCacheMinRows}
 }
 
 // worth reports whether an answer of rows rows is kept.
 func (c *readCache) worth(rows int) bool {
-	return c != nil && c.max > 0 && rows >= c.minRows
+	return c != nil && c.c.Max() > 0 && rows >= c.minRows
 }
 
 // get returns the entry of k, if any; the caller checks its validity in
@@ -99,47 +93,21 @@ func (c *readCache) get(k readKey) *readEntry {
 	if c == nil {
 		return nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[k]
-	if !ok {
-		return nil
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*readEntry)
+	e, _ := c.c.Get(k)
+	return e
 }
 
 // put stores e unless the cache holds a newer entry of its key, evicting
 // the least recently used entries beyond the cache's size.
 func (c *readCache) put(e *readEntry) {
-	if c == nil || c.max <= 0 {
+	if c == nil || c.c.Max() <= 0 {
 		return
 	}
 	e.size = readEntryCost + len(e.hist)*histEntrySize + len(e.unspent)*unspentEntrySize
-	if e.size > c.max/4 {
+	if int64(e.size) > c.c.Max()/4 {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.entries[e.key]; ok {
-		old := el.Value.(*readEntry)
-		if old.at.Height > e.at.Height {
-			return
-		}
-		c.size += e.size - old.size
-		el.Value = e
-		c.lru.MoveToFront(el)
-	} else {
-		c.entries[e.key] = c.lru.PushFront(e)
-		c.size += e.size
-	}
-	for c.size > c.max {
-		el := c.lru.Back()
-		old := el.Value.(*readEntry)
-		c.lru.Remove(el)
-		delete(c.entries, old.key)
-		c.size -= old.size
-	}
+	c.c.Put(e.key, e, int64(e.size), func(old *readEntry) bool { return old.at.Height > e.at.Height })
 }
 
 // unchangedSince reports whether, in the view of meta, the state of hx at

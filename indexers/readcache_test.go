@@ -14,13 +14,13 @@ func TestReadCacheBoundAndOrder(t *testing.T) {
 	for i := byte(0); i < 4; i++ {
 		c.put(entry(i, 10, 90))
 	}
-	if len(c.entries) != 4 || c.size > c.max {
-		t.Fatalf("%d entries, %d of %d bytes", len(c.entries), c.size, c.max)
+	if n, size := c.c.Len(); n != 4 || size > c.c.Max() {
+		t.Fatalf("%d entries, %d of %d bytes", n, size, c.c.Max())
 	}
 	c.get(key(0)) // 1 is now the least recently used
 	c.put(entry(4, 10, 90))
-	if c.get(key(1)) != nil || c.get(key(0)) == nil || c.size > c.max {
-		t.Fatalf("eviction kept the wrong entries (%d bytes of %d)", c.size, c.max)
+	if _, size := c.c.Len(); c.get(key(1)) != nil || c.get(key(0)) == nil || size > c.c.Max() {
+		t.Fatalf("eviction kept the wrong entries (%d bytes of %d)", size, c.c.Max())
 	}
 	c.put(entry(5, 10, 200))
 	if c.get(key(5)) != nil {
@@ -34,12 +34,14 @@ func TestReadCacheBoundAndOrder(t *testing.T) {
 	if e := c.get(key(0)); e == nil || e.at.Height != 11 {
 		t.Fatal("a newer read did not replace the entry")
 	}
-	want := 0
-	for _, el := range c.entries {
-		want += el.Value.(*readEntry).size
+	want := int64(0)
+	for i := byte(0); i < 6; i++ {
+		if e := c.get(key(i)); e != nil {
+			want += int64(e.size)
+		}
 	}
-	if c.size != want {
-		t.Fatalf("size %d, entries add up to %d", c.size, want)
+	if _, size := c.c.Len(); size != want {
+		t.Fatalf("size %d, entries add up to %d", size, want)
 	}
 	var off *readCache
 	off.put(entry(0, 1, 1))

@@ -1,14 +1,13 @@
 package indexers
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding"
 	"encoding/hex"
 	"hash"
 	"strconv"
-	"sync"
 
+	"github.com/btcd-electrum/btcd-electrum/internal/lru"
 	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
@@ -69,10 +68,7 @@ const statusCacheMin = 64
 // stays in the chain, so a later read may resume from it exactly when its
 // own view still holds that block at that height.
 type statusCache struct {
-	mu      sync.Mutex
-	max     int
-	entries map[hashX]*list.Element
-	lru     *list.List
+	c *lru.Cache[hashX, *statusMid]
 }
 
 // statusMid is one cached midstate.
@@ -85,47 +81,25 @@ type statusMid struct {
 }
 
 func newStatusCache(max int) *statusCache {
-	return &statusCache{max: max, entries: make(map[hashX]*list.Element), lru: list.New()}
+	return &statusCache{c: lru.New[hashX, *statusMid](int64(max))}
 }
 
 // get returns the cached midstate of hx, if any; the caller checks that its
 // block is in the chain it reads.
 func (c *statusCache) get(hx hashX) *statusMid {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.entries[hx]
-	if !ok {
-		return nil
-	}
-	c.lru.MoveToFront(el)
-	return el.Value.(*statusMid)
+	m, _ := c.c.Get(hx)
+	return m
 }
 
 // drop removes m if it is still the cached midstate of its script.
 func (c *statusCache) drop(m *statusMid) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.entries[m.key]; ok && el.Value.(*statusMid) == m {
-		c.lru.Remove(el)
-		delete(c.entries, m.key)
-	}
+	c.c.Remove(m.key, func(cur *statusMid) bool { return cur == m })
 }
 
-// put stores a midstate, replacing the script's previous one.
+// put stores a midstate, replacing the script's previous one; the cache
+// holds at most its bound of them.
 func (c *statusCache) put(m *statusMid) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.entries[m.key]; ok {
-		el.Value = m
-		c.lru.MoveToFront(el)
-		return
-	}
-	c.entries[m.key] = c.lru.PushFront(m)
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.entries, old.Value.(*statusMid).key)
-	}
+	c.c.Put(m.key, m, 1, nil)
 }
 
 // resume returns a hasher continuing from a cached midstate.
