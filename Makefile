@@ -148,8 +148,8 @@ bench-load: build bench-chain
 # without and with each attack in turn (5,000 idle connections, 1,000 slow
 # readers, 2 MB lines, 10,000-request batches, subscription floods, invalid
 # JSON, half-open TLS, bad WebSocket frames, 2,000 connections a second),
-# and the node's memory. About 10 minutes; make test runs the short form
-# (TestHostileClients in integration/).
+# three rounds of each, and the node's memory. About 20 minutes; make test
+# runs the short form (TestHostileClients in integration/).
 HOSTILE_ARGS ?=
 bench-hostile: build bench-chain
 	$(GO) build -o bin/e2ebench ./cmd/e2ebench

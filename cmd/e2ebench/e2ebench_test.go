@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcd-electrum/btcd-electrum/internal/hostile"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -394,5 +395,43 @@ func TestParseProcStatCPU(t *testing.T) {
 	}
 	if got := parseProcStatCPU(string(self)); got < 0 {
 		t.Fatalf("own CPU %.2f", got)
+	}
+}
+
+// TestHostileRounds checks how the hostile benchmark pools its rounds: the
+// merged percentiles are of every request, and the ratio's median is of
+// the rounds' p99.
+func TestHostileRounds(t *testing.T) {
+	ms := time.Millisecond
+	round := func(lat ...time.Duration) hostile.Result {
+		r := hostile.Merge(hostile.Result{Requests: len(lat), Latencies: lat})
+		return r
+	}
+	// Three rounds of 100 requests: two quiet, one with a stall.
+	var a, b, c []time.Duration
+	for i := 0; i < 100; i++ {
+		a = append(a, ms)
+		b = append(b, 2*ms)
+		c = append(c, 3*ms)
+	}
+	for i := 0; i < 5; i++ {
+		c[i] = 100 * ms
+	}
+	ra, rb, rc := round(a...), round(b...), round(c...)
+	if ra.P99 != ms || rb.P99 != 2*ms || rc.P99 != 100*ms || rc.P50 != 3*ms || rc.Max != 100*ms {
+		t.Fatalf("per round: %v %v %v/%v/%v", ra.P99, rb.P99, rc.P50, rc.P99, rc.Max)
+	}
+	m := hostile.Merge(rc, ra, rb)
+	if m.Requests != 300 || m.P50 != 2*ms || m.P99 != 100*ms || m.Max != 100*ms {
+		t.Errorf("pooled: %d requests, p50 %v p99 %v max %v", m.Requests, m.P50, m.P99, m.Max)
+	}
+	if got := medianP99([]hostile.Result{rc, ra, rb}); got != 2*ms {
+		t.Errorf("median p99 of three rounds: %v, want 2ms", got)
+	}
+	if got := medianP99([]hostile.Result{rc, ra}); got != 100*ms {
+		t.Errorf("median p99 of two rounds: %v, want the upper one", got)
+	}
+	if got := medianP99(nil); got != 0 {
+		t.Errorf("median p99 of none: %v", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -40,6 +41,8 @@ type hostileFlags struct {
 	subnets  int
 	maxSess  int
 	maxRSS   int64
+	rounds   int
+	attacker string
 }
 
 // hostileNodeArgs are the limits the benchmark runs the node with, beside
@@ -60,7 +63,9 @@ func runHostile(args []string) error {
 	fs := flag.NewFlagSet("hostile", flag.ExitOnError)
 	c.register(fs)
 	fs.StringVar(&hf.kinds, "kinds", "", "attacks to run, comma-separated (default all: "+kindList()+")")
-	fs.DurationVar(&hf.phase, "phase", 15*time.Second, "measuring time of the wallet without and with each attack")
+	fs.DurationVar(&hf.phase, "phase", 15*time.Second, "measuring time of the wallet without and with each attack, in each round")
+	fs.IntVar(&hf.rounds, "rounds", 3, "rounds of each attack: a window without it, then one with it (the p99 ratio is of the rounds' medians)")
+	fs.StringVar(&hf.attacker, "attacker", "idle", "the attacking process's priority: idle (SCHED_IDLE), nice (nice 19) or normal")
 	fs.DurationVar(&hf.settle, "settle", 10*time.Second, "wait after an attack has ended (and the sessions are back) before reading the memory")
 	fs.DurationVar(&hf.interval, "interval", 20*time.Millisecond, "the wallet's pace: a request every interval")
 	fs.IntVar(&hf.idle, "idle", 5000, "idle connections")
@@ -70,13 +75,25 @@ func runHostile(args []string) error {
 	fs.IntVar(&hf.subs, "subworkers", 20, "sessions of the subscription flood")
 	fs.IntVar(&hf.rate, "rate", 2000, "connections per second of the churn")
 	fs.IntVar(&hf.sources, "sources", 1000, "loopback addresses each attack comes from")
-	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack its own)")
+	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack and round its own)")
 	fs.IntVar(&hf.maxSess, "maxsessions", 10000, "the node's --electrummaxsessions")
 	fs.Int64Var(&hf.maxRSS, "maxrss", 8192, "stop an attack early when the node's resident memory passes this many MiB (the machine's safety)")
 	fs.Parse(args)
+	if hf.rounds < 1 || hf.rounds > 20 {
+		return fmt.Errorf("-rounds must be 1 to 20")
+	}
+	switch hf.attacker {
+	case "idle", "nice", "normal":
+	default:
+		return fmt.Errorf("-attacker must be idle, nice or normal")
+	}
 	kinds, err := parseKinds(hf.kinds)
 	if err != nil {
 		return err
+	}
+	if hf.subnets < 1 || 20+len(kinds)*hf.rounds*hf.subnets/250 > 255 {
+		// hostile.LoopbackSources: 250 /24s under each 127.x from 127.20.
+		return fmt.Errorf("-subnets times -rounds times the attacks must fit in 127.20.0.0 to 127.255.255.255")
 	}
 	c.runs = 1
 	ci, scratch, cleanup, err := c.setup()
@@ -150,7 +167,7 @@ func runHostile(args []string) error {
 
 	rep := &hostileReport{
 		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
-		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), IntervalMs: float64(hf.interval) / 1e6,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, IntervalMs: float64(hf.interval) / 1e6,
 		MixSize: len(mix),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -161,8 +178,8 @@ func runHostile(args []string) error {
 		r, err := hostilePhase(ctx, p, rpc, self, addr, i, k, &hf, scriptsFile, mix, refAnswers, ports[5])
 		if r != nil {
 			rep.Attacks = append(rep.Attacks, r)
-			fmt.Fprintf(os.Stderr, "%s: wallet p99 %.2f ms unloaded, %.2f ms during (x%.2f); RSS %d -> peak %d -> after %d MiB\n",
-				k, r.Unloaded.P99ms(), r.During.P99ms(), r.Ratio, r.RSSBeforeKB>>10, r.RSSPeakKB>>10, r.RSSAfterKB>>10)
+			fmt.Fprintf(os.Stderr, "%s: wallet p99 ratio x%.2f (pooled: %.2f ms unloaded, %.2f ms during, x%.2f); RSS %d -> peak %d -> after %d MiB\n",
+				k, r.Ratio, r.Unloaded.P99ms(), r.During.P99ms(), r.PooledRatio, r.RSSBeforeKB>>10, r.RSSPeakKB>>10, r.RSSAfterKB>>10)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)
@@ -307,27 +324,34 @@ func rawCall(addr, method, params string) (json.RawMessage, error) {
 type hostileResult struct {
 	Kind string `json:"kind"`
 	Size string `json:"size"`
-	// Unloaded and During are the wallet's requests right before the
-	// attack and during it (a new session, from a new /24, for each).
+	// Rounds are the attack's rounds: in each the wallet is measured
+	// without the attack and then with it.
+	Rounds []hostileRound `json:"rounds"`
+	// Unloaded and During pool the wallet's requests of every round,
+	// right before the attack and during it.
 	Unloaded hostileLatency `json:"unloaded"`
 	During   hostileLatency `json:"during"`
-	// After is the wallet once the attack has ended.
+	// After is the wallet once the last round's attack has ended.
 	After hostileLatency `json:"after"`
-	// Ratio is During.P99 / Unloaded.P99.
-	Ratio float64 `json:"p99_ratio"`
-	// Attacker is what the attack's connections got.
+	// Ratio is the median of the rounds' p99 during the attack over the
+	// median of their p99 without it: a window the machine stalled in,
+	// with or without the attack, moves it by one place, not by the
+	// stall. PooledRatio is During.P99 / Unloaded.P99.
+	Ratio       float64 `json:"p99_ratio"`
+	PooledRatio float64 `json:"p99_ratio_pooled"`
+	// Attacker is what the attack's connections got, over all rounds.
 	Attacker hostile.Summary `json:"attacker"`
-	// AttackCPU is the attacking process's CPU time over the phase's
-	// wall time (cores), NodeCPU the node's.
+	// AttackCPU is the attacking process's CPU time over the measured
+	// windows' wall time (cores), NodeCPU the node's.
 	AttackCPU float64 `json:"attack_cpu_cores"`
 	NodeCPU   float64 `json:"node_cpu_cores"`
 	// Sessions and Subscriptions are the server's counts at the end of the
-	// measured window; SessionsAfter once the attack has ended.
+	// last measured window; SessionsAfter once the attack has ended.
 	Sessions      int `json:"sessions"`
 	Subscriptions int `json:"subscriptions"`
 	SessionsAfter int `json:"sessions_after"`
-	// RSS (KiB): before the attack, the peak during it, and after it
-	// ended and the settle time passed.
+	// RSS (KiB): before the first round, the peak during any round, and
+	// after the last one ended and the settle time passed.
 	RSSBeforeKB int64 `json:"rss_before_kib"`
 	RSSPeakKB   int64 `json:"rss_peak_kib"`
 	RSSAfterKB  int64 `json:"rss_after_kib"`
@@ -336,16 +360,25 @@ type hostileResult struct {
 	HeapAfter        float64 `json:"heap_inuse_after_bytes,omitempty"`
 	GoroutinesBefore float64 `json:"goroutines_before,omitempty"`
 	GoroutinesAfter  float64 `json:"goroutines_after,omitempty"`
-	// AttackSeconds is how long the attacker ran (start to stop);
-	// ConnsPerSecond its connections over that time.
+	// AttackSeconds is how long the attacker ran (start to stop, all
+	// rounds); ConnsPerSecond its connections over that time.
 	AttackSeconds  float64 `json:"attack_s"`
 	ConnsPerSecond float64 `json:"attack_conns_per_s"`
-	// Aborted says the attack was stopped early because the node's
-	// memory passed -maxrss.
+	// Aborted says an attack was stopped early because the node's memory
+	// passed -maxrss.
 	Aborted bool `json:"aborted,omitempty"`
 	// Served says the wallet got every answer right, on one session, in
-	// all three windows.
+	// every window.
 	Served bool `json:"served"`
+}
+
+// hostileRound is one window without the attack and one with it.
+type hostileRound struct {
+	Unloaded  hostileLatency `json:"unloaded"`
+	During    hostileLatency `json:"during"`
+	AttackCPU float64        `json:"attack_cpu_cores"`
+	NodeCPU   float64        `json:"node_cpu_cores"`
+	RSSPeakKB int64          `json:"rss_peak_kib"`
 }
 
 type hostileLatency struct {
@@ -355,15 +388,19 @@ type hostileLatency struct {
 func (l hostileLatency) P50ms() float64 { return float64(l.P50) / 1e6 }
 func (l hostileLatency) P99ms() float64 { return float64(l.P99) / 1e6 }
 
-// hostilePhase measures the wallet without, then with attack k, then the
-// server after it.
+// hostilePhase measures the wallet without and with attack k, -rounds
+// times, and then the server after it.
 func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, addr func(int) string, i int, k hostile.Kind,
 	hf *hostileFlags, scriptsFile string, mix []hostile.Request, ref [][]byte, metricsPort int) (*hostileResult, error) {
 	r := &hostileResult{Kind: string(k)}
-	wallet := func(n int) (*hostile.GoodClient, error) {
+	window := 0
+	wallet := func() (*hostile.GoodClient, error) {
 		// A new /24 for every window: a session's and a subnet's cost
 		// outlive a window (hostile.NewGoodClient).
-		return hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, 1, byte(3*i+n+1), 1), mix, ref)
+		// (127.1.0.0 to 127.19.255.255; the attackers are above.)
+		window++
+		n := i*(2*hf.rounds+1) + window
+		return hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, byte(1+n/250), byte(n%250), 1), mix, ref)
 	}
 	info, err := electrumInfo(rpc)
 	if err != nil {
@@ -373,15 +410,8 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	r.HeapBefore, r.GoroutinesBefore = nodeMetrics(metricsPort)
 	r.RSSBeforeKB = p.RSSKB()
 
-	g, err := wallet(0)
-	if err != nil {
-		return nil, err
-	}
-	r.Unloaded.Result = runWallet(g, hf.phase, hf.interval)
-	g.Close()
-
 	args := []string{"hostile-attack", "-kind", string(k), "-tcp", addr(0), "-tls", addr(1), "-ws", addr(2), "-wss", addr(3),
-		"-first", strconv.Itoa(i * hf.subnets), "-sources", strconv.Itoa(hf.sources), "-subnets", strconv.Itoa(hf.subnets),
+		"-sources", strconv.Itoa(hf.sources), "-subnets", strconv.Itoa(hf.subnets),
 		"-scripts", scriptsFile}
 	switch k {
 	case hostile.Idle:
@@ -403,24 +433,113 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		args = append(args, "-workers", strconv.Itoa(hf.workers))
 		r.Size = fmt.Sprintf("%d sessions", hf.workers)
 	}
-	// The attacker runs at the lowest priority (nice execs it, so every
-	// thread of it has it): on a real network its CPU is somebody
-	// else's, and on a small machine it must not take the node's.
-	cmd := exec.Command("nice", append([]string{"-n", "19", self}, args...)...)
+	var unloaded, during []hostile.Result
+	served := true
+	var wall, nodeCPU, attackCPU float64
+	for round := 0; round < hf.rounds; round++ {
+		g, err := wallet()
+		if err != nil {
+			return nil, err
+		}
+		var rd hostileRound
+		rd.Unloaded.Result = runWallet(g, hf.phase, hf.interval)
+		g.Close()
+		unloaded = append(unloaded, rd.Unloaded.Result)
+
+		// Each round's attacker comes from /24s of its own: the cost
+		// of a subnet outlives its sessions, and a round must meet
+		// the server as the first did.
+		first := (i*hf.rounds + round) * hf.subnets
+		err = attackRound(p, rpc, self, append(args, "-first", strconv.Itoa(first)), k, hf, baseSessions, r, &rd, func() (hostile.Result, error) {
+			g, err := wallet()
+			if err != nil {
+				return hostile.Result{}, fmt.Errorf("the wallet could not connect during the attack: %w", err)
+			}
+			defer g.Close()
+			return runWallet(g, hf.phase, hf.interval), nil
+		})
+		r.Rounds = append(r.Rounds, rd)
+		during = append(during, rd.During.Result)
+		served = served && rd.Unloaded.OK() && rd.During.OK()
+		wall += hf.phase.Seconds()
+		nodeCPU += rd.NodeCPU * hf.phase.Seconds()
+		attackCPU += rd.AttackCPU * hf.phase.Seconds()
+		r.RSSPeakKB = max(r.RSSPeakKB, rd.RSSPeakKB)
+		if err != nil {
+			return r, err
+		}
+		fmt.Fprintf(os.Stderr, "%s round %d: wallet p99 %.2f ms unloaded, %.2f ms during; node %.2f cores, attacker %.2f\n",
+			k, round+1, rd.Unloaded.P99ms(), rd.During.P99ms(), rd.NodeCPU, rd.AttackCPU)
+	}
+	r.Unloaded.Result = hostile.Merge(unloaded...)
+	r.During.Result = hostile.Merge(during...)
+	r.NodeCPU, r.AttackCPU = nodeCPU/wall, attackCPU/wall
+	r.ConnsPerSecond = float64(r.Attacker.Connects) / r.AttackSeconds
+
+	time.Sleep(hf.settle)
+	r.RSSAfterKB = p.RSSKB()
+	r.HeapAfter, r.GoroutinesAfter = nodeMetrics(metricsPort)
+	g, err := wallet()
+	if err != nil {
+		return r, fmt.Errorf("the wallet could not connect after the attack: %w", err)
+	}
+	r.After.Result = g.Run(ctx, hf.interval, 50)
+	g.Close()
+	if m := medianP99(unloaded); m > 0 {
+		r.Ratio = float64(medianP99(during)) / float64(m)
+	}
+	if r.Unloaded.P99 > 0 {
+		r.PooledRatio = float64(r.During.P99) / float64(r.Unloaded.P99)
+	}
+	r.Served = served && r.After.OK() && r.SessionsAfter <= baseSessions
+	return r, nil
+}
+
+// medianP99 is the median of the results' p99 (the upper one of an even
+// count).
+func medianP99(rs []hostile.Result) time.Duration {
+	if len(rs) == 0 {
+		return 0
+	}
+	p := make([]time.Duration, len(rs))
+	for i, r := range rs {
+		p[i] = r.P99
+	}
+	slices.Sort(p)
+	return p[len(p)/2]
+}
+
+// attackRound starts the attacking process, measures the wallet (during)
+// once the attack is at full strength, stops it and waits for the
+// server's sessions to return to base.
+func attackRound(p *proc, rpc *rpcClient, self string, args []string, k hostile.Kind, hf *hostileFlags, baseSessions int,
+	r *hostileResult, rd *hostileRound, during func() (hostile.Result, error)) error {
+	// On a network the attacker's CPU is somebody else's; here it runs
+	// beside the node, as a separate process at the lowest priority:
+	// SCHED_IDLE (chrt execs it, so every thread has it) runs it only on
+	// a core nothing else wants, nice 19 gives it a small share.
+	var cmd *exec.Cmd
+	switch hf.attacker {
+	case "idle":
+		cmd = exec.Command("chrt", append([]string{"--idle", "0", self}, args...)...)
+	case "nice":
+		cmd = exec.Command("nice", append([]string{"-n", "19", self}, args...)...)
+	default:
+		cmd = exec.Command(self, args...)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	cmd.Stderr = os.Stderr
 	attackStart := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return err
 	}
-
 	killed := false
 	defer func() {
 		if !killed {
@@ -441,10 +560,10 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	select {
 	case err := <-readyCh:
 		if err != nil {
-			return nil, err
+			return err
 		}
 	case <-time.After(5 * time.Minute):
-		return nil, errors.New("the attacker did not get ready within 5 minutes")
+		return errors.New("the attacker did not get ready within 5 minutes")
 	}
 	fmt.Fprintf(os.Stderr, "%s: at full strength after %.1f s\n", k, time.Since(attackStart).Seconds())
 	watchDone := make(chan struct{})
@@ -453,7 +572,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	defer func() {
 		close(watchDone)
 		<-watched
-		r.Aborted = aborted.Load()
+		r.Aborted = r.Aborted || aborted.Load()
 	}()
 	go func() {
 		defer close(watched)
@@ -473,62 +592,46 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	}()
 
 	cpu0, acpu0, t0 := p.CPUSeconds(), procCPU(cmd.Process.Pid), time.Now()
-	g, err = wallet(1)
+	res, err := during()
 	if err != nil {
-		return r, fmt.Errorf("the wallet could not connect during the attack: %w", err)
+		return err
 	}
-	r.During.Result = runWallet(g, hf.phase, hf.interval)
-	g.Close()
+	rd.During.Result = res
 	wall := time.Since(t0).Seconds()
-	r.NodeCPU = (p.CPUSeconds() - cpu0) / wall
-	r.AttackCPU = (procCPU(cmd.Process.Pid) - acpu0) / wall
+	rd.NodeCPU = (p.CPUSeconds() - cpu0) / wall
+	rd.AttackCPU = (procCPU(cmd.Process.Pid) - acpu0) / wall
 	if info, err := electrumInfo(rpc); err == nil {
 		r.Sessions, r.Subscriptions = info.Sessions, info.Subscriptions
 	}
 	stdin.Close()
-	r.AttackSeconds = time.Since(attackStart).Seconds()
 	var sum hostile.Summary
 	if lines.Scan() {
 		if err := json.Unmarshal(lines.Bytes(), &sum); err != nil {
-			return r, fmt.Errorf("the attacker's summary %q: %w", lines.Text(), err)
+			return fmt.Errorf("the attacker's summary %q: %w", lines.Text(), err)
 		}
 	}
 	if err := cmd.Wait(); err != nil {
-		return r, fmt.Errorf("the attacker: %w", err)
+		return fmt.Errorf("the attacker: %w", err)
 	}
 	killed = true
-	r.Attacker = sum
-	r.ConnsPerSecond = float64(sum.Connects) / r.AttackSeconds
-	r.RSSPeakKB = p.peakSince(attackStart)
+	r.AttackSeconds += time.Since(attackStart).Seconds()
+	r.Attacker.Add(sum)
+	rd.RSSPeakKB = p.peakSince(attackStart)
 
-	// After: the sessions back at the baseline, then the settle time.
+	// The sessions back at the baseline before the next window.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		info, err := electrumInfo(rpc)
 		if err == nil && info.Sessions <= baseSessions {
 			r.SessionsAfter = info.Sessions
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			r.SessionsAfter = info.Sessions
-			break
+			return nil
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(hf.settle)
-	r.RSSAfterKB = p.RSSKB()
-	r.HeapAfter, r.GoroutinesAfter = nodeMetrics(metricsPort)
-	g, err = wallet(2)
-	if err != nil {
-		return r, fmt.Errorf("the wallet could not connect after the attack: %w", err)
-	}
-	r.After.Result = g.Run(ctx, hf.interval, 50)
-	g.Close()
-	if r.Unloaded.P99 > 0 {
-		r.Ratio = float64(r.During.P99) / float64(r.Unloaded.P99)
-	}
-	r.Served = r.Unloaded.OK() && r.During.OK() && r.After.OK() && r.SessionsAfter <= baseSessions
-	return r, nil
 }
 
 // runWallet runs a wallet session for d.
@@ -686,6 +789,8 @@ type hostileReport struct {
 	CPUs       int              `json:"cpus"`
 	LoadAvg    string           `json:"loadavg_at_start"`
 	Phase      float64          `json:"phase_s"`
+	Rounds     int              `json:"rounds"`
+	Attacker   string           `json:"attacker_priority"`
 	IntervalMs float64          `json:"wallet_interval_ms"`
 	MixSize    int              `json:"wallet_mix_requests"`
 	RSSStartKB int64            `json:"rss_start_kib"`
@@ -697,11 +802,11 @@ type hostileReport struct {
 
 // writeTable writes the results as a Markdown table.
 func (r *hostileReport) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, phases of %.0f s, wallet request every %.0f ms\n",
-		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Phase, r.IntervalMs)
+	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s\n",
+		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker)
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
-	fmt.Fprintln(w, "| attack | size | wallet p50 / p99 unloaded (ms) | p50 / p99 during (ms) | p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range r.Attacks {
 		served := "yes"
 		if a.Aborted {
@@ -710,8 +815,12 @@ func (r *hostileReport) writeTable(w io.Writer) {
 			served = fmt.Sprintf("NO (wrong %d/%d/%d, errors %d/%d/%d, sessions after %d)",
 				a.Unloaded.Wrong, a.During.Wrong, a.After.Wrong, a.Unloaded.Errors, a.During.Errors, a.After.Errors, a.SessionsAfter)
 		}
-		fmt.Fprintf(w, "| %s | %s | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
-			a.Kind, a.Size, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.Ratio, served,
+		var rounds []string
+		for _, rd := range a.Rounds {
+			rounds = append(rounds, fmt.Sprintf("%.2f → %.2f", rd.Unloaded.P99ms(), rd.During.P99ms()))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
+			a.Kind, a.Size, strings.Join(rounds, ", "), a.Ratio, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.PooledRatio, served,
 			a.ConnsPerSecond, a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
 			a.Sessions, a.Subscriptions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
 			a.HeapBefore/(1<<20), a.HeapAfter/(1<<20))

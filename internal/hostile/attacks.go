@@ -37,7 +37,7 @@ const (
 	BadJSON Kind = "badjson"
 	// TLSHalfOpen holds Conns connections to the TLS (and WSS) listeners
 	// that stop halfway through the ClientHello; one in ten sends
-	// plaintext instead.
+	// plaintext instead (and, closed, connects again a second later).
 	TLSHalfOpen Kind = "tlshalfopen"
 	// WSBad sends WebSocket upgrades and frames of every bad kind from
 	// Workers connections, a new connection for each.
@@ -285,7 +285,7 @@ func clientHello() ([]byte, error) {
 // halfOpen holds a connection to the TLS (or WSS) listener that sends half
 // a ClientHello and then nothing, until the server drops it; with
 // plaintext it sends a JSON-RPC line instead, which the server must
-// refuse by closing.
+// refuse by closing, and connects again a second later.
 func halfOpen(ctx context.Context, t *Target, hello []byte, plaintext, wss bool, st *Stats, ramped func()) {
 	addr := t.TLS
 	if wss && t.WSS != "" {
@@ -331,11 +331,21 @@ func halfOpen(ctx context.Context, t *Target, hello []byte, plaintext, wss bool,
 		}
 		if plaintext && isClosed(err) {
 			st.Expected.Add(1)
+			// A client that speaks plaintext to a TLS port tries
+			// again, not in a tight loop: a flood of connections is
+			// the churn attack, at its stated rate.
+			if !sleepCtx(ctx, plaintextRetry) {
+				return
+			}
 		} else {
 			st.outcome(ctx, err, "half-open TLS")
 		}
 	}
 }
+
+// plaintextRetry is how long a plaintext connection of TLSHalfOpen waits
+// after the server closed it before it connects again.
+const plaintextRetry = time.Second
 
 // bigLines sends 2 MB lines, each of which must be answered "request too
 // large" while the session goes on, until the session's cost ends it.

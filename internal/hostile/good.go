@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -160,6 +160,38 @@ type Result struct {
 	P99        time.Duration `json:"p99_ns"`
 	Max        time.Duration `json:"max_ns"`
 	Notes      []string      `json:"notes,omitempty"`
+	// Latencies are the requests' times, sorted.
+	Latencies []time.Duration `json:"-"`
+}
+
+// Merge pools results: their counts added, their percentiles taken over
+// all their requests.
+func Merge(rs ...Result) Result {
+	var m Result
+	for _, r := range rs {
+		m.Requests += r.Requests
+		m.Wrong += r.Wrong
+		m.Errors += r.Errors
+		m.Reconnects += r.Reconnects
+		for _, n := range r.Notes {
+			if len(m.Notes) < 10 {
+				m.Notes = append(m.Notes, n)
+			}
+		}
+		m.Latencies = append(m.Latencies, r.Latencies...)
+	}
+	m.percentiles()
+	return m
+}
+
+// percentiles sorts Latencies and sets P50, P99 and Max from them.
+func (r *Result) percentiles() {
+	slices.Sort(r.Latencies)
+	if n := len(r.Latencies); n > 0 {
+		r.P50 = r.Latencies[(n-1)*50/100]
+		r.P99 = r.Latencies[(n-1)*99/100]
+		r.Max = r.Latencies[n-1]
+	}
 }
 
 // OK reports whether every request was answered correctly on one session.
@@ -216,12 +248,8 @@ func (g *GoodClient) Run(ctx context.Context, interval time.Duration, max int) R
 			}
 		}
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if n := len(lat); n > 0 {
-		res.P50 = lat[(n-1)*50/100]
-		res.P99 = lat[(n-1)*99/100]
-		res.Max = lat[n-1]
-	}
+	res.Latencies = lat
+	res.percentiles()
 	return res
 }
 

@@ -138,6 +138,9 @@ func (s *Stats) unexpected(format string, args ...any) {
 }
 
 // note keeps a description of something that happened (counted by kind).
+// maxNotes bounds the distinct notes a run keeps.
+const maxNotes = 50
+
 func (s *Stats) note(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if len(msg) > 200 {
@@ -148,7 +151,7 @@ func (s *Stats) note(format string, args ...any) {
 	if s.notes == nil {
 		s.notes = map[string]int{}
 	}
-	if len(s.notes) < 50 || s.notes[msg] > 0 {
+	if len(s.notes) < maxNotes || s.notes[msg] > 0 {
 		s.notes[msg]++
 	}
 }
@@ -185,6 +188,25 @@ func (s *Stats) Summary() Summary {
 		Connects: s.Connects.Load(), DialErrors: s.DialErrors.Load(), Sent: s.Sent.Load(),
 		Expected: s.Expected.Load(), Refused: s.Refused.Load(), Disconnects: s.Disconnects.Load(),
 		Unexpected: s.Unexpected.Load(), PeakHeld: s.PeakHeld.Load(), Notes: s.Notes(),
+	}
+}
+
+// Add adds another run's counts (a later run's notes after this one's,
+// up to as many as one run keeps).
+func (s *Summary) Add(o Summary) {
+	s.Connects += o.Connects
+	s.DialErrors += o.DialErrors
+	s.Sent += o.Sent
+	s.Expected += o.Expected
+	s.Refused += o.Refused
+	s.Disconnects += o.Disconnects
+	s.Unexpected += o.Unexpected
+	s.PeakHeld = max(s.PeakHeld, o.PeakHeld)
+	for _, n := range o.Notes {
+		if len(s.Notes) >= maxNotes {
+			break
+		}
+		s.Notes = append(s.Notes, n)
 	}
 }
 
