@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -35,7 +36,12 @@ type msgConn interface {
 // lineConn frames messages with a single '\n' (PROTOCOL.md §2.1).
 type lineConn struct {
 	net.Conn
-	r       *bufio.Reader
+	// src is what the reader reads: the connection.
+	src io.Reader
+	r   *bufio.Reader
+	// pending is what was read past the end of a skipped line, read
+	// before src.
+	pending []byte
 	maxRecv int
 	buf     []byte
 }
@@ -45,9 +51,64 @@ type lineConn struct {
 // across several reads.
 const lineReadBuffer = 4 << 10
 
+// skipReadBuffer is the size of the reads that skip an oversized line.
+// Skipping a 2 MB line in lineReadBuffer reads took 500 system calls.
+const skipReadBuffer = 64 << 10
+
+var skipBuffers = sync.Pool{New: func() any { b := make([]byte, skipReadBuffer); return &b }}
+
 // newLineConn wraps c for newline framing with a request limit.
 func newLineConn(c net.Conn, maxRecv int) *lineConn {
-	return &lineConn{Conn: c, r: bufio.NewReaderSize(c, lineReadBuffer), maxRecv: maxRecv}
+	lc := newLineReader(c, lineReadBuffer, maxRecv)
+	lc.Conn = c
+	return lc
+}
+
+// newLineReader frames the messages of src, reading size bytes at a time.
+func newLineReader(src io.Reader, size, maxRecv int) *lineConn {
+	lc := &lineConn{src: src, maxRecv: maxRecv}
+	lc.r = bufio.NewReaderSize(lineSource{lc}, size)
+	return lc
+}
+
+// lineSource reads a lineConn's pending bytes, then its source.
+type lineSource struct{ c *lineConn }
+
+func (s lineSource) Read(p []byte) (int, error) {
+	if len(s.c.pending) > 0 {
+		n := copy(p, s.c.pending)
+		s.c.pending = s.c.pending[n:]
+		if len(s.c.pending) == 0 {
+			s.c.pending = nil
+		}
+		return n, nil
+	}
+	return s.c.src.Read(p)
+}
+
+// skipLine reads past the rest of an oversized line, in skipReadBuffer
+// reads once the reader's buffer is empty, and keeps what follows the
+// line's newline for the next message. It reports whether the newline
+// was found; if not, the error that ended the reading.
+func (c *lineConn) skipLine() (bool, error) {
+	bp := skipBuffers.Get().(*[]byte)
+	defer skipBuffers.Put(bp)
+	b := *bp
+	src := lineSource{c}
+	for {
+		n, err := src.Read(b)
+		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
+			rest := make([]byte, 0, n-i-1+len(c.pending))
+			c.pending = append(append(rest, b[i+1:n]...), c.pending...)
+			if len(c.pending) == 0 {
+				c.pending = nil
+			}
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+	}
 }
 
 // ReadMessage reads up to the next '\n'. A line over maxRecv bytes is
@@ -62,6 +123,13 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 		c.buf = c.buf[:0]
 		tooLarge := false
 		for {
+			if tooLarge && c.r.Buffered() == 0 {
+				found, err := c.skipLine()
+				if found || err == io.EOF {
+					return nil, errFrameTooLarge
+				}
+				return nil, err
+			}
 			chunk, err := c.r.ReadSlice('\n')
 			if !tooLarge {
 				if len(c.buf)+len(chunk) > c.maxRecv+1 {

@@ -1,9 +1,9 @@
 package electrum
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -51,12 +51,17 @@ func FuzzLineFraming(f *testing.F) {
 	f.Add([]byte("a\nbb\n\nccc"), 2)
 	f.Add([]byte("{\"id\":1}\r\n"), 100)
 	f.Add(bytes.Repeat([]byte("x"), 70000), 65536)
+	// Lines skipped in skipReadBuffer reads: the newline in the first
+	// read, in a later one, at a read's end, and messages after each.
+	long := func(n int) string { return strings.Repeat("x", n) }
+	f.Add([]byte("a\n"+long(3000)+"\nb\n"+long(200000)+"\nc\r\n"+long(skipReadBuffer-1)+"\n"+long(2*skipReadBuffer)+"\nd"), 1000)
+	f.Add([]byte(long(100000)), 1000)
 	f.Fuzz(func(t *testing.T, data []byte, limit int) {
 		if limit <= 0 || limit > 1<<20 {
 			limit = 16
 		}
 		// A tiny read buffer makes every long line cross buffer boundaries.
-		c := &lineConn{r: bufio.NewReaderSize(bytes.NewReader(data), 16), maxRecv: limit}
+		c := newLineReader(bytes.NewReader(data), 16, limit)
 		var got [][]byte
 		tooLarge := 0
 		for {
