@@ -225,6 +225,66 @@ type wsConn struct {
 	*websocket.Conn
 }
 
+// newWSConn wraps c, answering its pings through a ponger.
+func newWSConn(c *websocket.Conn, writeTimeout time.Duration) wsConn {
+	p := &ponger{c: c, timeout: writeTimeout}
+	c.SetPingHandler(p.ping)
+	return wsConn{c}
+}
+
+// ponger answers a WebSocket connection's pings from a goroutine of its
+// own, one at a time, with the latest ping's payload. A pong is one write:
+// answered in the read loop, as gorilla/websocket does by default, a
+// flood of 500 pings took 500 writes, and a client that does not read
+// held the read loop in each. Pings that arrive while a pong is being
+// written are answered by one pong, for the most recent of them, as RFC
+// 6455 §5.5.3 allows.
+type ponger struct {
+	c       *websocket.Conn
+	timeout time.Duration
+
+	mu      sync.Mutex
+	latest  []byte
+	fresh   bool // latest has not been answered
+	sending bool // a goroutine is writing pongs
+}
+
+func (p *ponger) ping(data string) error {
+	p.mu.Lock()
+	p.latest = append(p.latest[:0], data...)
+	p.fresh = true
+	start := !p.sending
+	p.sending = true
+	p.mu.Unlock()
+	if start {
+		go p.send()
+	}
+	return nil
+}
+
+// send writes pongs until every ping has been answered. A write error is
+// left to the session's own writes and reads to find.
+func (p *ponger) send() {
+	var data []byte
+	for {
+		p.mu.Lock()
+		if !p.fresh {
+			p.sending = false
+			p.mu.Unlock()
+			return
+		}
+		data = append(data[:0], p.latest...)
+		p.fresh = false
+		p.mu.Unlock()
+		if err := p.c.WriteControl(websocket.PongMessage, data, time.Now().Add(p.timeout)); err != nil {
+			p.mu.Lock()
+			p.sending, p.fresh = false, false
+			p.mu.Unlock()
+			return
+		}
+	}
+}
+
 // ReadMessage returns the next text or binary frame. gorilla/websocket
 // enforces the read limit and closes with 1009 when a frame is over it.
 func (c wsConn) ReadMessage() ([]byte, error) {

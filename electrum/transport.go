@@ -192,7 +192,7 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
 			capSendBuffer(c.NetConn())
-			s.runSession(wsConn{c}, c.RemoteAddr(), t)
+			s.runSession(newWSConn(c, s.cfg.WriteTimeout), c.RemoteAddr(), t)
 		}),
 	}
 	s.mu.Lock()

@@ -7,9 +7,11 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +151,109 @@ func mustPEM(t *testing.T, b []byte) []byte {
 		t.Fatal("no PEM block")
 	}
 	return blk.Bytes
+}
+
+// TestWebSocketPings checks the answers to pings: a ping gets a pong with
+// its payload, and a flood of pings written at once gets at least one pong
+// and at most one per ping, the last with the last ping's payload, while
+// the requests around it are answered in order.
+func TestWebSocketPings(t *testing.T) {
+	fx := newFixture(t, nil)
+	s := New(Config{WSListen: []string{"127.0.0.1:0"}}, fx.f)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+s.Addrs()[WS][0].String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	// Pongs are handled while the connection is read: one goroutine
+	// reads it throughout.
+	pongs := make(chan string, 1000)
+	ws.SetPongHandler(func(p string) error { pongs <- p; return nil })
+	answers := make(chan []byte, 10)
+	go func() {
+		defer close(answers)
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			answers <- b
+		}
+	}()
+	answer := func(id int) {
+		t.Helper()
+		select {
+		case b := <-answers:
+			var r rpcResponse
+			if json.Unmarshal(b, &r) != nil || r.Error != nil || string(r.ID) != strconv.Itoa(id) {
+				t.Fatalf("answer %s to request %d", b, id)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no answer to request %d", id)
+		}
+	}
+	request := func(id int) []byte {
+		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"server.ping"}`, id))
+	}
+	waitPong := func(want string) (n int) {
+		t.Helper()
+		deadline := time.After(10 * time.Second)
+		for {
+			select {
+			case p := <-pongs:
+				n++
+				if p == want {
+					return n
+				}
+			case <-deadline:
+				t.Fatalf("no pong %q after %d pongs", want, n)
+			}
+		}
+	}
+	ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["t","1.4"]}`))
+	answer(1)
+	if err := ws.WriteControl(websocket.PingMessage, []byte("one"), time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n := waitPong("one"); n != 1 {
+		t.Fatalf("%d pongs for one ping", n)
+	}
+
+	// 500 pings in one write, then a request.
+	var flood []byte
+	for i := 0; i < 500; i++ {
+		flood = append(flood, clientFrame(0x9, []byte("p"+strconv.Itoa(i)))...)
+	}
+	flood = append(flood, clientFrame(0x1, request(2))...)
+	if _, err := ws.NetConn().Write(flood); err != nil {
+		t.Fatal(err)
+	}
+	answer(2)
+	n := waitPong("p499")
+	if n < 1 || n > 500 {
+		t.Fatalf("%d pongs for 500 pings", n)
+	}
+	t.Logf("500 pings answered by %d pongs", n)
+	ws.WriteMessage(websocket.TextMessage, request(3))
+	answer(3)
+	select {
+	case p := <-pongs:
+		t.Fatalf("a pong %q after the last ping was answered", p)
+	default:
+	}
+}
+
+// clientFrame is a masked WebSocket frame (payload under 126 bytes) as a
+// client sends it.
+func clientFrame(op byte, payload []byte) []byte {
+	key := [4]byte{1, 2, 3, 4}
+	f := []byte{0x80 | op, 0x80 | byte(len(payload)), key[0], key[1], key[2], key[3]}
+	for i, c := range payload {
+		f = append(f, c^key[i%4])
+	}
+	return f
 }
