@@ -3,7 +3,6 @@ package indexers_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -343,35 +342,7 @@ func residentMiB() float64 {
 func rngFor(seed int64) *rand.Rand { return rand.New(rand.NewSource(seed)) }
 
 // copyTree copies the directory src to dst.
-func copyTree(src, dst string) error {
-	return filepath.Walk(src, func(path string, info os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dst, rel)
-		if info.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-}
+var copyTree = indexers.CopyTree
 
 func workersName(n int) string {
 	if n == 1 {

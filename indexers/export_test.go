@@ -203,3 +203,7 @@ func (idx *ElectrumIndex) SetAheadPatience(d time.Duration) { idx.trail.patience
 // SetExtensionNaming sets how long an extension of the base goes on before
 // it names what it built (0: at every batch).
 func (idx *ElectrumIndex) SetExtensionNaming(d time.Duration) { idx.trail.promote = d }
+
+// CopyTree copies the files under src to dst, but for leveldb's LOCK
+// (forcedurable_test.go).
+var CopyTree = copyTree

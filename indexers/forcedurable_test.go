@@ -3,9 +3,11 @@ package indexers
 import (
 	"bytes"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
@@ -13,10 +15,52 @@ import (
 )
 
 // copyFiles copies the files under src to dst as they are on disk now, as
-// a crash leaves them.
+// a crash leaves them. leveldb may be compacting in the background,
+// writing and deleting files: a copy is kept only when no file changed
+// while it was taken, and taken again otherwise.
 func copyFiles(t *testing.T, src, dst string) {
 	t.Helper()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
+	for attempt := 0; attempt < 100; attempt++ {
+		before, err := listFiles(src)
+		if err == nil {
+			os.RemoveAll(dst)
+			err = copyTree(src, dst)
+		}
+		if err == nil {
+			after, err := listFiles(src)
+			if err == nil && maps.Equal(before, after) {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the database's files kept changing while they were copied")
+}
+
+// fileState is a file's size and modification time.
+type fileState struct {
+	size    int64
+	modTime int64
+}
+
+// listFiles returns the state of every file under dir.
+func listFiles(dir string) (map[string]fileState, error) {
+	out := make(map[string]fileState)
+	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			out[p] = fileState{fi.Size(), fi.ModTime().UnixNano()}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// copyTree copies the files under src to dst, but for leveldb's LOCK.
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
 		}
@@ -41,9 +85,6 @@ func copyFiles(t *testing.T, src, dst string) {
 		_, err = io.Copy(o, in)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestForceDurable commits a row into an ffldb database, then copies the
