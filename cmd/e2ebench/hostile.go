@@ -43,6 +43,9 @@ type hostileFlags struct {
 	maxRSS   int64
 	rounds   int
 	attacker string
+	awake    bool
+	// echo is the floor probe's echo process (machine.go).
+	echo string
 }
 
 // hostileNodeArgs are the limits the benchmark runs the node with, beside
@@ -66,7 +69,8 @@ func runHostile(args []string) error {
 	fs.DurationVar(&hf.phase, "phase", 15*time.Second, "measuring time of the wallet without and with each attack, in each round")
 	fs.IntVar(&hf.rounds, "rounds", 3, "rounds of each attack: a window without it, then one with it (the p99 ratio is of the rounds' medians)")
 	fs.StringVar(&hf.attacker, "attacker", "idle", "the attacking process's priority: idle (SCHED_IDLE), nice (nice 19) or normal")
-	fs.DurationVar(&hf.settle, "settle", 10*time.Second, "wait after an attack has ended (and the sessions are back) before reading the memory")
+	fs.BoolVar(&hf.awake, "awake", true, "keep every CPU out of its idle state for the whole run, with a spinner per CPU at SCHED_IDLE that yields to everything (a virtual machine's halted CPU takes milliseconds to wake, and without the attack the CPUs idle)")
+	fs.DurationVar(&hf.settle, "settle", 10*time.Second, "wait after an attack has ended (and the sessions are back) before reading the memory, and before the next round's window without the attack")
 	fs.DurationVar(&hf.interval, "interval", 20*time.Millisecond, "the wallet's pace: a request every interval")
 	fs.IntVar(&hf.idle, "idle", 5000, "idle connections")
 	fs.IntVar(&hf.slow, "slow", 1000, "slow readers")
@@ -153,6 +157,22 @@ func runHostile(args []string) error {
 	rpc := newRPCClient(ports[4])
 	nofile, _ := procLimit(p.Pid(), "Max open files")
 
+	// The machine's floor, measured beside the wallet in every window:
+	// an echo process at the node's priority.
+	echo, err := startHelper(self, "hostile-echo", false, true)
+	if err != nil {
+		return err
+	}
+	defer echo.stop()
+	hf.echo = echo.line
+	if hf.awake {
+		spinners, err := startSpinners(self)
+		if err != nil {
+			return err
+		}
+		defer stopHelpers(spinners)
+	}
+
 	ctx := context.Background()
 	mix, err := walletMix(ctx, addr(0), scripts, ci.TipHeight)
 	if err != nil {
@@ -167,7 +187,7 @@ func runHostile(args []string) error {
 
 	rep := &hostileReport{
 		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
-		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, IntervalMs: float64(hf.interval) / 1e6,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, IntervalMs: float64(hf.interval) / 1e6,
 		MixSize: len(mix),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -339,6 +359,13 @@ type hostileResult struct {
 	// stall. PooledRatio is During.P99 / Unloaded.P99.
 	Ratio       float64 `json:"p99_ratio"`
 	PooledRatio float64 `json:"p99_ratio_pooled"`
+	// FloorUnloaded and FloorDuring pool the machine's floor (an echo
+	// process probed beside the wallet, machine.go) over the rounds, and
+	// FloorRatio is their ratio as Ratio is the wallet's: what the
+	// attack costs a process that does no work.
+	FloorUnloaded hostileLatency `json:"floor_unloaded"`
+	FloorDuring   hostileLatency `json:"floor_during"`
+	FloorRatio    float64        `json:"floor_p99_ratio"`
 	// Attacker is what the attack's connections got, over all rounds.
 	Attacker hostile.Summary `json:"attacker"`
 	// AttackCPU is the attacking process's CPU time over the measured
@@ -374,11 +401,15 @@ type hostileResult struct {
 
 // hostileRound is one window without the attack and one with it.
 type hostileRound struct {
-	Unloaded  hostileLatency `json:"unloaded"`
-	During    hostileLatency `json:"during"`
-	AttackCPU float64        `json:"attack_cpu_cores"`
-	NodeCPU   float64        `json:"node_cpu_cores"`
-	RSSPeakKB int64          `json:"rss_peak_kib"`
+	Unloaded hostileLatency `json:"unloaded"`
+	During   hostileLatency `json:"during"`
+	// FloorUnloaded and FloorDuring are the machine's floor in the same
+	// windows.
+	FloorUnloaded hostileLatency `json:"floor_unloaded"`
+	FloorDuring   hostileLatency `json:"floor_during"`
+	AttackCPU     float64        `json:"attack_cpu_cores"`
+	NodeCPU       float64        `json:"node_cpu_cores"`
+	RSSPeakKB     int64          `json:"rss_peak_kib"`
 }
 
 type hostileLatency struct {
@@ -433,18 +464,28 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		args = append(args, "-workers", strconv.Itoa(hf.workers))
 		r.Size = fmt.Sprintf("%d sessions", hf.workers)
 	}
-	var unloaded, during []hostile.Result
+	var unloaded, during, floorUnloaded, floorDuring []hostile.Result
 	served := true
 	var wall, nodeCPU, attackCPU float64
 	for round := 0; round < hf.rounds; round++ {
+		if round > 0 {
+			// The window without the attack is of a node at rest:
+			// right after an attack the node is still collecting
+			// and returning its memory, and the wallet's p99 there
+			// was 4–6 ms against 1.6–3.5 ms at rest, which made
+			// the attack look cheaper. The first round follows the
+			// settle time after the attack before.
+			time.Sleep(hf.settle)
+		}
 		g, err := wallet()
 		if err != nil {
 			return nil, err
 		}
 		var rd hostileRound
-		rd.Unloaded.Result = runWallet(g, hf.phase, hf.interval)
+		rd.Unloaded.Result, rd.FloorUnloaded.Result = measureWindow(g, hf.echo, hf.phase, hf.interval)
 		g.Close()
 		unloaded = append(unloaded, rd.Unloaded.Result)
+		floorUnloaded = append(floorUnloaded, rd.FloorUnloaded.Result)
 
 		// Each round's attacker comes from /24s of its own: the cost
 		// of a subnet outlives its sessions, and a round must meet
@@ -456,10 +497,13 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 				return hostile.Result{}, fmt.Errorf("the wallet could not connect during the attack: %w", err)
 			}
 			defer g.Close()
-			return runWallet(g, hf.phase, hf.interval), nil
+			w, f := measureWindow(g, hf.echo, hf.phase, hf.interval)
+			rd.FloorDuring.Result = f
+			return w, nil
 		})
 		r.Rounds = append(r.Rounds, rd)
 		during = append(during, rd.During.Result)
+		floorDuring = append(floorDuring, rd.FloorDuring.Result)
 		served = served && rd.Unloaded.OK() && rd.During.OK()
 		wall += hf.phase.Seconds()
 		nodeCPU += rd.NodeCPU * hf.phase.Seconds()
@@ -468,11 +512,13 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		if err != nil {
 			return r, err
 		}
-		fmt.Fprintf(os.Stderr, "%s round %d: wallet p99 %.2f ms unloaded, %.2f ms during; node %.2f cores, attacker %.2f\n",
-			k, round+1, rd.Unloaded.P99ms(), rd.During.P99ms(), rd.NodeCPU, rd.AttackCPU)
+		fmt.Fprintf(os.Stderr, "%s round %d: wallet p99 %.2f ms unloaded, %.2f ms during; machine floor p99 %.2f, %.2f ms; node %.2f cores, attacker %.2f\n",
+			k, round+1, rd.Unloaded.P99ms(), rd.During.P99ms(), rd.FloorUnloaded.P99ms(), rd.FloorDuring.P99ms(), rd.NodeCPU, rd.AttackCPU)
 	}
 	r.Unloaded.Result = hostile.Merge(unloaded...)
 	r.During.Result = hostile.Merge(during...)
+	r.FloorUnloaded.Result = hostile.Merge(floorUnloaded...)
+	r.FloorDuring.Result = hostile.Merge(floorDuring...)
 	r.NodeCPU, r.AttackCPU = nodeCPU/wall, attackCPU/wall
 	r.ConnsPerSecond = float64(r.Attacker.Connects) / r.AttackSeconds
 
@@ -487,6 +533,9 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 	g.Close()
 	if m := medianP99(unloaded); m > 0 {
 		r.Ratio = float64(medianP99(during)) / float64(m)
+	}
+	if m := medianP99(floorUnloaded); m > 0 {
+		r.FloorRatio = float64(medianP99(floorDuring)) / float64(m)
 	}
 	if r.Unloaded.P99 > 0 {
 		r.PooledRatio = float64(r.During.P99) / float64(r.Unloaded.P99)
@@ -632,13 +681,6 @@ func attackRound(p *proc, rpc *rpcClient, self string, args []string, k hostile.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// runWallet runs a wallet session for d.
-func runWallet(g *hostile.GoodClient, d, interval time.Duration) hostile.Result {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	return g.Run(ctx, interval, 0)
 }
 
 // electrumInfo calls getelectruminfo.
@@ -791,6 +833,7 @@ type hostileReport struct {
 	Phase      float64          `json:"phase_s"`
 	Rounds     int              `json:"rounds"`
 	Attacker   string           `json:"attacker_priority"`
+	Awake      bool             `json:"cpus_kept_awake"`
 	IntervalMs float64          `json:"wallet_interval_ms"`
 	MixSize    int              `json:"wallet_mix_requests"`
 	RSSStartKB int64            `json:"rss_start_kib"`
@@ -802,11 +845,11 @@ type hostileReport struct {
 
 // writeTable writes the results as a Markdown table.
 func (r *hostileReport) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s\n",
-		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker)
+	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v\n",
+		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake)
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
-	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | machine floor p99 per round, unloaded → during (ms) | floor p99 ratio | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range r.Attacks {
 		served := "yes"
 		if a.Aborted {
@@ -815,12 +858,13 @@ func (r *hostileReport) writeTable(w io.Writer) {
 			served = fmt.Sprintf("NO (wrong %d/%d/%d, errors %d/%d/%d, sessions after %d)",
 				a.Unloaded.Wrong, a.During.Wrong, a.After.Wrong, a.Unloaded.Errors, a.During.Errors, a.After.Errors, a.SessionsAfter)
 		}
-		var rounds []string
+		var rounds, floors []string
 		for _, rd := range a.Rounds {
 			rounds = append(rounds, fmt.Sprintf("%.2f → %.2f", rd.Unloaded.P99ms(), rd.During.P99ms()))
+			floors = append(floors, fmt.Sprintf("%.2f → %.2f", rd.FloorUnloaded.P99ms(), rd.FloorDuring.P99ms()))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
-			a.Kind, a.Size, strings.Join(rounds, ", "), a.Ratio, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.PooledRatio, served,
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
+			a.Kind, a.Size, strings.Join(rounds, ", "), a.Ratio, strings.Join(floors, ", "), a.FloorRatio, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.PooledRatio, served,
 			a.ConnsPerSecond, a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
 			a.Sessions, a.Subscriptions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
 			a.HeapBefore/(1<<20), a.HeapAfter/(1<<20))

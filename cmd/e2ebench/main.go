@@ -47,6 +47,10 @@ func main() {
 		err = runHostile(os.Args[2:])
 	case "hostile-attack":
 		err = runHostileAttack(os.Args[2:])
+	case "hostile-echo":
+		err = runHostileEcho()
+	case "hostile-spin":
+		err = runHostileSpin()
 	case "mkchain":
 		err = runMkchain(os.Args[2:])
 	case "-h", "-help", "--help", "help":
