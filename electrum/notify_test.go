@@ -156,6 +156,16 @@ func TestNotifierSurvivesSlowSubscriber(t *testing.T) {
 	if fx.s.SessionCount() != 2 {
 		t.Fatalf("%d sessions", fx.s.SessionCount())
 	}
+	// The subscribe answer can be read before its request goroutine
+	// releases the hold on header notifications (the answer's after
+	// function). Until then each block only replaces the held header; a
+	// delay of that goroutine longer than the 30 blocks below (a 3 s sleep
+	// in it reproduces it) left nothing to overflow, and the test failed
+	// as it once did in CI. Wait for it.
+	deadline := time.Now().Add(20 * time.Second)
+	for fx.s.headersHeld() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	// The pipe is unbuffered and no longer read: every notification stays
 	// queued until the backlog overflows.
 	for i := 0; i < 30; i++ {
@@ -165,13 +175,33 @@ func TestNotifierSurvivesSlowSubscriber(t *testing.T) {
 		}
 		good.note()
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for fx.s.SessionCount() != 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if fx.s.SessionCount() != 1 {
 		t.Fatal("the subscriber that stopped reading is still connected")
 	}
+}
+
+// headersHeld reports whether a session holds header notifications back
+// until its headers.subscribe answer is queued.
+func (s *Server) headersHeld() bool {
+	s.mu.Lock()
+	sessions := make([]*session, 0, len(s.sessions))
+	for ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.subMu.Lock()
+		held := ss.headersPending
+		ss.subMu.Unlock()
+		if held {
+			return true
+		}
+	}
+	return false
 }
 
 // TestNoNotificationBeforeSubscribeAnswer subscribes while blocks that
