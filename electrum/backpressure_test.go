@@ -103,7 +103,7 @@ func TestBatchOverLimitNotDecoded(t *testing.T) {
 	}
 	// Opening with server.version: negotiated, the rest refused.
 	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["c","1.4"]}`, 10)))
-	if line := read(); !strings.Contains(line, `"code":4`) || !strings.Contains(line, "10 requests, limit 5") {
+	if line := read(); !strings.Contains(line, `"code":4`) || !strings.Contains(line, "more than 5 requests") {
 		t.Fatalf("batch of 10 opening with server.version: %s", line)
 	}
 	// Negotiated: a batch of 6 is refused, one of 5 answered.

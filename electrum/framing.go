@@ -57,6 +57,77 @@ const skipReadBuffer = 64 << 10
 
 var skipBuffers = sync.Pool{New: func() any { b := make([]byte, skipReadBuffer); return &b }}
 
+// keptBuffer is the largest read buffer a session keeps between messages.
+const keptBuffer = 64 << 10
+
+// longBuffers holds the buffers long messages are assembled in, for the
+// next long message of any session. Assembled in a buffer that grows as
+// append grows it, a 500 KB batch left 3.5 MB of garbage and a line over
+// the request limit 5 MB; a client sending them as fast as it could made
+// the garbage collector run every few seconds, and every request that
+// came during a collection waited for it. Now a long message leaves only
+// the copy of itself handed to the caller.
+var longBuffers sync.Pool
+
+// appendLong appends p to buf, growing it with growLong.
+func appendLong(buf, p []byte) []byte {
+	return append(growLong(buf, len(buf)+len(p)), p...)
+}
+
+// growLong returns buf, or a copy of it, with room for need bytes: the
+// capacity doubles, and over keptBuffer the new buffer comes from the
+// pool and the old one goes back to it.
+func growLong(buf []byte, need int) []byte {
+	if need <= cap(buf) {
+		return buf
+	}
+	n := max(2*cap(buf), need)
+	var nb []byte
+	if n > keptBuffer {
+		if bp, _ := longBuffers.Get().(*[]byte); bp != nil && cap(*bp) >= need {
+			nb = (*bp)[:0]
+		}
+	}
+	if nb == nil {
+		nb = make([]byte, 0, n)
+	}
+	nb = append(nb, buf...)
+	if cap(buf) > keptBuffer {
+		putLong(buf)
+	}
+	return nb
+}
+
+// putLong gives a long message's buffer back to the pool.
+func putLong(b []byte) {
+	b = b[:0]
+	longBuffers.Put(&b)
+}
+
+// readAllLong reads r to its end, growing its buffer with growLong; what
+// it read in a pooled buffer it returns a copy of.
+func readAllLong(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	for {
+		if len(buf) == cap(buf) {
+			buf = growLong(buf, len(buf)+1)
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			out := buf
+			if cap(buf) > keptBuffer {
+				out = append([]byte(nil), buf...)
+				putLong(buf)
+			}
+			if err == io.EOF {
+				err = nil
+			}
+			return out, err
+		}
+	}
+}
+
 // newLineConn wraps c for newline framing with a request limit.
 func newLineConn(c net.Conn, maxRecv int) *lineConn {
 	lc := newLineReader(c, lineReadBuffer, maxRecv)
@@ -115,11 +186,14 @@ func (c *lineConn) skipLine() (bool, error) {
 // skipped to its end and reported as errFrameTooLarge; empty lines are
 // skipped.
 func (c *lineConn) ReadMessage() ([]byte, error) {
-	for {
-		if cap(c.buf) > 64<<10 {
+	defer func() {
+		if cap(c.buf) > keptBuffer {
 			// Do not keep a large request's buffer for the session's life.
+			putLong(c.buf)
 			c.buf = nil
 		}
+	}()
+	for {
 		c.buf = c.buf[:0]
 		tooLarge := false
 		for {
@@ -136,7 +210,7 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 					tooLarge = true
 					c.buf = c.buf[:0]
 				} else {
-					c.buf = append(c.buf, chunk...)
+					c.buf = appendLong(c.buf, chunk)
 				}
 			}
 			if err == nil {
@@ -289,15 +363,12 @@ func (p *ponger) send() {
 // enforces the read limit and closes with 1009 when a frame is over it.
 func (c wsConn) ReadMessage() ([]byte, error) {
 	for {
-		typ, data, err := c.Conn.ReadMessage()
+		typ, r, err := c.Conn.NextReader()
 		if err != nil {
-			if errors.Is(err, websocket.ErrReadLimit) {
-				return nil, err
-			}
 			return nil, err
 		}
 		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
-			return data, nil
+			return readAllLong(r)
 		}
 	}
 }

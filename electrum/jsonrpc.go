@@ -82,12 +82,20 @@ type message struct {
 	// given to decodeMessageLimit has only its first member decoded (for
 	// the server.version that may open it): the rest would be refused
 	// anyway, and decoding 10,000 requests to refuse them cost more than
-	// anything else a client can send.
+	// anything else a client can send. Such a batch is read only as far
+	// as the member one over the limit (decodeOverLimit), and size is
+	// that member's number.
 	size int
 }
 
-// count returns the number of requests the frame holds.
+// count returns the number of requests the frame holds, or for a batch
+// over the limit given to decodeMessageLimit, the limit plus one.
 func (m *message) count() int { return max(m.size, len(m.requests)) }
+
+// batchLimitError is the answer to a batch of more than limit requests.
+func batchLimitError(limit int) *RPCError {
+	return rpcErrorf(codeLimitExceeded, "batch limit exceeded (more than %d requests)", limit)
+}
 
 // decodeMessage decodes one frame. It never fails: problems become errors
 // to answer.
@@ -101,6 +109,11 @@ func decodeMessageLimit(frame []byte, maxBatch int) *message {
 		return &message{err: rpcErrorf(codeParseError, "invalid JSON: not UTF-8")}
 	}
 	if len(frame) > 0 && frame[0] == '[' {
+		if maxBatch > 0 {
+			if m := decodeOverLimit(frame, maxBatch); m != nil {
+				return m
+			}
+		}
 		if !json.Valid(frame) {
 			return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
 		}
@@ -122,6 +135,47 @@ func decodeMessageLimit(frame []byte, maxBatch int) *message {
 		return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
 	}
 	return &message{requests: []*request{decodeRequest(frame)}}
+}
+
+// decodeOverLimit decodes a batch of more than maxBatch members having
+// looked only as far as the member one over the limit: that much of it must
+// be valid JSON (a parse error otherwise), and what follows is not read,
+// valid or not. Refusing a 500 KB batch of 10,000 requests took 1.7 ms of
+// validating, and a client sending them back to back kept a core busy
+// with nothing but that. It returns nil for a frame that ends, or stops
+// being an array, within the limit; the whole frame is checked then.
+func decodeOverLimit(frame []byte, maxBatch int) *message {
+	var first []byte
+	n, last := 0, 0
+	for i := skipSpace(frame, 1); ; {
+		if i >= len(frame) {
+			return nil
+		}
+		end := valueEnd(frame, i)
+		if end <= i {
+			return nil
+		}
+		if n == 0 {
+			first = frame[i:end:end]
+		}
+		n++
+		last = end
+		if n > maxBatch {
+			break
+		}
+		i = skipSpace(frame, end)
+		if i >= len(frame) || frame[i] != ',' {
+			return nil
+		}
+		i = skipSpace(frame, i+1)
+	}
+	prefix := make([]byte, last+1)
+	copy(prefix, frame[:last])
+	prefix[last] = ']'
+	if !json.Valid(prefix) {
+		return &message{err: rpcErrorf(codeParseError, "invalid JSON")}
+	}
+	return &message{batch: true, size: n, requests: []*request{decodeRequest(first)}}
 }
 
 // decodeRequest decodes one valid JSON value into a request.

@@ -456,7 +456,7 @@ func (ss *session) dispatch(m *message) bool {
 	if m.batch {
 		if m.count() > ss.srv.cfg.MaxBatch {
 			ss.charge(errorCost)
-			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
+			ss.send(encodeResponse(true, nil, nil, batchLimitError(ss.srv.cfg.MaxBatch)))
 			return ss.checkHardLimit() && ss.pauseReading()
 		}
 		if !ss.acquire() {
@@ -539,7 +539,7 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 		return false
 	}
 	if m.count() > ss.srv.cfg.MaxBatch {
-		ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeLimitExceeded, "batch limit exceeded (%d requests, limit %d)", m.count(), ss.srv.cfg.MaxBatch)))
+		ss.send(encodeResponse(true, nil, nil, batchLimitError(ss.srv.cfg.MaxBatch)))
 		return true
 	}
 	if !ss.acquire() {

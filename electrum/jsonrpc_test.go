@@ -1,0 +1,135 @@
+package electrum
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// pings returns a batch of n server.ping requests, then tail before its
+// closing bracket.
+func pings(n int, tail string) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"server.ping"}`, i)
+	}
+	b.WriteString(tail)
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// TestDecodeOverLimit checks how a batch over the limit is refused: from
+// the members up to the one over the limit, whatever follows.
+func TestDecodeOverLimit(t *testing.T) {
+	const limit = 100
+	for _, tc := range []struct {
+		name  string
+		frame []byte
+		// want: "batch" with the number of requests decoded and the
+		// count, or "parse" for a parse error.
+		want          string
+		decoded, size int
+	}{
+		{"at the limit", pings(limit, ""), "batch", limit, limit},
+		{"one over", pings(limit+1, ""), "batch", 1, limit + 1},
+		{"far over", pings(10_000, ""), "batch", 1, limit + 1},
+		{"far over, invalid after the limit", pings(10_000, `,{"id":1,]`), "batch", 1, limit + 1},
+		{"far over, not UTF-8 after the limit", pings(10_000, ",\"\xff\""), "parse", 0, 0},
+		{"invalid within the limit", append([]byte(`[{"id":1,}`), pings(10_000, "")[1:]...), "parse", 0, 0},
+		{"at the limit, invalid after", pings(limit, `,{"id":1,]`), "parse", 0, 0},
+		{"spaces between members", []byte("[ " + strings.Repeat(`{"id":1,"method":"server.ping"} , `, limit) + `{"id":2,"method":"server.ping"} ]`), "batch", 1, limit + 1},
+		{"members of every kind", []byte(`[1,"a",[2,{"b":"]"}],null,true` + strings.Repeat(`,{}`, limit) + `]`), "batch", 1, limit + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := decodeMessageLimit(tc.frame, limit)
+			switch tc.want {
+			case "parse":
+				if m.err == nil || m.err.Code != codeParseError {
+					t.Fatalf("got %+v, want a parse error", m)
+				}
+			case "batch":
+				if m.err != nil || !m.batch || len(m.requests) != tc.decoded || m.size != tc.size {
+					t.Fatalf("got error %v, batch %v, %d decoded, size %d; want %d decoded, size %d", m.err, m.batch, len(m.requests), m.size, tc.decoded, tc.size)
+				}
+				if m.count() > limit != (tc.size > limit) {
+					t.Fatalf("count %d against limit %d", m.count(), limit)
+				}
+			}
+		})
+	}
+	// Without a limit, every member is decoded.
+	if m := decodeMessageLimit(pings(10_000, ""), 0); len(m.requests) != 10_000 {
+		t.Fatalf("no limit: %d requests decoded", len(m.requests))
+	}
+}
+
+// TestDecodeOverLimitAllocates checks that refusing a 10,000-request batch
+// allocates about what the members up to the limit take, not the batch.
+func TestDecodeOverLimitAllocates(t *testing.T) {
+	frame := pings(10_000, "")
+	const limit = 100
+	prefix := len(pings(limit+1, ""))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 20
+	for i := 0; i < n; i++ {
+		decodeMessageLimit(frame, limit)
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(2*prefix) {
+		t.Fatalf("refusing a %d-byte batch allocated %d bytes; the members up to the limit are %d bytes", len(frame), per, prefix)
+	}
+}
+
+// TestLongMessagesAllocate checks that a long message, read from a line
+// or from a WebSocket frame's reader, leaves about its own size of
+// garbage (the copy handed out), and a line over the limit about none.
+func TestLongMessagesAllocate(t *testing.T) {
+	const n = 10
+	long := pings(10_000, "") // about 500 KB
+	over := []byte(`["` + strings.Repeat("x", 2_000_000) + `"]`)
+	var in bytes.Buffer
+	for i := 0; i < n; i++ {
+		in.Write(long)
+		in.WriteByte('\n')
+		in.Write(over)
+		in.WriteByte('\n')
+	}
+	lc := newLineReader(&in, lineReadBuffer, DefaultMaxRecv)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		got, err := lc.ReadMessage()
+		if err != nil || !bytes.Equal(got, long) {
+			t.Fatalf("line %d: %d bytes, %v", i, len(got), err)
+		}
+		if _, err := lc.ReadMessage(); err != errFrameTooLarge {
+			t.Fatalf("line over the limit: %v", err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(2*len(long)) {
+		t.Fatalf("a %d-byte line and one over the limit left %d bytes of garbage", len(long), per)
+	}
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		got, err := readAllLong(bytes.NewReader(long))
+		if err != nil || !bytes.Equal(got, long) {
+			t.Fatalf("frame %d: %d bytes, %v", i, len(got), err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(2*len(long)) {
+		t.Fatalf("a %d-byte frame left %d bytes of garbage", len(long), per)
+	}
+	// Short messages are read as before.
+	if got, err := readAllLong(strings.NewReader(`{"id":1}`)); err != nil || string(got) != `{"id":1}` {
+		t.Fatalf("short frame: %q %v", got, err)
+	}
+}
