@@ -81,19 +81,37 @@ func tlsFiles(cfg *Config) (certFile, keyFile string, err error) {
 	return certFile, keyFile, nil
 }
 
-// writeSelfSigned creates a self-signed ECDSA certificate valid for ten
-// years for localhost and the machine's host name.
+// writeSelfSigned writes a SelfSignedCert pair to certFile and keyFile,
+// creating dir.
 func writeSelfSigned(dir, certFile, keyFile string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, err := SelfSignedCert()
 	if err != nil {
 		return err
 	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(certFile, cert, 0o644)
+}
+
+// SelfSignedCert returns a self-signed certificate and its key, PEM
+// encoded, valid for ten years for localhost, the machine's host name and
+// its addresses.
+// The key is ECDSA on P-256: every TLS and WSS session's handshake signs
+// with it, and a P-256 signature takes about 0.05 ms of CPU where btcd's
+// P-521 certificates take 0.5 ms, so a flood of handshakes costs the
+// server a tenth as much.
+func SelfSignedCert() (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	host, _ := os.Hostname()
 	names := []string{"localhost"}
@@ -112,18 +130,22 @@ func writeSelfSigned(dir, certFile, keyFile string) error {
 		DNSNames:              names,
 		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ipn.IP)
+		}
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // serveStream accepts TCP or TLS connections on l until it is closed.

@@ -3,6 +3,8 @@ package node
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -219,6 +221,10 @@ func TestElectrumTLSWithGeneratedCert(t *testing.T) {
 		t.Fatalf("TLS dial with the written certificate: %v", err)
 	}
 	defer conn.Close()
+	// Every handshake signs with the key: P-256, not P-521.
+	if pub, ok := conn.ConnectionState().PeerCertificates[0].PublicKey.(*ecdsa.PublicKey); !ok || pub.Curve != elliptic.P256() {
+		t.Fatalf("certificate key %T, want ECDSA on P-256", conn.ConnectionState().PeerCertificates[0].PublicKey)
+	}
 	c := &electrumClient{t: t, conn: conn, r: bufio.NewReader(conn)}
 	v, _ := c.call("server.version", "node-test", "1.4").([]any)
 	if len(v) != 2 || v[1] != "1.4" {
