@@ -113,8 +113,10 @@ type Config struct {
 	Concurrency int
 	// Workers is how many requests run at once across all sessions
 	// (default: one per CPU the Go runtime uses, GOMAXPROCS). Waiting
-	// requests run in the order of their sessions' costs, and sessions at
-	// or above CostSoftLimit hold all places but one (workgate.go).
+	// requests run in the order of their sessions' costs, sessions at or
+	// above CostSoftLimit hold all places but one, and one spare place
+	// takes a request whose session costs less than every running
+	// request's (workgate.go).
 	Workers int
 
 	// CostSoftLimit and CostHardLimit drive ElectrumX-style throttling:

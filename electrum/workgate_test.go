@@ -38,11 +38,76 @@ func TestWorkGateBoundsRunning(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	if p := peak.Load(); p > 3 || p < 1 {
-		t.Fatalf("peak %d requests inside a gate of 3", p)
+	if p := peak.Load(); p > 3+1 || p < 1 {
+		t.Fatalf("peak %d requests inside a gate of 3 and its spare", p)
 	}
-	if g.busy != 0 || g.heavy != 0 || g.waiting() != 0 {
-		t.Fatalf("gate not empty afterwards: busy %d heavy %d waiting %d", g.busy, g.heavy, g.waiting())
+	if g.busy != 0 || g.heavy != 0 || g.spare || len(g.held) != 0 || g.waiting() != 0 {
+		t.Fatalf("gate not empty afterwards: busy %d heavy %d spare %v held %d waiting %d", g.busy, g.heavy, g.spare, len(g.held), g.waiting())
+	}
+}
+
+// TestWorkGateSpare checks the spare place: taken at once by a request of a
+// session in good standing whose cost is below every running request's,
+// by nobody else, and by one request at a time.
+func TestWorkGateSpare(t *testing.T) {
+	g := newWorkGate(2)
+	enter := func(cost float64, heavy bool) func() {
+		t.Helper()
+		select {
+		case l := <-enterAsync(t, g, cost, heavy):
+			return l
+		case <-time.After(5 * time.Second):
+			t.Fatalf("a request of cost %v did not get in", cost)
+			return nil
+		}
+	}
+	h100 := enter(100, false)
+	h200 := enter(200, false)
+	s50 := enter(50, false) // below both: the spare, at once
+	if !g.spare {
+		t.Fatal("the request of cost 50 is in, but not on the spare")
+	}
+	w10 := enterAsync(t, g, 10, false) // the spare is taken
+	waitQueued(t, g, 1)
+	w100 := enterAsync(t, g, 100, false) // not below every holder
+	waitQueued(t, g, 2)
+	w0 := enterAsync(t, g, 5000, true)
+	waitQueued(t, g, 3)
+	g.mu.Lock()
+	heavyFits := g.spareFits(0, true)
+	g.mu.Unlock()
+	if heavyFits {
+		t.Fatal("the spare would take a heavy request")
+	}
+	s50()
+	var s10 func()
+	select {
+	case s10 = <-w10:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the spare did not go to the waiting request of cost 10")
+	}
+	if len(w100) > 0 || len(w0) > 0 || !g.spare {
+		t.Fatal("the spare went to a request not below every holder, or to a heavy one")
+	}
+	h200()
+	var r100 func()
+	select {
+	case r100 = <-w100:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the freed place did not go to the cheapest waiter in good standing")
+	}
+	h100()
+	var r0 func()
+	select {
+	case r0 = <-w0:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the heavy request did not get the freed place")
+	}
+	for _, l := range []func(){s10, r100, r0} {
+		l()
+	}
+	if g.busy != 0 || g.heavy != 0 || g.spare || len(g.held) != 0 || g.waiting() != 0 {
+		t.Fatalf("gate not empty afterwards: busy %d heavy %d spare %v held %d waiting %d", g.busy, g.heavy, g.spare, len(g.held), g.waiting())
 	}
 }
 

@@ -23,7 +23,7 @@ type ElectrumLimits struct {
 	MaxSubsPerIP      int           `long:"electrummaxsubsperip" description:"Script hash subscriptions per IP address (default 75000)"`
 	MaxSubs           int           `long:"electrummaxsubs" description:"Script hash subscriptions in total (default 10000000)"`
 	Concurrency       int           `long:"electrumconcurrency" description:"Requests of one Electrum session processed at once (default 10)"`
-	Workers           int           `long:"electrumworkers" description:"Electrum requests processed at once across all sessions, lowest session cost first; sessions at or above the soft cost limit get all but one (default cores)"`
+	Workers           int           `long:"electrumworkers" description:"Electrum requests processed at once across all sessions, lowest session cost first; sessions at or above the soft cost limit get all but one; one spare place for a session costing less than every running request's (default cores)"`
 	CostSoftLimit     float64       `long:"electrumcostsoftlimit" description:"Session cost above which Electrum requests are delayed (default 1000)"`
 	CostHardLimit     float64       `long:"electrumcosthardlimit" description:"Session cost at which an Electrum client is disconnected (default 10000; negative disables throttling)"`
 	RequestSleep      time.Duration `long:"electrumrequestsleep" description:"Delay of a request at the hard cost limit (default 2.5s)"`

@@ -11,6 +11,7 @@ import (
 	_ "net/http/pprof" // served on --profile
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -106,6 +107,12 @@ func run(args []string) error {
 		return node.DropIndexes(cfg)
 	}
 
+	cores := runtime.GOMAXPROCS(0)
+	if cfg.ElectrumIndex && cfg.Electrum.Workers == 0 {
+		// One request handler per core; ServeProcs below adds the
+		// scheduler's spare processor.
+		cfg.Electrum.Workers = cores
+	}
 	n, err := node.New(cfg)
 	if err != nil {
 		select {
@@ -125,6 +132,9 @@ func run(args []string) error {
 			log.Infof("Memory: soft limit %d MiB (%d MiB over what the node holds after start-up)",
 				limit>>20, cfg.ElectrumServeMem)
 		}
+		node.ServeProcs()
+		log.Infof("Scheduler: %d processors for %d cores (%d Electrum request places)",
+			runtime.GOMAXPROCS(0), cores, cfg.Electrum.Workers)
 	}
 	for {
 		select {
