@@ -46,6 +46,9 @@ type hostileFlags struct {
 	awake    bool
 	// echo is the floor probe's echo process (machine.go).
 	echo string
+	// walletLog gets the wallet's requests, one line each
+	// (hostile.GoodClient.Log).
+	walletLog io.Writer
 }
 
 // hostileNodeArgs are the limits the benchmark runs the node with, beside
@@ -82,7 +85,16 @@ func runHostile(args []string) error {
 	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack and round its own)")
 	fs.IntVar(&hf.maxSess, "maxsessions", 10000, "the node's --electrummaxsessions")
 	fs.Int64Var(&hf.maxRSS, "maxrss", 8192, "stop an attack early when the node's resident memory passes this many MiB (the machine's safety)")
+	walletLog := fs.String("walletlog", "", "append each wallet request to this file: its start (Unix ns), latency (ns) and method, to match against an execution trace of the node (-nodeargs --profile=PORT, /debug/pprof/trace)")
 	fs.Parse(args)
+	if *walletLog != "" {
+		f, err := os.OpenFile(*walletLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		hf.walletLog = f
+	}
 	if hf.rounds < 1 || hf.rounds > 20 {
 		return fmt.Errorf("-rounds must be 1 to 20")
 	}
@@ -431,7 +443,11 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		// (127.1.0.0 to 127.19.255.255; the attackers are above.)
 		window++
 		n := i*(2*hf.rounds+1) + window
-		return hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, byte(1+n/250), byte(n%250), 1), mix, ref)
+		g, err := hostile.NewGoodClient(ctx, addr(0), net.IPv4(127, byte(1+n/250), byte(n%250), 1), mix, ref)
+		if g != nil {
+			g.Log = hf.walletLog
+		}
+		return g, err
 	}
 	info, err := electrumInfo(rpc)
 	if err != nil {

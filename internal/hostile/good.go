@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strconv"
@@ -56,6 +57,11 @@ type GoodClient struct {
 	// sent counts the requests Run has sent so far, for a caller that
 	// waits for a number of them.
 	sent atomic.Int64
+	// Log, when set, gets a line per request Run sends: its start (Unix
+	// nanoseconds), its latency (nanoseconds) and its method, to match
+	// against an execution trace of the server (whose clock events give
+	// its wall time).
+	Log io.Writer
 }
 
 // Sent returns the number of requests Run has sent so far.
@@ -222,6 +228,9 @@ func (g *GoodClient) Run(ctx context.Context, interval time.Duration, max int) R
 		t0 := time.Now()
 		got, err := g.call(g.mix[k])
 		el := time.Since(t0)
+		if g.Log != nil {
+			fmt.Fprintf(g.Log, "%d %d %s\n", t0.UnixNano(), el.Nanoseconds(), g.mix[k].Method)
+		}
 		g.sent.Add(1)
 		res.Requests++
 		lat = append(lat, el)
