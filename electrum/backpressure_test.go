@@ -206,10 +206,11 @@ func TestAcceptErrorsPass(t *testing.T) {
 	_ = fx
 }
 
-// TestSendBufferCapped checks that a client connection's kernel send
-// buffer is fixed at sessionSendBuffer (Linux reports it doubled) instead
-// of growing with autotuning, so clients that do not read cannot take the
-// machine's TCP memory.
+// TestSendBufferCapped checks that a client connection's kernel send and
+// receive buffers are fixed at sessionSendBuffer and sessionRecvBuffer
+// (Linux reports them doubled) instead of growing with autotuning, so
+// clients that do not read cannot take the machine's TCP memory, nor a
+// refused frame's megabytes be copied through the kernel.
 func TestSendBufferCapped(t *testing.T) {
 	fx := newFixture(t, nil)
 	c := fx.client(t, "1.4")
@@ -224,15 +225,21 @@ func TestSendBufferCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var size int
-	var serr error
-	rc.Control(func(fd uintptr) { size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF) })
-	if serr != nil {
-		t.Fatal(serr)
+	var size, rsize int
+	var serr, rerr error
+	rc.Control(func(fd uintptr) {
+		size, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		rsize, rerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF)
+	})
+	if serr != nil || rerr != nil {
+		t.Fatal(serr, rerr)
 	}
 	// Linux doubles what is set, and reports what autotuning chose when
 	// nothing was.
 	if size != 2*sessionSendBuffer {
 		t.Fatalf("send buffer of %d bytes, want %d (fixed)", size, 2*sessionSendBuffer)
+	}
+	if rsize != 2*sessionRecvBuffer {
+		t.Fatalf("receive buffer of %d bytes, want %d (fixed)", rsize, 2*sessionRecvBuffer)
 	}
 }

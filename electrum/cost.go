@@ -110,7 +110,7 @@ func (ss *session) enterGate(ctx context.Context) (func(), error) {
 	if cfg.throttled() {
 		cost = ss.currentCost()
 	}
-	return ss.srv.gate.enter(ctx, cost, cfg.throttled() && cost >= cfg.CostSoftLimit)
+	return ss.srv.gate.enter(ctx, cost, cfg.throttled() && cost >= cfg.CostSoftLimit, len(ss.sem) <= 1)
 }
 
 // pauseReading delays reading a session's next message after one refused

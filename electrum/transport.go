@@ -232,12 +232,25 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 // still sends 2.5 MB/s to a client 100 ms away.
 const sessionSendBuffer = 256 << 10
 
-// capSendBuffer sets the send buffer of a TCP connection (under TLS too).
+// sessionRecvBuffer is the kernel receive buffer of a client connection
+// (SO_RCVBUF; Linux doubles it). Left to autotuning it grows to
+// net.ipv4.tcp_rmem's maximum (6 MiB by default), and a client that sends
+// a 2 MB WebSocket frame, refused from its header, had all of it copied
+// through the kernel before the server's close reached it: 160 such
+// connections a second kept a core in the kernel's loopback path, and the
+// machine's other processes waited on it. Requests are small (a 1 MB
+// transaction broadcast is the largest a client sends); 256 KiB still
+// receives 2.5 MB/s from a client 100 ms away.
+const sessionRecvBuffer = 256 << 10
+
+// capSendBuffer sets the send and receive buffers of a TCP connection
+// (under TLS too).
 func capSendBuffer(c net.Conn) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(sessionSendBuffer)
+		tc.SetReadBuffer(sessionRecvBuffer)
 	}
 }

@@ -21,7 +21,8 @@ import (
 // finish: it waits at most for other clients in good standing.
 //
 // One more place, the spare, is for a request of a session in good
-// standing whose cost is lower than that of every request holding a place.
+// standing that has no other request in flight and whose cost is lower than
+// that of every request holding a place.
 // Requests are not preempted, so without it such a request waited for the
 // first of the running ones to end: under a flood of subscriptions from
 // sessions still in good standing, each computing the status of a history
@@ -47,6 +48,7 @@ type workGate struct {
 type gateWaiter struct {
 	cost  float64
 	heavy bool
+	alone bool
 	seq   uint64
 	ready chan struct{} // closed when the place is handed over
 	hold  *gateHold     // the place handed over
@@ -91,9 +93,10 @@ func (g *workGate) fits(heavy bool) bool {
 }
 
 // enter waits for a place for a request of the given cost; heavy marks a
-// session at or above the soft cost limit. It returns the function that
-// gives the place back, or ctx's error when ctx ends first.
-func (g *workGate) enter(ctx context.Context, cost float64, heavy bool) (func(), error) {
+// session at or above the soft cost limit, alone one with no other request
+// in flight (only such a request may take the spare). It returns the
+// function that gives the place back, or ctx's error when ctx ends first.
+func (g *workGate) enter(ctx context.Context, cost float64, heavy, alone bool) (func(), error) {
 	g.mu.Lock()
 	// After every change the waiters left are heavy ones over their share,
 	// so a request fits now if a place is free and none of its own kind
@@ -103,13 +106,13 @@ func (g *workGate) enter(ctx context.Context, cost float64, heavy bool) (func(),
 		g.mu.Unlock()
 		return g.leaver(h), nil
 	}
-	if g.spareFits(cost, heavy) && (g.light.Len() == 0 || cost < g.light[0].cost) {
+	if alone && g.spareFits(cost, heavy) && (g.light.Len() == 0 || cost < g.light[0].cost) {
 		h := g.take(cost, false, true)
 		g.mu.Unlock()
 		return g.leaver(h), nil
 	}
 	g.seq++
-	w := &gateWaiter{cost: cost, heavy: heavy, seq: g.seq, ready: make(chan struct{})}
+	w := &gateWaiter{cost: cost, heavy: heavy, alone: alone, seq: g.seq, ready: make(chan struct{})}
 	q := g.queueOf(heavy)
 	heap.Push(q, w)
 	g.mu.Unlock()
@@ -190,7 +193,11 @@ func (g *workGate) handOut() {
 		w.hold = g.take(w.cost, w.heavy, false)
 		close(w.ready)
 	}
-	if g.light.Len() > 0 && g.spareFits(g.light[0].cost, false) {
+	if g.spare || g.busy < g.total {
+		return
+	}
+	// The spare goes to the cheapest waiter, if it may take it.
+	if g.light.Len() > 0 && g.light[0].alone && g.spareFits(g.light[0].cost, false) {
 		w := heap.Pop(&g.light).(*gateWaiter)
 		w.hold = g.take(w.cost, false, true)
 		close(w.ready)

@@ -19,7 +19,7 @@ func TestWorkGateBoundsRunning(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			leave, err := g.enter(context.Background(), float64(i%7), i%3 == 0)
+			leave, err := g.enter(context.Background(), float64(i%7), i%3 == 0, i%2 == 0)
 			if err != nil {
 				t.Error(err)
 				return
@@ -47,8 +47,8 @@ func TestWorkGateBoundsRunning(t *testing.T) {
 }
 
 // TestWorkGateSpare checks the spare place: taken at once by a request of a
-// session in good standing whose cost is below every running request's,
-// by nobody else, and by one request at a time.
+// session in good standing, with no other request in flight, whose cost is
+// below every running request's; by nobody else, and by one at a time.
 func TestWorkGateSpare(t *testing.T) {
 	g := newWorkGate(2)
 	enter := func(cost float64, heavy bool) func() {
@@ -106,6 +106,30 @@ func TestWorkGateSpare(t *testing.T) {
 	for _, l := range []func(){s10, r100, r0} {
 		l()
 	}
+
+	// A request of a session with others in flight never takes the spare.
+	h100, h200 = enter(100, false), enter(200, false)
+	busy := make(chan func(), 1)
+	go func() {
+		l, err := g.enter(context.Background(), 1, false, false)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		busy <- l
+	}()
+	waitQueued(t, g, 1)
+	if len(busy) > 0 || g.spare {
+		t.Fatal("a request of a session with others in flight took the spare")
+	}
+	h200()
+	select {
+	case l := <-busy:
+		l()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the request did not get the freed place")
+	}
+	h100()
 	if g.busy != 0 || g.heavy != 0 || g.spare || len(g.held) != 0 || g.waiting() != 0 {
 		t.Fatalf("gate not empty afterwards: busy %d heavy %d spare %v held %d waiting %d", g.busy, g.heavy, g.spare, len(g.held), g.waiting())
 	}
@@ -116,7 +140,7 @@ func TestWorkGateSpare(t *testing.T) {
 func enterAsync(t *testing.T, g *workGate, cost float64, heavy bool) chan func() {
 	ch := make(chan func(), 1)
 	go func() {
-		leave, err := g.enter(context.Background(), cost, heavy)
+		leave, err := g.enter(context.Background(), cost, heavy, true)
 		if err != nil {
 			t.Error(err)
 			return
@@ -142,7 +166,7 @@ func waitQueued(t *testing.T, g *workGate, n int) {
 // request of the lowest cost, in arrival order between equal costs.
 func TestWorkGateLowestCostFirst(t *testing.T) {
 	g := newWorkGate(1)
-	hold, err := g.enter(context.Background(), 0, false)
+	hold, err := g.enter(context.Background(), 0, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +199,7 @@ func TestWorkGateLowestCostFirst(t *testing.T) {
 // request passes heavy ones waiting for their share.
 func TestWorkGateHeavyLeaveOnePlace(t *testing.T) {
 	g := newWorkGate(2)
-	h1, err := g.enter(context.Background(), 5000, true)
+	h1, err := g.enter(context.Background(), 5000, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +229,7 @@ func TestWorkGateHeavyLeaveOnePlace(t *testing.T) {
 
 	// With one place, heavy requests may use it.
 	one := newWorkGate(1)
-	l, err = one.enter(context.Background(), 5000, true)
+	l, err = one.enter(context.Background(), 5000, true, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,20 +240,20 @@ func TestWorkGateHeavyLeaveOnePlace(t *testing.T) {
 // waits leaves the queue and keeps no place.
 func TestWorkGateCancel(t *testing.T) {
 	g := newWorkGate(1)
-	hold, err := g.enter(context.Background(), 0, false)
+	hold, err := g.enter(context.Background(), 0, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, err := g.enter(ctx, 1, false); err == nil {
+	if _, err := g.enter(ctx, 1, false, true); err == nil {
 		t.Fatal("entered a full gate")
 	}
 	if g.waiting() != 0 {
 		t.Fatalf("%d waiting after the cancel", g.waiting())
 	}
 	hold()
-	l, err := g.enter(context.Background(), 0, false)
+	l, err := g.enter(context.Background(), 0, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
