@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -89,8 +90,11 @@ func TestDecodeOverLimitAllocates(t *testing.T) {
 
 // TestLongMessagesAllocate checks that a long message, read from a line
 // or from a WebSocket frame's reader, leaves about its own size of
-// garbage (the copy handed out), and a line over the limit about none.
+// garbage (the copy handed out), and a line over the limit little.
 func TestLongMessagesAllocate(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's sync.Pool drops buffers at random")
+	}
 	const n = 10
 	long := pings(10_000, "") // about 500 KB
 	over := []byte(`["` + strings.Repeat("x", 2_000_000) + `"]`)
@@ -102,6 +106,9 @@ func TestLongMessagesAllocate(t *testing.T) {
 		in.WriteByte('\n')
 	}
 	lc := newLineReader(&in, lineReadBuffer, DefaultMaxRecv)
+	// A collection empties the pool: what is measured is the garbage
+	// between two collections, where the pool does its work.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
@@ -114,7 +121,10 @@ func TestLongMessagesAllocate(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
-	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(2*len(long)) {
+	// The copy of the long line, and each message's buffer growing to
+	// keptBuffer before the pooled one takes over: about 1 MB, where the
+	// buffer growing as append grows it left 8.5 MB.
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(5*len(long)/2) {
 		t.Fatalf("a %d-byte line and one over the limit left %d bytes of garbage", len(long), per)
 	}
 	runtime.ReadMemStats(&before)
