@@ -27,6 +27,8 @@ func skipSpace(b []byte, i int) int {
 }
 
 // valueEnd returns the index just past the valid JSON value starting at i.
+// On other bytes it returns an index in [i, len(b)] that may mean nothing
+// (decodeOverLimit calls it before the frame is validated).
 func valueEnd(b []byte, i int) int {
 	depth := 0
 	for ; i < len(b); i++ {
@@ -36,6 +38,11 @@ func valueEnd(b []byte, i int) int {
 				if b[i] == '\\' {
 					i++
 				}
+			}
+			if i >= len(b) {
+				// An unterminated string, or one ending in a
+				// backslash.
+				return len(b)
 			}
 			if depth == 0 {
 				return i + 1

@@ -18,11 +18,21 @@ func FuzzDecodeMessage(f *testing.F) {
 		`[{"id":1,"method":"server.ping"},{"method":"server.ping"}]`,
 		`{"id":"a","method":"blockchain.block.header","params":{"height":1}}`,
 		`{"id":1,"result":null}`, `[]`, `{`, `null`, "\xff",
+		`[{"id":1},{"id":2},{"id":3}]`, `[{""":["",["",""]]},{"",`, `["a","b","c\`, `[1,2,3,"`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
+		// A batch over a limit of 2 is refused from its first three
+		// members, read before the frame is validated.
+		over := decodeMessageLimit(frame, 2)
+		if over.err == nil && over.batch && over.count() > 2 && (len(over.requests) != 1 || over.size != 3) {
+			t.Fatalf("over the limit: %d requests decoded, size %d", len(over.requests), over.size)
+		}
 		m := decodeMessage(frame)
+		if over.err == nil && m.err != nil && !(over.batch && over.count() > 2) {
+			t.Fatalf("within the limit the frame decodes as without one: %v", m.err)
+		}
 		if m.err != nil {
 			return
 		}

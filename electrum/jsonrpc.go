@@ -152,7 +152,7 @@ func decodeOverLimit(frame []byte, maxBatch int) *message {
 			return nil
 		}
 		end := valueEnd(frame, i)
-		if end <= i {
+		if end <= i || end > len(frame) {
 			return nil
 		}
 		if n == 0 {

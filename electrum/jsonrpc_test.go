@@ -46,6 +46,11 @@ func TestDecodeOverLimit(t *testing.T) {
 		{"at the limit, invalid after", pings(limit, `,{"id":1,]`), "parse", 0, 0},
 		{"spaces between members", []byte("[ " + strings.Repeat(`{"id":1,"method":"server.ping"} , `, limit) + `{"id":2,"method":"server.ping"} ]`), "batch", 1, limit + 1},
 		{"members of every kind", []byte(`[1,"a",[2,{"b":"]"}],null,true` + strings.Repeat(`,{}`, limit) + `]`), "batch", 1, limit + 1},
+		// Found by FuzzTCPSession: a string left open at the end of the
+		// frame took the member past it.
+		{"a string left open", []byte(`[{""":["",["",""]]},{"",`), "parse", 0, 0},
+		{"a backslash at the end", []byte(`["a","b\`), "parse", 0, 0},
+		{"a string left open after the limit", append(pings(limit+1, ""), `,"abc`...), "batch", 1, limit + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := decodeMessageLimit(tc.frame, limit)
