@@ -28,6 +28,8 @@ type fakeBackend struct {
 	rejectAll string
 	// slow delays every index read (request-timeout tests).
 	slow time.Duration
+	// hold, when set, keeps every index read waiting until it is closed.
+	hold chan struct{}
 	// extraHistory gives script hashes that many additional confirmed
 	// entries (at height 1) on top of their real history, to exercise
 	// history limits without building thousands of transactions.
@@ -210,6 +212,9 @@ func (f *fakeBackend) BlockHash(height int32) (chainhash.Hash, error) {
 func (f *fakeBackend) delay() {
 	if f.slow > 0 {
 		time.Sleep(f.slow)
+	}
+	if f.hold != nil {
+		<-f.hold
 	}
 }
 

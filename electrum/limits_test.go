@@ -114,6 +114,52 @@ func TestRequestTimeout(t *testing.T) {
 	c.must(nil, "server.ping")
 }
 
+// TestRequestTimeoutAnswersOnce checks that a request whose handler is still
+// running at RequestTimeout is answered -102 then, alone or in a batch, and
+// that the handler's own answer, once it finishes, is not sent as well.
+func TestRequestTimeoutAnswersOnce(t *testing.T) {
+	// Places enough for the held handlers and the pings beside them.
+	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond; c.Workers = 8 })
+	c := fx.client(t, "1.4")
+	hold := make(chan struct{})
+	fx.f.mu.Lock()
+	fx.f.hold = hold
+	fx.f.mu.Unlock()
+	// The read waits on hold, so the -102 can only come from the timer.
+	if _, rerr := c.call("blockchain.scripthash.get_history", fx.shA.String()); rerr == nil || rerr.Code != codeServerBusy {
+		t.Fatalf("request still running at the timeout: %v", rerr)
+	}
+	c.send(`[{"jsonrpc":"2.0","id":"b1","method":"blockchain.scripthash.get_balance","params":["` + fx.shB.String() + `"]},{"jsonrpc":"2.0","id":"b2","method":"server.ping","params":[]}]`)
+	var batch []rpcResponse
+	select {
+	case batch = <-c.batches:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer to the batch")
+	}
+	if len(batch) != 2 || batch[0].Error == nil || batch[0].Error.Code != codeServerBusy || batch[1].Error != nil {
+		t.Fatalf("batch with a member still running at the timeout: %+v", batch)
+	}
+	c.must(nil, "server.ping")
+	// Any answer without a waiter (the late ones) lands here.
+	late := c.expectNullID()
+	fx.f.mu.Lock()
+	fx.f.hold = nil
+	fx.f.mu.Unlock()
+	close(hold)
+	// The handlers finish (a request's slot is freed once its answer is
+	// sent or dropped); a round trip after that shows what they sent.
+	deadline := time.Now().Add(10 * time.Second)
+	for requestsInFlight(fx.s) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.must(nil, "server.ping")
+	select {
+	case r := <-late:
+		t.Fatalf("a second answer after the timeout's: %s %s %v", r.ID, r.Result, r.Error)
+	default:
+	}
+}
+
 // TestSubscriptionLimits checks the per-session and per-IP subscription limits (code 4) and that closing a session returns its subscriptions.
 func TestSubscriptionLimits(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.MaxSubsPerSession = 2; c.MaxSubsPerIP = 3 })
@@ -176,4 +222,15 @@ func TestIdleTimeout(t *testing.T) {
 	if !c.closedByServer() {
 		t.Fatal("idle session left open")
 	}
+}
+
+// requestsInFlight counts the requests of all sessions holding a slot.
+func requestsInFlight(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for ss := range s.sessions {
+		n += len(ss.sem)
+	}
+	return n
 }
