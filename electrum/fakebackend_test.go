@@ -210,11 +210,14 @@ func (f *fakeBackend) BlockHash(height int32) (chainhash.Hash, error) {
 }
 
 func (f *fakeBackend) delay() {
-	if f.slow > 0 {
-		time.Sleep(f.slow)
+	f.mu.RLock()
+	slow, hold := f.slow, f.hold
+	f.mu.RUnlock()
+	if slow > 0 {
+		time.Sleep(slow)
 	}
-	if f.hold != nil {
-		<-f.hold
+	if hold != nil {
+		<-hold
 	}
 }
 

@@ -234,3 +234,58 @@ func requestsInFlight(s *Server) int {
 	}
 	return n
 }
+
+// TestThrottledConcurrency checks that a session over the soft cost limit
+// runs fewer of its requests at once, ceil((1 - fraction) · Concurrency) as
+// ElectrumX, one just under the hard limit, and still answers them all.
+func TestThrottledConcurrency(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.Concurrency = 10
+		c.CostSoftLimit = 1000
+		c.CostHardLimit = 2000
+		c.RequestSleep = time.Millisecond
+		// Places for every request: only the session's slots bound them.
+		c.Workers = 16
+	})
+	c := fx.client(t, "1.4")
+	fx.s.mu.Lock()
+	var ss *session
+	for s := range fx.s.sessions {
+		ss = s
+	}
+	fx.s.mu.Unlock()
+	for _, tc := range []struct {
+		cost float64
+		want int
+	}{{0, 10}, {1500, 5}, {1950, 1}, {1200, 8}} {
+		ss.costMu.Lock()
+		ss.cost, ss.costStamp = tc.cost, time.Now()
+		ss.costMu.Unlock()
+		hold := make(chan struct{})
+		fx.f.mu.Lock()
+		fx.f.hold = hold
+		fx.f.mu.Unlock()
+		var chs []chan rpcResponse
+		for i := 0; i < 12; i++ {
+			chs = append(chs, c.start("blockchain.scripthash.get_balance", fx.shA.String()))
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for requestsInFlight(fx.s) < tc.want && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		// The read loop has had the time to start more if it would.
+		time.Sleep(100 * time.Millisecond)
+		if n := requestsInFlight(fx.s); n != tc.want {
+			t.Fatalf("cost %.0f: %d requests running at once, want %d", tc.cost, n, tc.want)
+		}
+		fx.f.mu.Lock()
+		fx.f.hold = nil
+		fx.f.mu.Unlock()
+		close(hold)
+		for i, ch := range chs {
+			if r := c.await(ch); r.Error != nil {
+				t.Fatalf("cost %.0f: request %d: %v", tc.cost, i, r.Error)
+			}
+		}
+	}
+}
