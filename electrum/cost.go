@@ -2,7 +2,6 @@ package electrum
 
 import (
 	"context"
-	"math"
 	"time"
 )
 
@@ -10,9 +9,8 @@ import (
 // every byte in and out (out: when queued, so a client that does not read
 // pays too) and every error add to a session's cost, which
 // decays over time (more slowly for sessions holding many subscriptions).
-// Above CostSoftLimit each request is delayed by up to RequestSleep and
-// fewer run at once; at CostHardLimit the session is answered -101 and
-// disconnected.
+// Above CostSoftLimit each request is delayed by up to RequestSleep; at
+// CostHardLimit the session is answered -101 and disconnected.
 
 // charge adds c to the session's cost and to its subnet's (subnet.go).
 func (ss *session) charge(c float64) {
@@ -73,28 +71,6 @@ func (ss *session) checkHardLimit() bool {
 	ss.setCloseReason(reasonCost)
 	ss.sendAndClose(encodeResponse(true, nil, nil, rpcErrorf(codeExcessiveUsage, "excessive resource usage")))
 	return false
-}
-
-// concurrency is how many of the session's requests may run at once:
-// Concurrency below the soft cost limit, falling with the cost above it to
-// one just under the hard limit, as ElectrumX's ceil((1 - fraction) ·
-// INITIAL_CONCURRENT) (PROTOCOL.md §9.1). ElectrumX's zero at the hard limit
-// is a disconnection; here the one request left is answered -101 by
-// throttle, which disconnects. A throttled client thus holds fewer
-// requests sleeping in throttle, and fewer goroutines waking when it is
-// disconnected.
-func (ss *session) concurrency() int {
-	cfg := &ss.srv.cfg
-	n := cfg.Concurrency
-	if !cfg.throttled() {
-		return n
-	}
-	cost := ss.currentCost()
-	if cost < cfg.CostSoftLimit {
-		return n
-	}
-	frac := min((cost-cfg.CostSoftLimit)/(cfg.CostHardLimit-cfg.CostSoftLimit), 1)
-	return max(1, int(math.Ceil((1-frac)*float64(n))))
 }
 
 // throttle delays a request in proportion to how far the session's cost

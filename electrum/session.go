@@ -47,12 +47,8 @@ type session struct {
 	negotiated atomic.Bool
 	clientName string
 
-	// sem holds a token for each request running; its capacity is
-	// Concurrency, and a session over the soft cost limit takes fewer
-	// (concurrency in cost.go). Only the read loop takes tokens.
+	// sem bounds the requests running at once.
 	sem chan struct{}
-	// slotFreed is signalled when a request gives its token back.
-	slotFreed chan struct{}
 
 	sendMu sync.Mutex
 	queue  []outMsg
@@ -130,7 +126,6 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		remote:    remote.String(),
 		started:   now,
 		sem:       make(chan struct{}, s.cfg.Concurrency),
-		slotFreed: make(chan struct{}, 1),
 		wake:      make(chan struct{}, 1),
 		drained:   make(chan struct{}, 1),
 		subs:      make(map[indexers.ScriptHash]*subState),
@@ -493,35 +488,18 @@ func (ss *session) dispatch(m *message) bool {
 	return true
 }
 
-// acquire waits for a free request slot, of the session's concurrency at
-// its current cost; false when the session ended.
+// acquire waits for a free request slot; false when the session ended.
 func (ss *session) acquire() bool {
-	for {
-		if len(ss.sem) < ss.concurrency() {
-			// The read loop is the only taker: the send does not wait.
-			select {
-			case ss.sem <- struct{}{}:
-				return true
-			case <-ss.ctx.Done():
-				return false
-			}
-		}
-		select {
-		case <-ss.slotFreed:
-		case <-ss.ctx.Done():
-			return false
-		}
+	select {
+	case ss.sem <- struct{}{}:
+		return true
+	case <-ss.ctx.Done():
+		return false
 	}
 }
 
 // releaseSlot frees a request slot.
-func (ss *session) releaseSlot() {
-	<-ss.sem
-	select {
-	case ss.slotFreed <- struct{}{}:
-	default:
-	}
-}
+func (ss *session) releaseSlot() { <-ss.sem }
 
 // handleVersion runs server.version as the first message.
 func (ss *session) handleVersion(r *request) bool {
