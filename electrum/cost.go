@@ -92,7 +92,7 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 	}
 	ss.srv.counters.throttled.Add(1)
 	frac := (cost - cfg.CostSoftLimit) / (cfg.CostHardLimit - cfg.CostSoftLimit)
-	t := throttleTimer(time.Duration(frac * float64(cfg.RequestSleep)))
+	t := time.NewTimer(time.Duration(frac * float64(cfg.RequestSleep)))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -129,7 +129,7 @@ func (ss *session) pauseReading() bool {
 		return true
 	}
 	frac := min((cost-cfg.CostSoftLimit)/(cfg.CostHardLimit-cfg.CostSoftLimit), 1)
-	t := throttleTimer(time.Duration(frac * float64(cfg.RequestSleep)))
+	t := time.NewTimer(time.Duration(frac * float64(cfg.RequestSleep)))
 	defer t.Stop()
 	select {
 	case <-t.C:
@@ -137,17 +137,4 @@ func (ss *session) pauseReading() bool {
 	case <-ss.ctx.Done():
 		return false
 	}
-}
-
-// throttleTick is the grid on which throttled requests wake.
-const throttleTick = 10 * time.Millisecond
-
-// throttleTimer returns a timer for a throttling delay of d that fires at
-// the first multiple of throttleTick after it is due: the thousands of
-// requests a throttled flood holds asleep then wake a few together each
-// tick, instead of each on a time of its own that wakes a thread of its
-// own. A delay grows by less than a tick.
-func throttleTimer(d time.Duration) *time.Timer {
-	end := time.Now().Add(d).Truncate(throttleTick).Add(throttleTick)
-	return time.NewTimer(time.Until(end))
 }
