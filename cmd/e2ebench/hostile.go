@@ -199,7 +199,7 @@ func runHostile(args []string) error {
 
 	rep := &hostileReport{
 		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
-		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, IntervalMs: float64(hf.interval) / 1e6,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, Damon: damonState(), IntervalMs: float64(hf.interval) / 1e6,
 		MixSize: len(mix),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -384,6 +384,9 @@ type hostileResult struct {
 	// windows' wall time (cores), NodeCPU the node's.
 	AttackCPU float64 `json:"attack_cpu_cores"`
 	NodeCPU   float64 `json:"node_cpu_cores"`
+	// MachineUnloaded and MachineDuring average the rounds' (machine.go).
+	MachineUnloaded machineUse `json:"machine_unloaded"`
+	MachineDuring   machineUse `json:"machine_during"`
 	// Sessions and Subscriptions are the server's counts at the end of the
 	// last measured window; SessionsAfter once the attack has ended.
 	Sessions      int `json:"sessions"`
@@ -422,6 +425,10 @@ type hostileRound struct {
 	AttackCPU     float64        `json:"attack_cpu_cores"`
 	NodeCPU       float64        `json:"node_cpu_cores"`
 	RSSPeakKB     int64          `json:"rss_peak_kib"`
+	// MachineUnloaded and MachineDuring are what the windows cost the
+	// machine outside the wallet's requests (machine.go).
+	MachineUnloaded machineUse `json:"machine_unloaded"`
+	MachineDuring   machineUse `json:"machine_during"`
 }
 
 type hostileLatency struct {
@@ -498,7 +505,9 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 			return nil, err
 		}
 		var rd hostileRound
+		m0 := snapMachine(p.cmd.Process.Pid)
 		rd.Unloaded.Result, rd.FloorUnloaded.Result = measureWindow(g, hf.echo, hf.phase, hf.interval)
+		rd.MachineUnloaded = m0.to(snapMachine(p.cmd.Process.Pid))
 		g.Close()
 		unloaded = append(unloaded, rd.Unloaded.Result)
 		floorUnloaded = append(floorUnloaded, rd.FloorUnloaded.Result)
@@ -513,7 +522,9 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 				return hostile.Result{}, fmt.Errorf("the wallet could not connect during the attack: %w", err)
 			}
 			defer g.Close()
+			m0 := snapMachine(p.cmd.Process.Pid)
 			w, f := measureWindow(g, hf.echo, hf.phase, hf.interval)
+			rd.MachineDuring = m0.to(snapMachine(p.cmd.Process.Pid))
 			rd.FloorDuring.Result = f
 			return w, nil
 		})
@@ -524,12 +535,17 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 		wall += hf.phase.Seconds()
 		nodeCPU += rd.NodeCPU * hf.phase.Seconds()
 		attackCPU += rd.AttackCPU * hf.phase.Seconds()
+		r.MachineUnloaded.add(rd.MachineUnloaded, 1/float64(hf.rounds))
+		r.MachineDuring.add(rd.MachineDuring, 1/float64(hf.rounds))
 		r.RSSPeakKB = max(r.RSSPeakKB, rd.RSSPeakKB)
 		if err != nil {
 			return r, err
 		}
-		fmt.Fprintf(os.Stderr, "%s round %d: wallet p99 %.2f ms unloaded, %.2f ms during; machine floor p99 %.2f, %.2f ms; node %.2f cores, attacker %.2f\n",
-			k, round+1, rd.Unloaded.P99ms(), rd.During.P99ms(), rd.FloorUnloaded.P99ms(), rd.FloorDuring.P99ms(), rd.NodeCPU, rd.AttackCPU)
+		fmt.Fprintf(os.Stderr, "%s round %d: wallet p99 %.2f ms unloaded, %.2f ms during; machine floor p99 %.2f, %.2f ms; node %.2f cores, attacker %.2f; "+
+			"node's threads waiting for a CPU %.1f, %.1f ms/s, wallet's %.1f, %.1f ms/s; kernel threads %.3f, %.3f cores (kdamond %.3f, %.3f)\n",
+			k, round+1, rd.Unloaded.P99ms(), rd.During.P99ms(), rd.FloorUnloaded.P99ms(), rd.FloorDuring.P99ms(), rd.NodeCPU, rd.AttackCPU,
+			rd.MachineUnloaded.NodeWait, rd.MachineDuring.NodeWait, rd.MachineUnloaded.WalletWait, rd.MachineDuring.WalletWait,
+			rd.MachineUnloaded.KernelCPU, rd.MachineDuring.KernelCPU, rd.MachineUnloaded.DamonCPU, rd.MachineDuring.DamonCPU)
 	}
 	r.Unloaded.Result = hostile.Merge(unloaded...)
 	r.During.Result = hostile.Merge(during...)
@@ -838,18 +854,22 @@ func raiseNofile() error {
 
 // hostileReport is the whole run.
 type hostileReport struct {
-	Started    time.Time        `json:"started"`
-	Chain      *chainInfo       `json:"chain"`
-	Node       string           `json:"node"`
-	NodeArgs   []string         `json:"node_args"`
-	Limits     []string         `json:"limits"`
-	NodeNofile string           `json:"node_nofile"`
-	CPUs       int              `json:"cpus"`
-	LoadAvg    string           `json:"loadavg_at_start"`
-	Phase      float64          `json:"phase_s"`
-	Rounds     int              `json:"rounds"`
-	Attacker   string           `json:"attacker_priority"`
-	Awake      bool             `json:"cpus_kept_awake"`
+	Started    time.Time  `json:"started"`
+	Chain      *chainInfo `json:"chain"`
+	Node       string     `json:"node"`
+	NodeArgs   []string   `json:"node_args"`
+	Limits     []string   `json:"limits"`
+	NodeNofile string     `json:"node_nofile"`
+	CPUs       int        `json:"cpus"`
+	LoadAvg    string     `json:"loadavg_at_start"`
+	Phase      float64    `json:"phase_s"`
+	Rounds     int        `json:"rounds"`
+	Attacker   string     `json:"attacker_priority"`
+	Awake      bool       `json:"cpus_kept_awake"`
+	// Damon is the state of the machine's DAMON monitors at the start
+	// ("none" without any): a virtual machine's memory reclaim, whose
+	// kernel thread held a CPU for milliseconds at a time (machine.go).
+	Damon      string           `json:"damon"`
 	IntervalMs float64          `json:"wallet_interval_ms"`
 	MixSize    int              `json:"wallet_mix_requests"`
 	RSSStartKB int64            `json:"rss_start_kib"`
@@ -861,11 +881,11 @@ type hostileReport struct {
 
 // writeTable writes the results as a Markdown table.
 func (r *hostileReport) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v\n",
-		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake)
+	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v, DAMON: %s\n",
+		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake, r.Damon)
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
-	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | machine floor p99 per round, unloaded → during (ms) | floor p99 ratio | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | machine floor p99 per round, unloaded → during (ms) | floor p99 ratio | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | node's threads waiting for a CPU, unloaded → during (ms/s) | kernel threads' CPU, unloaded → during (cores; kdamond) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, a := range r.Attacks {
 		served := "yes"
 		if a.Aborted {
@@ -879,10 +899,11 @@ func (r *hostileReport) writeTable(w io.Writer) {
 			rounds = append(rounds, fmt.Sprintf("%.2f → %.2f", rd.Unloaded.P99ms(), rd.During.P99ms()))
 			floors = append(floors, fmt.Sprintf("%.2f → %.2f", rd.FloorUnloaded.P99ms(), rd.FloorDuring.P99ms()))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %d / %d / %d | %.0f / %.0f |\n",
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f | %s | %.0f; %d / %d / %d / %d | %d, %d | %.2f | %.1f → %.1f | %.3f → %.3f (%.3f → %.3f) | %d / %d / %d | %.0f / %.0f |\n",
 			a.Kind, a.Size, strings.Join(rounds, ", "), a.Ratio, strings.Join(floors, ", "), a.FloorRatio, a.Unloaded.P50ms(), a.Unloaded.P99ms(), a.During.P50ms(), a.During.P99ms(), a.PooledRatio, served,
 			a.ConnsPerSecond, a.Attacker.Expected, a.Attacker.Refused, a.Attacker.Disconnects, a.Attacker.Unexpected,
-			a.Sessions, a.Subscriptions, a.NodeCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
+			a.Sessions, a.Subscriptions, a.NodeCPU, a.MachineUnloaded.NodeWait, a.MachineDuring.NodeWait,
+			a.MachineUnloaded.KernelCPU, a.MachineDuring.KernelCPU, a.MachineUnloaded.DamonCPU, a.MachineDuring.DamonCPU, a.RSSBeforeKB>>10, a.RSSPeakKB>>10, a.RSSAfterKB>>10,
 			a.HeapBefore/(1<<20), a.HeapAfter/(1<<20))
 	}
 	fmt.Fprintf(w, "\nRSS at start %d MiB, at the end %d MiB, VmHWM %d MiB\n", r.RSSStartKB>>10, r.RSSEndKB>>10, r.HWMKB>>10)

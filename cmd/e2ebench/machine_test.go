@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,5 +57,57 @@ func TestHelpers(t *testing.T) {
 		if code := h.cmd.ProcessState.ExitCode(); code != 0 {
 			t.Errorf("%v exited with %d after %v, want 0 once its standard input closed", h.cmd.Args, code, time.Since(start))
 		}
+	}
+}
+
+// TestMachineCounters reads the machine's counters as a window does: the
+// kernel's threads are told from processes, and a thread kept waiting for
+// a CPU shows in its process's wait.
+func TestMachineCounters(t *testing.T) {
+	self, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	if procIsKernelThread(string(self)) {
+		t.Fatalf("this test's process counted as a kernel thread: %s", self)
+	}
+	if kthreadd, err := os.ReadFile("/proc/2/stat"); err == nil && !procIsKernelThread(string(kthreadd)) {
+		t.Fatalf("kthreadd not counted as a kernel thread: %s", kthreadd)
+	}
+
+	// More busy goroutines than CPUs, each on a thread of its own: some
+	// of them wait for a CPU all the time.
+	a := snapMachine(os.Getpid())
+	stop := make(chan struct{})
+	n := runtime.NumCPU() + 2
+	prev := runtime.GOMAXPROCS(n)
+	defer runtime.GOMAXPROCS(prev)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	u := a.to(snapMachine(os.Getpid()))
+	if u.NodeWait <= 0 || u.WalletWait <= 0 {
+		t.Fatalf("%d busy threads on %d CPUs did not wait for a CPU: %+v", n, runtime.NumCPU(), u)
+	}
+	if u.KernelCPU < u.DamonCPU || u.DamonCPU < 0 {
+		t.Fatalf("kernel threads' CPU %v under kdamond's %v", u.KernelCPU, u.DamonCPU)
+	}
+	if s := damonState(); s == "" {
+		t.Fatal("no DAMON state, not even none")
 	}
 }
