@@ -243,8 +243,19 @@ const sessionSendBuffer = 256 << 10
 // receives 2.5 MB/s from a client 100 ms away.
 const sessionRecvBuffer = 256 << 10
 
+// sessionNotSentLowat is how many bytes of a client connection may wait
+// in the kernel unsent (TCP_NOTSENT_LOWAT, Linux). The send buffer alone
+// let a client that reads nothing (a zero window) have 512 KiB of answers
+// copied into the kernel before the session's writer blocked: for 1,000
+// such clients, half a gigabyte of kernel memory, and each one the server
+// cut off and that came back had that much copied again. With it a
+// client's bytes in flight still follow its window up to the send buffer,
+// and only what the client has not made room for waits in the session's
+// queue, shared and counted against the backlog limits.
+const sessionNotSentLowat = 64 << 10
+
 // capSendBuffer sets the send and receive buffers of a TCP connection
-// (under TLS too).
+// (under TLS too) and what may wait in it unsent.
 func capSendBuffer(c net.Conn) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
@@ -252,5 +263,6 @@ func capSendBuffer(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(sessionSendBuffer)
 		tc.SetReadBuffer(sessionRecvBuffer)
+		setNotSentLowat(tc, sessionNotSentLowat)
 	}
 }

@@ -37,6 +37,7 @@ type hostileFlags struct {
 	workers  int
 	subs     int
 	rate     int
+	sndBuf   int
 	sources  int
 	subnets  int
 	maxSess  int
@@ -81,6 +82,7 @@ func runHostile(args []string) error {
 	fs.IntVar(&hf.workers, "workers", 8, "sessions of the 2 MB line, batch, invalid JSON and WebSocket attacks")
 	fs.IntVar(&hf.subs, "subworkers", 20, "sessions of the subscription flood")
 	fs.IntVar(&hf.rate, "rate", 2000, "connections per second of the churn")
+	fs.IntVar(&hf.sndBuf, "attacksndbuf", 0, "the attacker's socket send buffer in bytes (SO_SNDBUF; 0: the system's autotuning): its writes on loopback do the node's receive work in the attacker's system call (hostile.Target.SendBuffer)")
 	fs.IntVar(&hf.sources, "sources", 1000, "loopback addresses each attack comes from")
 	fs.IntVar(&hf.subnets, "subnets", 100, "/24 networks those addresses are in (each attack and round its own)")
 	fs.IntVar(&hf.maxSess, "maxsessions", 10000, "the node's --electrummaxsessions")
@@ -199,7 +201,7 @@ func runHostile(args []string) error {
 
 	rep := &hostileReport{
 		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
-		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, Damon: damonState(), IntervalMs: float64(hf.interval) / 1e6,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, Damon: damonState(), AttackSndBuf: hf.sndBuf, IntervalMs: float64(hf.interval) / 1e6,
 		MixSize: len(mix),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -466,7 +468,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 
 	args := []string{"hostile-attack", "-kind", string(k), "-tcp", addr(0), "-tls", addr(1), "-ws", addr(2), "-wss", addr(3),
 		"-sources", strconv.Itoa(hf.sources), "-subnets", strconv.Itoa(hf.subnets),
-		"-scripts", scriptsFile}
+		"-scripts", scriptsFile, "-sndbuf", strconv.Itoa(hf.sndBuf)}
 	switch k {
 	case hostile.Idle:
 		args = append(args, "-conns", strconv.Itoa(hf.idle))
@@ -813,6 +815,7 @@ func runHostileAttack(args []string) error {
 	fs.IntVar(&cfg.Conns, "conns", 0, "connections held")
 	fs.IntVar(&cfg.Workers, "workers", 0, "attacking sessions")
 	fs.IntVar(&cfg.Rate, "rate", 0, "connections per second")
+	sndBuf := fs.Int("sndbuf", 0, "socket send buffer (0: autotuned)")
 	fs.Parse(args)
 	if err := raiseNofile(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2ebench hostile-attack: raising the open-file limit:", err)
@@ -824,7 +827,8 @@ func runHostileAttack(args []string) error {
 		}
 		cfg.Scripts = s
 	}
-	t := &hostile.Target{TCP: tcp, TLS: tls, WS: ws, WSS: wss, Sources: hostile.LoopbackSources(first, sources, subnets)}
+	t := &hostile.Target{TCP: tcp, TLS: tls, WS: ws, WSS: wss, Sources: hostile.LoopbackSources(first, sources, subnets),
+		SendBuffer: *sndBuf}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		io.Copy(io.Discard, os.Stdin)
@@ -869,20 +873,30 @@ type hostileReport struct {
 	// Damon is the state of the machine's DAMON monitors at the start
 	// ("none" without any): a virtual machine's memory reclaim, whose
 	// kernel thread held a CPU for milliseconds at a time (machine.go).
-	Damon      string           `json:"damon"`
-	IntervalMs float64          `json:"wallet_interval_ms"`
-	MixSize    int              `json:"wallet_mix_requests"`
-	RSSStartKB int64            `json:"rss_start_kib"`
-	RSSEndKB   int64            `json:"rss_end_kib"`
-	HWMKB      int64            `json:"vmhwm_kib"`
-	Attacks    []*hostileResult `json:"attacks"`
-	FinalInfo  any              `json:"final_electrum_info,omitempty"`
+	Damon string `json:"damon"`
+	// AttackSndBuf is the attacker's socket send buffer (0: autotuned).
+	AttackSndBuf int              `json:"attacker_sndbuf"`
+	IntervalMs   float64          `json:"wallet_interval_ms"`
+	MixSize      int              `json:"wallet_mix_requests"`
+	RSSStartKB   int64            `json:"rss_start_kib"`
+	RSSEndKB     int64            `json:"rss_end_kib"`
+	HWMKB        int64            `json:"vmhwm_kib"`
+	Attacks      []*hostileResult `json:"attacks"`
+	FinalInfo    any              `json:"final_electrum_info,omitempty"`
+}
+
+// sndBufText describes the attacker's send buffer.
+func sndBufText(n int) string {
+	if n <= 0 {
+		return "autotuned"
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 // writeTable writes the results as a Markdown table.
 func (r *hostileReport) writeTable(w io.Writer) {
-	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v, DAMON: %s\n",
-		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake, r.Damon)
+	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v, DAMON: %s, attacker's send buffer: %s\n",
+		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake, r.Damon, sndBufText(r.AttackSndBuf))
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
 	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | machine floor p99 per round, unloaded → during (ms) | floor p99 ratio | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | node's threads waiting for a CPU, unloaded → during (ms/s) | kernel threads' CPU, unloaded → during (cores; kdamond) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

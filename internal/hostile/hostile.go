@@ -39,6 +39,16 @@ type Target struct {
 	// different addresses meet the per-IP limits separately, and from
 	// different /24s the per-subnet cost separately.
 	Sources []net.IP
+	// SendBuffer, when positive, is the kernel send buffer (SO_SNDBUF) of
+	// every attacking connection. On loopback a sender's write also does
+	// the receiving socket's TCP work, inside its own system call, where
+	// a kernel that does not preempt in kernel mode cannot switch away: a
+	// 2 MB write with the default buffer (autotuned up to 4 MiB) holds a
+	// CPU for as long as the server's receive window lets it send. On a
+	// network that work comes to the server in the network stack's own
+	// small batches; a small send buffer cuts the attacker's writes into
+	// similar pieces. The bytes sent are the same.
+	SendBuffer int
 
 	next atomic.Uint64
 }
@@ -62,13 +72,18 @@ func (t *Target) dial(ctx context.Context, addr string, rcvBuf int) (net.Conn, e
 	if ip := t.source(); ip != nil {
 		d.LocalAddr = &net.TCPAddr{IP: ip}
 	}
-	if rcvBuf > 0 {
+	if rcvBuf > 0 || t.SendBuffer > 0 {
 		d.Control = func(_, _ string, rc syscall.RawConn) error {
-			var serr error
+			var rerr, serr error
 			err := rc.Control(func(fd uintptr) {
-				serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
+				if rcvBuf > 0 {
+					rerr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, rcvBuf)
+				}
+				if t.SendBuffer > 0 {
+					serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF, t.SendBuffer)
+				}
 			})
-			return errors.Join(err, serr)
+			return errors.Join(err, rerr, serr)
 		}
 	}
 	return d.DialContext(ctx, "tcp", addr)
