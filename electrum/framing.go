@@ -303,8 +303,25 @@ type wsConn struct {
 func newWSConn(c *websocket.Conn, writeTimeout time.Duration) wsConn {
 	p := &ponger{c: c, timeout: writeTimeout}
 	c.SetPingHandler(p.ping)
+	c.SetPongHandler(p.pong)
 	return wsConn{c}
 }
+
+// Control frames (pings, and pongs nobody asked for) are not requests and
+// are not charged as such; what bounds a flood of them is controlFrameCost
+// of reading time each, beyond controlFramesFree a second, which the
+// session's read loop sleeps off controlFramePause at a time. While it
+// sleeps the flood gathers in the kernel and the next read takes hundreds
+// of frames at once. Unbounded, 180 connections a second that each sent
+// 500 pings, one frame per write, cost the server a core (e2ebench
+// hostile -kinds wsbad -wscases 'ping flood'): a read, a pong write and
+// the wakeups of both for every ping. A client that pings to keep its
+// connection alive, every few seconds, never pauses.
+const (
+	controlFramesFree = 10
+	controlFrameCost  = time.Millisecond
+	controlFramePause = 20 * time.Millisecond
+)
 
 // ponger answers a WebSocket connection's pings from a goroutine of its
 // own, one at a time, with the latest ping's payload. A pong is one write:
@@ -312,7 +329,8 @@ func newWSConn(c *websocket.Conn, writeTimeout time.Duration) wsConn {
 // flood of 500 pings took 500 writes, and a client that does not read
 // held the read loop in each. Pings that arrive while a pong is being
 // written are answered by one pong, for the most recent of them, as RFC
-// 6455 §5.5.3 allows.
+// 6455 §5.5.3 allows. It also paces the connection's control frames
+// (controlFramesFree).
 type ponger struct {
 	c       *websocket.Conn
 	timeout time.Duration
@@ -321,6 +339,12 @@ type ponger struct {
 	latest  []byte
 	fresh   bool // latest has not been answered
 	sending bool // a goroutine is writing pongs
+
+	// The read loop's own: control frames in the second from since,
+	// and the reading time owed.
+	since time.Time
+	count int
+	owed  time.Duration
 }
 
 func (p *ponger) ping(data string) error {
@@ -333,7 +357,33 @@ func (p *ponger) ping(data string) error {
 	if start {
 		go p.send()
 	}
+	p.pace()
 	return nil
+}
+
+// pong takes a pong from the client: nothing to do but pace it.
+func (p *ponger) pong(string) error {
+	p.pace()
+	return nil
+}
+
+// pace counts a control frame and, once the frames beyond
+// controlFramesFree in this second owe controlFramePause, sleeps it off
+// in the read loop (gorilla/websocket calls the handlers from it).
+func (p *ponger) pace() {
+	now := time.Now()
+	if now.Sub(p.since) >= time.Second {
+		p.since, p.count = now, 0
+	}
+	p.count++
+	if p.count <= controlFramesFree {
+		return
+	}
+	p.owed += controlFrameCost
+	if p.owed >= controlFramePause {
+		time.Sleep(p.owed)
+		p.owed = 0
+	}
 }
 
 // send writes pongs until every ping has been answered. A write error is

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -244,6 +245,88 @@ func TestWebSocketPings(t *testing.T) {
 	case p := <-pongs:
 		t.Fatalf("a pong %q after the last ping was answered", p)
 	default:
+	}
+}
+
+// TestWebSocketPingFloodPaced checks that a flood of pings, one frame per
+// write as the hostile benchmark sends them, is paced: beyond
+// controlFramesFree a second each costs controlFrameCost of reading time,
+// slept off in pauses during which the flood gathers, so it is answered by
+// a few dozen pongs rather than one each, and the request behind it still
+// is answered. Unsolicited pongs are paced the same way.
+func TestWebSocketPingFloodPaced(t *testing.T) {
+	fx := newFixture(t, nil)
+	s := New(Config{WSListen: []string{"127.0.0.1:0"}}, fx.f)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	for _, op := range []byte{0x9, 0xa} {
+		ws, _, err := websocket.DefaultDialer.Dial("ws://"+s.Addrs()[WS][0].String()+"/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pongs atomic.Int64
+		last := make(chan struct{})
+		ws.SetPongHandler(func(p string) error {
+			pongs.Add(1)
+			if p == "p499" {
+				close(last)
+			}
+			return nil
+		})
+		// Pongs are handled while the connection is read: one
+		// goroutine reads it throughout.
+		answered := make(chan []byte, 10)
+		go func() {
+			for {
+				_, b, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				answered <- b
+			}
+		}()
+		const n = 500
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			if _, err := ws.NetConn().Write(clientFrame(op, []byte("p"+strconv.Itoa(i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ws.NetConn().Write(clientFrame(0x1, []byte(`{"jsonrpc":"2.0","id":1,"method":"server.version","params":["t","1.4"]}`)))
+		select {
+		case b := <-answered:
+			if !strings.Contains(string(b), `"result":[`) {
+				t.Fatalf("answer %s", b)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no answer after the flood")
+		}
+		// Every frame beyond the free ones owed its cost before the
+		// request behind them was read, but for what was left under
+		// one pause.
+		owed := time.Duration(n-controlFramesFree)*controlFrameCost - controlFramePause
+		if took := time.Since(start); took < owed {
+			t.Errorf("opcode %#x: %d frames read in %v, want at least %v", op, n, took, owed)
+		}
+		if op == 0x9 {
+			select {
+			case <-last:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the last ping was not answered")
+			}
+			// One pong for each pause, for the free pings and for
+			// those a pong write was under way for.
+			max := int64(controlFramesFree + 2*n*int(controlFrameCost)/int(controlFramePause) + 10)
+			if got := pongs.Load(); got < 1 || got > max {
+				t.Errorf("%d pings answered by %d pongs, want 1 to %d", n, got, max)
+			}
+			t.Logf("%d pings, one per write, answered by %d pongs in %v", n, pongs.Load(), time.Since(start))
+		} else if got := pongs.Load(); got != 0 {
+			t.Errorf("%d pongs for the client's pongs", got)
+		}
+		ws.Close()
 	}
 }
 

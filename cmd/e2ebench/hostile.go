@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -38,6 +39,7 @@ type hostileFlags struct {
 	subs     int
 	rate     int
 	sndBuf   int
+	wsCases  string
 	sources  int
 	subnets  int
 	maxSess  int
@@ -80,6 +82,7 @@ func runHostile(args []string) error {
 	fs.IntVar(&hf.slow, "slow", 1000, "slow readers")
 	fs.IntVar(&hf.halfOpen, "halfopen", 1000, "half-open TLS handshakes")
 	fs.IntVar(&hf.workers, "workers", 8, "sessions of the 2 MB line, batch, invalid JSON and WebSocket attacks")
+	fs.StringVar(&hf.wsCases, "wscases", "", "run only the bad WebSocket cases whose names match this regular expression (default all: "+strings.Join(hostile.WSCaseNames(), "; ")+")")
 	fs.IntVar(&hf.subs, "subworkers", 20, "sessions of the subscription flood")
 	fs.IntVar(&hf.rate, "rate", 2000, "connections per second of the churn")
 	fs.IntVar(&hf.sndBuf, "attacksndbuf", 0, "the attacker's socket send buffer in bytes (SO_SNDBUF; 0: the system's autotuning): its writes on loopback do the node's receive work in the attacker's system call (hostile.Target.SendBuffer)")
@@ -104,6 +107,9 @@ func runHostile(args []string) error {
 	case "idle", "nice", "normal":
 	default:
 		return fmt.Errorf("-attacker must be idle, nice or normal")
+	}
+	if _, err := regexp.Compile(hf.wsCases); err != nil {
+		return fmt.Errorf("-wscases: %w", err)
 	}
 	kinds, err := parseKinds(hf.kinds)
 	if err != nil {
@@ -201,7 +207,7 @@ func runHostile(args []string) error {
 
 	rep := &hostileReport{
 		Started: time.Now().UTC(), Chain: ci, Node: c.node, NodeArgs: nodeArgs, Limits: limits,
-		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, Damon: damonState(), AttackSndBuf: hf.sndBuf, IntervalMs: float64(hf.interval) / 1e6,
+		NodeNofile: nofile, CPUs: runtime.NumCPU(), Phase: hf.phase.Seconds(), Rounds: hf.rounds, Attacker: hf.attacker, Awake: hf.awake, Damon: damonState(), AttackSndBuf: hf.sndBuf, WSCases: hf.wsCases, IntervalMs: float64(hf.interval) / 1e6,
 		MixSize: len(mix),
 	}
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
@@ -468,7 +474,7 @@ func hostilePhase(ctx context.Context, p *proc, rpc *rpcClient, self string, add
 
 	args := []string{"hostile-attack", "-kind", string(k), "-tcp", addr(0), "-tls", addr(1), "-ws", addr(2), "-wss", addr(3),
 		"-sources", strconv.Itoa(hf.sources), "-subnets", strconv.Itoa(hf.subnets),
-		"-scripts", scriptsFile, "-sndbuf", strconv.Itoa(hf.sndBuf)}
+		"-scripts", scriptsFile, "-sndbuf", strconv.Itoa(hf.sndBuf), "-wscases", hf.wsCases}
 	switch k {
 	case hostile.Idle:
 		args = append(args, "-conns", strconv.Itoa(hf.idle))
@@ -816,7 +822,15 @@ func runHostileAttack(args []string) error {
 	fs.IntVar(&cfg.Workers, "workers", 0, "attacking sessions")
 	fs.IntVar(&cfg.Rate, "rate", 0, "connections per second")
 	sndBuf := fs.Int("sndbuf", 0, "socket send buffer (0: autotuned)")
+	wsCases := fs.String("wscases", "", "the WebSocket cases to run (a regular expression on their names; empty: all)")
 	fs.Parse(args)
+	if *wsCases != "" {
+		re, err := regexp.Compile(*wsCases)
+		if err != nil {
+			return fmt.Errorf("-wscases: %w", err)
+		}
+		cfg.WSCases = re
+	}
 	if err := raiseNofile(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2ebench hostile-attack: raising the open-file limit:", err)
 	}
@@ -875,14 +889,16 @@ type hostileReport struct {
 	// kernel thread held a CPU for milliseconds at a time (machine.go).
 	Damon string `json:"damon"`
 	// AttackSndBuf is the attacker's socket send buffer (0: autotuned).
-	AttackSndBuf int              `json:"attacker_sndbuf"`
-	IntervalMs   float64          `json:"wallet_interval_ms"`
-	MixSize      int              `json:"wallet_mix_requests"`
-	RSSStartKB   int64            `json:"rss_start_kib"`
-	RSSEndKB     int64            `json:"rss_end_kib"`
-	HWMKB        int64            `json:"vmhwm_kib"`
-	Attacks      []*hostileResult `json:"attacks"`
-	FinalInfo    any              `json:"final_electrum_info,omitempty"`
+	AttackSndBuf int `json:"attacker_sndbuf"`
+	// WSCases is -wscases: the bad WebSocket cases run (empty: all).
+	WSCases    string           `json:"ws_cases,omitempty"`
+	IntervalMs float64          `json:"wallet_interval_ms"`
+	MixSize    int              `json:"wallet_mix_requests"`
+	RSSStartKB int64            `json:"rss_start_kib"`
+	RSSEndKB   int64            `json:"rss_end_kib"`
+	HWMKB      int64            `json:"vmhwm_kib"`
+	Attacks    []*hostileResult `json:"attacks"`
+	FinalInfo  any              `json:"final_electrum_info,omitempty"`
 }
 
 // sndBufText describes the attacker's send buffer.
@@ -897,6 +913,9 @@ func sndBufText(n int) string {
 func (r *hostileReport) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nHostile clients: chain %s (%d tx, %d blocks), %d CPUs, started %s, %d rounds of two %.0f s windows per attack, wallet request every %.0f ms, attacker priority %s, CPUs kept awake: %v, DAMON: %s, attacker's send buffer: %s\n",
 		filepath.Base(r.Chain.Dir), r.Chain.Txs, r.Chain.Blocks, r.CPUs, r.Started.Format(time.RFC3339), r.Rounds, r.Phase, r.IntervalMs, r.Attacker, r.Awake, r.Damon, sndBufText(r.AttackSndBuf))
+	if r.WSCases != "" {
+		fmt.Fprintf(w, "WebSocket cases: those matching %q\n", r.WSCases)
+	}
 	fmt.Fprintf(w, "node limits beside the defaults: %s; open files: %s\n\n", strings.Join(r.Limits, " "), r.NodeNofile)
 	fmt.Fprintln(w, "| attack | size | wallet p99 per round, unloaded → during (ms) | p99 ratio (rounds' medians) | machine floor p99 per round, unloaded → during (ms) | floor p99 ratio | pooled p50 / p99 unloaded (ms) | pooled p50 / p99 during (ms) | pooled p99 ratio | wallet served | attacker: connections/s; expected / refused / disconnected / unexpected | sessions, subscriptions during | node CPU (cores) | node's threads waiting for a CPU, unloaded → during (ms/s) | kernel threads' CPU, unloaded → during (cores; kdamond) | RSS before / peak / after (MiB) | heap in use before / after (MiB) |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,10 @@ type Config struct {
 	Workers int
 	// Rate is the connections per second of Churn.
 	Rate int
+	// WSCases, when set, keeps only the WebSocket cases (WSCaseNames)
+	// whose names it matches: to find which of them costs the server
+	// most.
+	WSCases *regexp.Regexp
 	// Scripts are script hashes (hex) SubFlood subscribes to first
 	// (random ones follow) and SlowRead asks the history of.
 	Scripts []string
@@ -92,6 +97,18 @@ func Run(ctx context.Context, kind Kind, t *Target, cfg Config, st *Stats) error
 		if cfg.Workers < 1 {
 			return fmt.Errorf("hostile: %s needs Workers", kind)
 		}
+		cases := wsCases
+		if cfg.WSCases != nil {
+			cases = nil
+			for _, c := range wsCases {
+				if cfg.WSCases.MatchString(c.name) {
+					cases = append(cases, c)
+				}
+			}
+			if len(cases) == 0 {
+				return fmt.Errorf("hostile: no WebSocket case matches %q", cfg.WSCases)
+			}
+		}
 		var wg sync.WaitGroup
 		for w := 0; w < cfg.Workers; w++ {
 			wg.Add(1)
@@ -111,7 +128,7 @@ func Run(ctx context.Context, kind Kind, t *Target, cfg Config, st *Stats) error
 				case BadJSON:
 					badJSON(ctx, t, st)
 				case WSBad:
-					wsBad(ctx, t, w, st)
+					wsBad(ctx, t, cases, w, st)
 				}
 			}()
 		}

@@ -147,9 +147,9 @@ var wsCases = []wsCase{
 
 // wsBad runs the bad WebSocket cases in turn, one connection each, on the
 // WS listener (every other worker on WSS when there is one).
-func wsBad(ctx context.Context, t *Target, worker int, st *Stats) {
+func wsBad(ctx context.Context, t *Target, cases []wsCase, worker int, st *Stats) {
 	for i := worker; ctx.Err() == nil; i++ {
-		c := wsCases[i%len(wsCases)]
+		c := cases[i%len(cases)]
 		got, err := wsCaseRun(ctx, t, c, worker%2 == 1 && t.WSS != "", st)
 		switch {
 		case ctx.Err() != nil:
@@ -322,3 +322,13 @@ func bigFrames(ctx context.Context, t *Target, st *Stats) {
 
 // WSCases returns the number of bad WebSocket cases WSBad cycles through.
 func WSCases() int { return len(wsCases) }
+
+// WSCaseNames returns the names of the bad WebSocket cases, in the order
+// WSBad cycles through them.
+func WSCaseNames() []string {
+	names := make([]string, len(wsCases))
+	for i, c := range wsCases {
+		names[i] = c.name
+	}
+	return names
+}
