@@ -105,7 +105,10 @@ func putLong(b []byte) {
 }
 
 // readAllLong reads r to its end, growing its buffer with growLong; what
-// it read in a pooled buffer it returns a copy of.
+// it read in a pooled buffer it returns a copy of. When r fails (a frame
+// over the request limit, a connection gone) it returns nil: nobody uses
+// what came before the error, and copying it out of the pooled buffer
+// made each message cut at the limit leave a megabyte of garbage.
 func readAllLong(r io.Reader) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
@@ -114,17 +117,21 @@ func readAllLong(r io.Reader) ([]byte, error) {
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
-		if err != nil {
-			out := buf
+		if err == nil {
+			continue
+		}
+		if err != io.EOF {
 			if cap(buf) > keptBuffer {
-				out = append([]byte(nil), buf...)
 				putLong(buf)
 			}
-			if err == io.EOF {
-				err = nil
-			}
-			return out, err
+			return nil, err
 		}
+		if cap(buf) > keptBuffer {
+			out := append([]byte(nil), buf...)
+			putLong(buf)
+			return out, nil
+		}
+		return buf, nil
 	}
 }
 

@@ -2,11 +2,14 @@ package electrum
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // pings returns a batch of n server.ping requests, then tail before its
@@ -142,6 +145,20 @@ func TestLongMessagesAllocate(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(2*len(long)) {
 		t.Fatalf("a %d-byte frame left %d bytes of garbage", len(long), per)
+	}
+	// A frame cut at the request limit is dropped, not copied out of
+	// the pooled buffer it was read into.
+	cut := errors.New("read limit")
+	runtime.ReadMemStats(&before)
+	for i := 0; i < n; i++ {
+		got, err := readAllLong(io.MultiReader(bytes.NewReader(long), iotest.ErrReader(cut)))
+		if err != cut || got != nil {
+			t.Fatalf("frame %d cut at the limit: %d bytes, %v", i, len(got), err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / n; per > uint64(len(long)/2) {
+		t.Fatalf("a %d-byte frame cut at the limit left %d bytes of garbage", len(long), per)
 	}
 	// Short messages are read as before.
 	if got, err := readAllLong(strings.NewReader(`{"id":1}`)); err != nil || string(got) != `{"id":1}` {
