@@ -96,6 +96,57 @@ func TestDecodeOverLimitAllocates(t *testing.T) {
 	}
 }
 
+// socketReader hands out at most 64 KiB a read, as a socket with a full
+// receive buffer does, and counts the reads.
+type socketReader struct {
+	r     io.Reader
+	reads int
+}
+
+func (s *socketReader) Read(p []byte) (int, error) {
+	s.reads++
+	return s.r.Read(p[:min(len(p), 64<<10)])
+}
+
+// TestLongLinesReadInLargeReads checks that a line longer than the read
+// buffer is read in reads as large as the socket gives, not lineReadBuffer
+// at a time, and that what follows it in the last read is the next
+// message, through a line over the limit too.
+func TestLongLinesReadInLargeReads(t *testing.T) {
+	long := pings(10_000, "") // about 500 KB
+	over := []byte(`["` + strings.Repeat("x", DefaultMaxRecv) + `"]`)
+	var in bytes.Buffer
+	for _, l := range [][]byte{long, []byte("a"), over, []byte("b"), long, long} {
+		in.Write(l)
+		in.WriteString("\r\n")
+	}
+	src := &socketReader{r: &in}
+	lc := newLineReader(src, lineReadBuffer, DefaultMaxRecv)
+	for i, want := range [][]byte{long, []byte("a"), nil, []byte("b"), long, long} {
+		got, err := lc.ReadMessage()
+		if want == nil {
+			if err != errFrameTooLarge {
+				t.Fatalf("message %d: %v, want it too large", i, err)
+			}
+			continue
+		}
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("message %d: %d bytes (%.20q), %v; want %d bytes", i, len(got), got, err, len(want))
+		}
+	}
+	if _, err := lc.ReadMessage(); err != io.EOF {
+		t.Fatalf("after the last message: %v", err)
+	}
+	// 64 KiB reads would take 8 per long line and 17 for the one over
+	// the limit; the buffer growing from lineReadBuffer adds a few. In
+	// lineReadBuffer reads it took 125 per long line.
+	total := 3*len(long) + len(over)
+	if most := total/(64<<10) + 4*10; src.reads > most {
+		t.Fatalf("%d bytes in %d reads, want at most %d", total, src.reads, most)
+	}
+	t.Logf("%d bytes in %d reads", total, src.reads)
+}
+
 // TestLongMessagesAllocate checks that a long message, read from a line
 // or from a WebSocket frame's reader, leaves about its own size of
 // garbage (the copy handed out), and a line over the limit little.
