@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/bits"
 	"net"
 	"sync"
 	"time"
@@ -20,8 +21,13 @@ var errFrameTooLarge = errors.New("request too large")
 // msgConn is a message-framed connection: newline-delimited over TCP and
 // TLS, one message per frame over WS and WSS.
 type msgConn interface {
-	// ReadMessage returns the next message without its framing.
+	// ReadMessage returns the next message without its framing. It
+	// stays valid until the next ReadMessage or ReleaseMessage.
 	ReadMessage() ([]byte, error)
+	// ReleaseMessage gives back the buffer of the message last read,
+	// which must no longer be used: a long message's buffer goes back to
+	// the pool at once instead of waiting for the session's next message.
+	ReleaseMessage()
 	// WriteMessage sends one message, adding framing.
 	WriteMessage([]byte) error
 	// WriteMessages sends several messages, in one write where the
@@ -39,11 +45,13 @@ type lineConn struct {
 	// src is what the reader reads: the connection.
 	src io.Reader
 	r   *bufio.Reader
-	// pending is what was read past the end of a skipped line, read
+	// pending is what was read past the end of a long or skipped line,
 	// before src.
 	pending []byte
-	maxRecv int
-	buf     []byte
+	// pendingBuf is the pooled buffer pending is in, if any.
+	pendingBuf *[]byte
+	maxRecv    int
+	buf        []byte
 }
 
 // lineReadBuffer is the read buffer of a newline connection. It is small
@@ -60,14 +68,26 @@ var skipBuffers = sync.Pool{New: func() any { b := make([]byte, skipReadBuffer);
 // keptBuffer is the largest read buffer a session keeps between messages.
 const keptBuffer = 64 << 10
 
-// longBuffers holds the buffers long messages are assembled in, for the
-// next long message of any session. Assembled in a buffer that grows as
-// append grows it, a 500 KB batch left 3.5 MB of garbage and a line over
-// the request limit 5 MB; a client sending them as fast as it could made
-// the garbage collector run every few seconds, and every request that
-// came during a collection waited for it. Now a long message leaves only
-// the copy of itself handed to the caller.
-var longBuffers sync.Pool
+// longBuffers holds, by size, the buffers long messages are assembled in,
+// for the next long message of any session: class i holds buffers of
+// keptBuffer<<(i+1) bytes, 128 KiB to 16 MiB. Assembled in a buffer that
+// grows as append grows it, a 500 KB batch left 3.5 MB of garbage and a
+// line over the request limit 5 MB; a client sending them as fast as it
+// could made the garbage collector run every few seconds, and every
+// request that came during a collection waited for it. In one pool of
+// every size, a buffer taken for a message was often too small and
+// dropped, and half a message's size was new memory each time. Now a
+// long message leaves nothing once its buffer is given back.
+var longBuffers [longClasses]sync.Pool
+
+// longClasses is the number of size classes of longBuffers.
+const longClasses = 8
+
+// longClass returns the class of the smallest pooled buffer of at least
+// n bytes (n over keptBuffer), or longClasses when n is over the largest.
+func longClass(n int) int {
+	return bits.Len(uint((n-1)/keptBuffer)) - 1
+}
 
 // appendLong appends p to buf, growing it with growLong.
 func appendLong(buf, p []byte) []byte {
@@ -75,17 +95,22 @@ func appendLong(buf, p []byte) []byte {
 }
 
 // growLong returns buf, or a copy of it, with room for need bytes: the
-// capacity doubles, and over keptBuffer the new buffer comes from the
-// pool and the old one goes back to it.
+// capacity doubles, and past lineReadBuffer the new buffer comes from the
+// pool, 128 KiB at least, and the old one goes back to it. (Growing to
+// keptBuffer in new buffers first left 124 KB of garbage per message.)
 func growLong(buf []byte, need int) []byte {
 	if need <= cap(buf) {
 		return buf
 	}
 	n := max(2*cap(buf), need)
 	var nb []byte
-	if n > keptBuffer {
-		if bp, _ := longBuffers.Get().(*[]byte); bp != nil && cap(*bp) >= need {
-			nb = (*bp)[:0]
+	if n > lineReadBuffer {
+		if i := longClass(max(n, keptBuffer+1)); i < longClasses {
+			if bp, _ := longBuffers[i].Get().(*[]byte); bp != nil {
+				nb = (*bp)[:0]
+			} else {
+				nb = make([]byte, 0, keptBuffer<<(i+1))
+			}
 		}
 	}
 	if nb == nil {
@@ -98,17 +123,23 @@ func growLong(buf []byte, need int) []byte {
 	return nb
 }
 
-// putLong gives a long message's buffer back to the pool.
+// putLong gives a long message's buffer back to the pool of its size;
+// a buffer of any other size is left to the garbage collector.
 func putLong(b []byte) {
-	b = b[:0]
-	longBuffers.Put(&b)
+	if cap(b) <= keptBuffer {
+		return
+	}
+	if i := longClass(cap(b)); i < longClasses && cap(b) == keptBuffer<<(i+1) {
+		b = b[:0]
+		longBuffers[i].Put(&b)
+	}
 }
 
-// readAllLong reads r to its end, growing its buffer with growLong; what
-// it read in a pooled buffer it returns a copy of. When r fails (a frame
-// over the request limit, a connection gone) it returns nil: nobody uses
-// what came before the error, and copying it out of the pooled buffer
-// made each message cut at the limit leave a megabyte of garbage.
+// readAllLong reads r to its end, growing its buffer with growLong. A
+// message over keptBuffer is returned in the pooled buffer it was read
+// into, for the caller to give back with putLong once done with it. When
+// r fails (a frame over the request limit, a connection gone) it returns
+// nil: nobody uses what came before the error.
 func readAllLong(r io.Reader) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
@@ -125,11 +156,6 @@ func readAllLong(r io.Reader) ([]byte, error) {
 				putLong(buf)
 			}
 			return nil, err
-		}
-		if cap(buf) > keptBuffer {
-			out := append([]byte(nil), buf...)
-			putLong(buf)
-			return out, nil
 		}
 		return buf, nil
 	}
@@ -152,16 +178,42 @@ func newLineReader(src io.Reader, size, maxRecv int) *lineConn {
 // lineSource reads a lineConn's pending bytes, then its source.
 type lineSource struct{ c *lineConn }
 
+// A read takes from pending alone while it has bytes, so that unread can
+// put back what a read took past a newline.
 func (s lineSource) Read(p []byte) (int, error) {
 	if len(s.c.pending) > 0 {
 		n := copy(p, s.c.pending)
 		s.c.pending = s.c.pending[n:]
-		if len(s.c.pending) == 0 {
-			s.c.pending = nil
-		}
 		return n, nil
 	}
 	return s.c.src.Read(p)
+}
+
+// unread puts back rest, the end of a read that went past a line's
+// newline. A read from pending is undone by moving pending back over it
+// (was is pending before the read); rest from src goes into a pooled
+// buffer, given back by dropPending once read. Copied into a new
+// allocation, up to 64 KiB after every long line touched fresh memory.
+func (c *lineConn) unread(rest, was []byte) {
+	if len(rest) == 0 {
+		return
+	}
+	if len(was) > 0 {
+		c.pending = was[len(was)-len(c.pending)-len(rest):]
+		return
+	}
+	c.dropPending()
+	bp := skipBuffers.Get().(*[]byte)
+	c.pendingBuf = bp
+	c.pending = append((*bp)[:0], rest...)
+}
+
+// dropPending gives pending's pooled buffer back once pending is read.
+func (c *lineConn) dropPending() {
+	if len(c.pending) == 0 && c.pendingBuf != nil {
+		skipBuffers.Put(c.pendingBuf)
+		c.pending, c.pendingBuf = nil, nil
+	}
 }
 
 // skipLine reads past the rest of an oversized line, in skipReadBuffer
@@ -174,13 +226,10 @@ func (c *lineConn) skipLine() (bool, error) {
 	b := *bp
 	src := lineSource{c}
 	for {
+		was := c.pending
 		n, err := src.Read(b)
 		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
-			rest := make([]byte, 0, n-i-1+len(c.pending))
-			c.pending = append(append(rest, b[i+1:n]...), c.pending...)
-			if len(c.pending) == 0 {
-				c.pending = nil
-			}
+			c.unread(b[i+1:n], was)
 			return true, nil
 		}
 		if err != nil {
@@ -191,15 +240,13 @@ func (c *lineConn) skipLine() (bool, error) {
 
 // ReadMessage reads up to the next '\n'. A line over maxRecv bytes is
 // skipped to its end and reported as errFrameTooLarge; empty lines are
-// skipped.
+// skipped. The line is returned where it was read, in the reader's buffer
+// or in c.buf, not copied: copying a 500 KB batch into a new allocation
+// touched fresh memory, and the page faults that cost (on this kind of
+// virtual machine, most of the node's time refusing such batches) held a
+// CPU for milliseconds at a time.
 func (c *lineConn) ReadMessage() ([]byte, error) {
-	defer func() {
-		if cap(c.buf) > keptBuffer {
-			// Do not keep a large request's buffer for the session's life.
-			putLong(c.buf)
-			c.buf = nil
-		}
-	}()
+	c.ReleaseMessage()
 	for {
 		line, err := c.readLine()
 		if err != nil {
@@ -211,9 +258,16 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 		if len(line) == 0 {
 			continue
 		}
-		// The line is in the reader's buffer or c.buf, both reused by
-		// the next call; hand out a copy.
-		return append([]byte(nil), line...), nil
+		return line, nil
+	}
+}
+
+// ReleaseMessage gives a long line's buffer back to the pool: a session
+// keeps no buffer over keptBuffer between messages.
+func (c *lineConn) ReleaseMessage() {
+	if cap(c.buf) > keptBuffer {
+		putLong(c.buf)
+		c.buf = nil
 	}
 }
 
@@ -225,6 +279,7 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 // Read lineReadBuffer bytes at a time, a 500 KB batch took 125 system
 // calls and as many wake-ups of the client's writes.
 func (c *lineConn) readLine() ([]byte, error) {
+	c.dropPending()
 	c.buf = c.buf[:0]
 	chunk, err := c.r.ReadSlice('\n')
 	switch {
@@ -259,15 +314,13 @@ func (c *lineConn) readLine() ([]byte, error) {
 		if len(c.buf) == cap(c.buf) {
 			c.buf = growLong(c.buf, len(c.buf)+1)
 		}
-		start := len(c.buf)
-		n, err := src.Read(c.buf[start:min(cap(c.buf), start+room)])
+		// At most skipReadBuffer a read: what it takes past the
+		// newline must fit a pooled buffer.
+		start, was := len(c.buf), c.pending
+		n, err := src.Read(c.buf[start:min(cap(c.buf), start+room, start+skipReadBuffer)])
 		c.buf = c.buf[:start+n]
 		if i := bytes.IndexByte(c.buf[start:], '\n'); i >= 0 {
-			if rest := c.buf[start+i+1:]; len(rest) > 0 {
-				// Kept for the next line, before what is still pending.
-				p := make([]byte, 0, len(rest)+len(c.pending))
-				c.pending = append(append(p, rest...), c.pending...)
-			}
+			c.unread(c.buf[start+i+1:], was)
 			return c.buf[:start+i], nil
 		}
 		if err == io.EOF && len(c.buf) > 0 {
@@ -342,14 +395,16 @@ func (c *lineConn) WriteMessages(msgs []outMsg) error {
 // wsConn carries one message per WebSocket frame.
 type wsConn struct {
 	*websocket.Conn
+	// msg is the message last read, until released.
+	msg []byte
 }
 
 // newWSConn wraps c, answering its pings through a ponger.
-func newWSConn(c *websocket.Conn, writeTimeout time.Duration) wsConn {
+func newWSConn(c *websocket.Conn, writeTimeout time.Duration) *wsConn {
 	p := &ponger{c: c, timeout: writeTimeout}
 	c.SetPingHandler(p.ping)
 	c.SetPongHandler(p.pong)
-	return wsConn{c}
+	return &wsConn{Conn: c}
 }
 
 // Control frames (pings, and pongs nobody asked for) are not requests and
@@ -456,26 +511,39 @@ func (p *ponger) send() {
 
 // ReadMessage returns the next text or binary frame. gorilla/websocket
 // enforces the read limit and closes with 1009 when a frame is over it.
-func (c wsConn) ReadMessage() ([]byte, error) {
+// The message is returned in the buffer it was read into (see
+// lineConn.ReadMessage).
+func (c *wsConn) ReadMessage() ([]byte, error) {
+	c.ReleaseMessage()
 	for {
 		typ, r, err := c.Conn.NextReader()
 		if err != nil {
 			return nil, err
 		}
 		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
-			return readAllLong(r)
+			msg, err := readAllLong(r)
+			c.msg = msg
+			return msg, err
 		}
 	}
 }
 
+// ReleaseMessage gives a long message's buffer back to the pool.
+func (c *wsConn) ReleaseMessage() {
+	if cap(c.msg) > keptBuffer {
+		putLong(c.msg)
+	}
+	c.msg = nil
+}
+
 // WriteMessage sends msg as one text frame.
-func (c wsConn) WriteMessage(msg []byte) error {
+func (c *wsConn) WriteMessage(msg []byte) error {
 	return c.Conn.WriteMessage(websocket.TextMessage, msg)
 }
 
 // WriteMessages sends each message as its own frame, a message in parts
 // written into its frame as they are.
-func (c wsConn) WriteMessages(msgs []outMsg) error {
+func (c *wsConn) WriteMessages(msgs []outMsg) error {
 	for _, m := range msgs {
 		if m.body == nil && m.tail == nil {
 			if err := c.WriteMessage(m.head); err != nil {

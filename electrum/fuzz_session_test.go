@@ -398,6 +398,7 @@ func newDirectSession(s *Server, v protoVersion) *session {
 type nopConn struct{}
 
 func (nopConn) ReadMessage() ([]byte, error)     { return nil, io.EOF }
+func (nopConn) ReleaseMessage()                  {}
 func (nopConn) WriteMessage([]byte) error        { return nil }
 func (nopConn) WriteMessages([]outMsg) error     { return nil }
 func (nopConn) SetReadDeadline(time.Time) error  { return nil }

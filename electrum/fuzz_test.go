@@ -83,7 +83,7 @@ func FuzzLineFraming(f *testing.F) {
 			if err != nil {
 				break
 			}
-			got = append(got, m)
+			got = append(got, append([]byte(nil), m...))
 		}
 		var want [][]byte
 		wantLarge := 0

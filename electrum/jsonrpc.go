@@ -97,6 +97,31 @@ func batchLimitError(limit int) *RPCError {
 	return rpcErrorf(codeLimitExceeded, "batch limit exceeded (more than %d requests)", limit)
 }
 
+// detach copies what the requests keep of their frame (ids and params)
+// out of it, into one allocation for the message, so that the frame's
+// buffer can be reused at once.
+func (m *message) detach() {
+	n := 0
+	for _, r := range m.requests {
+		n += len(r.id) + len(r.params)
+	}
+	if n == 0 {
+		return
+	}
+	b := make([]byte, 0, n)
+	keep := func(v json.RawMessage) json.RawMessage {
+		if len(v) == 0 {
+			return v[:0:0]
+		}
+		b = append(b, v...)
+		return b[len(b)-len(v) : len(b) : len(b)]
+	}
+	for _, r := range m.requests {
+		r.id = keep(r.id)
+		r.params = keep(r.params)
+	}
+}
+
 // decodeMessage decodes one frame. It never fails: problems become errors
 // to answer.
 func decodeMessage(frame []byte) *message { return decodeMessageLimit(frame, 0) }

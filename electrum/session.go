@@ -257,7 +257,7 @@ func abortive(c msgConn) {
 	switch x := c.(type) {
 	case *lineConn:
 		nc = x.Conn
-	case wsConn:
+	case *wsConn:
 		nc = x.Conn.NetConn()
 	}
 	if tc, ok := nc.(*tls.Conn); ok {
@@ -398,7 +398,10 @@ func (ss *session) readLoop() {
 		ss.bytesIn.Add(uint64(len(frame)))
 		ss.srv.counters.bytesIn[ss.transport].Add(uint64(len(frame)))
 		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
-		if !ss.dispatch(decodeMessageLimit(frame, ss.srv.cfg.MaxBatch)) {
+		m := decodeMessageLimit(frame, ss.srv.cfg.MaxBatch)
+		m.detach()
+		ss.conn.ReleaseMessage()
+		if !ss.dispatch(m) {
 			return
 		}
 		if ss.closed() || ss.overLimit.Load() {
