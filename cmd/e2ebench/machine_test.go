@@ -98,9 +98,11 @@ func TestMachineCounters(t *testing.T) {
 		}()
 	}
 	time.Sleep(500 * time.Millisecond)
+	// Read while the threads are alive: a goroutine that ends locked to
+	// its thread ends the thread, and the wait counted on it goes too.
+	u := a.to(snapMachine(os.Getpid()))
 	close(stop)
 	wg.Wait()
-	u := a.to(snapMachine(os.Getpid()))
 	if u.NodeWait <= 0 || u.WalletWait <= 0 {
 		t.Fatalf("%d busy threads on %d CPUs did not wait for a CPU: %+v", n, runtime.NumCPU(), u)
 	}
