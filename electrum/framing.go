@@ -383,12 +383,16 @@ func (c *lineConn) WriteMessages(msgs []outMsg) error {
 	for _, m := range msgs {
 		n += m.size() + 1
 	}
-	b := make([]byte, 0, n)
+	// Joined in a pooled buffer past 4 KiB: a new one for each long
+	// answer (a chunk of headers, a long history) was fresh memory, and
+	// the page faults cost more than the copy.
+	b := growLong(nil, n)
 	for _, m := range msgs {
 		b = append(append(append(b, m.head...), m.body...), m.tail...)
 		b = append(b, '\n')
 	}
 	_, err := c.Conn.Write(b)
+	putLong(b)
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -255,5 +256,32 @@ func TestDetachKeepsRequests(t *testing.T) {
 	}
 	if !m.requests[2].isNotification() {
 		t.Fatal("the request without an id is no longer a notification")
+	}
+}
+
+// TestJoinedWritesInPooledBuffers writes long answers through a
+// connection that is not TCP (as TLS is not), where messages are joined
+// into one pooled buffer per write: each write arrives whole and intact,
+// the buffer of the one before reused for the next.
+func TestJoinedWritesInPooledBuffers(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	w := newLineConn(a, DefaultMaxRecv)
+	r := newLineReader(b, lineReadBuffer, DefaultMaxRecv)
+	for i := 0; i < 4; i++ {
+		body := bytes.Repeat([]byte{byte('a' + i)}, 100_000*(i+1))
+		msgs := []outMsg{{head: []byte(`{"id":1}`)}, {head: []byte(`{"result":"`), body: body, tail: []byte(`"}`)}}
+		done := make(chan error, 1)
+		go func() { done <- w.WriteMessages(msgs) }()
+		for j, m := range msgs {
+			got, err := r.ReadMessage()
+			if want := m.join(); err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("write %d, message %d: %d bytes, %v; want %d bytes", i, j, len(got), err, len(want))
+			}
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
