@@ -140,6 +140,9 @@ func TestAnswerCacheFollowsTheChain(t *testing.T) {
 	if err := n.h.Chain.InvalidateBlock(paid.Hash()); err != nil {
 		t.Fatal(err)
 	}
+	if err := n.idx.Sync(); err != nil {
+		t.Fatal(err)
+	}
 	n.mine(nil)
 	n.mine(nil)
 	n.waitNotified()

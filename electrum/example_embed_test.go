@@ -39,15 +39,39 @@ func Example_embedInBtcd() {
 	}
 	defer db.Close() // last: after the server and the chain's flush
 
-	// The chain, with the Electrum index (and any of btcd's own indexes
-	// after it in NewManager) run inside every block's transaction.
-	idx := indexers.NewElectrumIndex(db, params)
-	chain, err := blockchain.New(&blockchain.Config{DB: db, ChainParams: params,
-		TimeSource: blockchain.NewMedianTime(), IndexManager: indexers.NewManager(db, idx)})
+	// The Electrum index in a store of its own beside the block database,
+	// following the chain (btcd's own indexes go after it in NewManager).
+	// Its commits are turned into the server's (never blocking) Notify
+	// calls once the server exists.
+	var srv *electrum.Server
+	var chain *blockchain.BlockChain
+	idx, err := indexers.NewElectrumIndex(db, params, indexers.Options{
+		Dir: filepath.Join(dir, "electrum_index"),
+		OnCommit: func(c indexers.Commit) {
+			if srv == nil {
+				return
+			}
+			if c.All {
+				srv.NotifyAllScriptHashes()
+			} else {
+				srv.NotifyScriptHashes(c.Touched)
+			}
+			if header, err := chain.HeaderByHash(&c.Tip.Hash); err == nil {
+				srv.NotifyTip(header, c.Tip.Height)
+			}
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	manager := indexers.NewManager(db, idx)
+	chain, err = blockchain.New(&blockchain.Config{DB: db, ChainParams: params,
+		TimeSource: blockchain.NewMedianTime(), IndexManager: manager})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer chain.FlushUtxoCache(blockchain.FlushRequired)
+	defer manager.Close() // before the chain's flush and the database
 	pool := mempool.New(&mempool.Config{
 		Policy:      mempool.Policy{MaxTxVersion: 2, MinRelayTxFee: mempool.DefaultMinRelayTxFee},
 		ChainParams: params, FetchUtxoView: chain.FetchUtxoView,
@@ -59,23 +83,10 @@ func Example_embedInBtcd() {
 		IsDeploymentActive: chain.IsDeploymentActive,
 	})
 
-	// The server, and the chain's notifications turned into its (never
-	// blocking) Notify calls.
-	srv := electrum.New(electrum.Config{TCPListen: []string{"127.0.0.1:0"}}, &electrum.IndexBackend{
+	// The server.
+	srv = electrum.New(electrum.Config{TCPListen: []string{"127.0.0.1:0"}}, &electrum.IndexBackend{
 		Params: params, Chain: chain, Index: idx, Mempool: indexers.NewMempool(idx.PrevOut),
 		Pool: pool, Relay: &electrum.PoolRelay{Pool: pool}})
-	chain.Subscribe(func(n *blockchain.Notification) {
-		block, ok := n.Data.(*btcutil.Block)
-		if !ok || (n.Type != blockchain.NTBlockConnected && n.Type != blockchain.NTBlockDisconnected) {
-			return
-		}
-		srv.NotifyScriptHashes(idx.Touched(*block.Hash()))
-		if tip, err := idx.Tip(); err == nil {
-			if header, err := chain.HeaderByHash(&tip.Hash); err == nil {
-				srv.NotifyTip(header, tip.Height)
-			}
-		}
-	})
 	if err := srv.Start(); err != nil {
 		log.Fatal(err)
 	}
@@ -94,6 +105,10 @@ func Example_embedInBtcd() {
 			log.Fatal(err)
 		}
 		prev = block
+	}
+	// The index follows the chain in a goroutine of its own.
+	if err := manager.Sync(); err != nil {
+		log.Fatal(err)
 	}
 
 	// A wallet asks the server for the address's balance.

@@ -12,8 +12,6 @@ import (
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
-	"github.com/btcsuite/btcd/chaincfg/v2"
-	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/integration/rpctest"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/txscript/v2"
@@ -48,10 +46,7 @@ type realNode struct {
 func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 	t.Helper()
 	n := &realNode{t: t}
-	n.h = testchain.New(t, func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
-		n.idx = indexers.NewElectrumIndex(db, params)
-		return indexers.NewManager(db, n.idx)
-	})
+	n.h = testchain.New(t, testchain.ElectrumIndex(t.TempDir(), indexers.Options{OnCommit: n.onCommit}, &n.idx, nil))
 	if err := n.h.MineMature(); err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +137,8 @@ func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 	return n
 }
 
-// onChain keeps btcd's mempool, the fee estimator and the overlay in step
-// with the chain, as the node does, and pushes the server's events; the
-// push methods only queue.
+// onChain keeps btcd's mempool and the fee estimator in step with the
+// chain, as the node does.
 func (n *realNode) onChain(note *blockchain.Notification) {
 	block, ok := note.Data.(*btcutil.Block)
 	if !ok || n.srv == nil {
@@ -159,21 +153,36 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 			n.pool.ProcessOrphans(tx)
 		}
 		n.fees.RegisterBlock(block)
-		n.srv.NotifyTip(block.MsgBlock().Header, block.Height())
 	case blockchain.NTBlockDisconnected:
 		for _, tx := range block.Transactions()[1:] {
 			n.pool.MaybeAcceptTransaction(tx, false, true)
 		}
 		n.fees.Rollback(block.Hash())
-		prev, err := n.h.Chain.HeaderByHash(&block.MsgBlock().Header.PrevBlock)
-		if err == nil {
-			n.srv.NotifyTip(prev, block.Height()-1)
-		}
-	default:
+		n.srv.NotifyMempool(n.overlay.Sync(n.pool.TxDescs()))
+	}
+}
+
+// onCommit pushes the index's commits to the server, as the node does.
+func (n *realNode) onCommit(c indexers.Commit) {
+	srv := n.srv
+	if srv == nil {
 		return
 	}
-	n.srv.NotifyScriptHashes(n.idx.Touched(*block.Hash()))
-	n.srv.NotifyMempool(n.overlay.Sync(n.pool.TxDescs()))
+	if header, err := n.h.Chain.HeaderByHash(&c.Tip.Hash); err == nil {
+		srv.NotifyTip(header, c.Tip.Height)
+	}
+	if c.All {
+		srv.NotifyAllScriptHashes()
+	} else {
+		srv.NotifyScriptHashes(c.Touched)
+	}
+	var descs []*mempool.TxDesc
+	for _, d := range n.pool.TxDescs() {
+		if _, ok := c.Confirmed[*d.Tx.Hash()]; !ok {
+			descs = append(descs, d)
+		}
+	}
+	srv.NotifyMempool(n.overlay.Sync(descs))
 }
 
 // coin takes one reserved mature coin.
@@ -225,6 +234,9 @@ func (n *realNode) mine(prev *btcutil.Block, txs ...*wire.MsgTx) *btcutil.Block 
 		n.t.Fatal(err)
 	}
 	if _, _, err := n.h.Chain.ProcessBlock(block, blockchain.BFNone); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := n.idx.Sync(); err != nil {
 		n.t.Fatal(err)
 	}
 	return block

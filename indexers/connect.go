@@ -7,11 +7,10 @@ import (
 	"slices"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
-	"github.com/btcsuite/btcd/database"
 )
 
-// rowWriter is where phase 2 writes: btcd's metadata bucket inside the
-// chain's transaction when a block connects, or a catch-up batch.
+// rowWriter is where phase 2 writes: the writer's batch, an undo record, or
+// verification's fingerprints.
 type rowWriter interface {
 	Put(key, value []byte) error
 	Delete(key []byte) error
@@ -51,8 +50,7 @@ func (s *sizedWriter) deleteLen(k []byte, vlen int) error {
 type rowCopier interface{ copiesRows() }
 
 // slab hands out the key or value buffers of one block from a few large
-// allocations. ffldb keeps the slices it is given until the transaction
-// commits, so no buffer is ever reused.
+// allocations, for writers that keep the slices they are given.
 type slab struct{ buf []byte }
 
 func (s *slab) take(n int) []byte {
@@ -64,10 +62,8 @@ func (s *slab) take(n int) []byte {
 	return b
 }
 
-// mustWrite stops the process on a write error. Inside btcd's block-connect
-// transaction an error cannot be returned without leaving btcd's UTXO cache
-// ahead of the database (BTCD-NOTES §1.5); panicking makes ffldb roll the
-// transaction back and the process exit before anything is flushed.
+// mustWrite stops the process on a write error of a rowWriter; the writers
+// of this package do not fail.
 func mustWrite(err error) {
 	if err != nil {
 		panic(fmt.Sprintf("electrum index: write failed: %v", err))
@@ -86,9 +82,6 @@ func chunkLen(first, n int) int {
 // returns what the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
-	// Keys and values come from separate slabs: ffldb copies every key
-	// it is given but keeps the value slices, so a slab of values alone
-	// is all a block pins in a transaction or in ffldb's cache.
 	var s, vs slab
 	empty := []byte{}
 	// A writer that copies rows gets them in two scratch buffers.
@@ -146,8 +139,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	}
 
 	// History: one row per script the block funds or spends. A writer
-	// that copies rows gets each value in one scratch buffer; ffldb keeps
-	// values, which come from the slab.
+	// that copies rows gets each value in one scratch buffer.
 	hv := vs.take
 	if _, ok := dst.(rowCopier); ok {
 		var scratch []byte
@@ -291,15 +283,12 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	return w.d
 }
 
-// fillSpendPositions looks up, for a block about to be disconnected, the
-// position in its block of every transaction whose outputs the block spends:
-// the unspent rows put back carry it. btcd's spent outputs give the creating
-// height but not the position, so this is the one read of the block path;
-// it runs only on disconnect, one txid lookup per distinct spent
-// transaction. A spent transaction missing from the index is a broken
-// invariant and panics, as every failure inside the hooks does.
-func fillSpendPositions(meta database.Bucket, p *blockPlan) {
-	c := meta.Cursor()
+// fillSpendPositions looks up, for a block about to be undone from the
+// block itself, the position in its block of every transaction whose
+// outputs the block spends: the unspent rows put back carry it, and btcd's
+// spent outputs do not. One txid lookup per distinct spent transaction.
+func fillSpendPositions(r kvReader, p *blockPlan) error {
+	c := r.Cursor()
 	type txAt struct {
 		txid   chainhash.Hash
 		height int32
@@ -311,26 +300,27 @@ func fillSpendPositions(meta database.Bucket, p *blockPlan) {
 			at := txAt{sp.prev.Hash, sp.height}
 			pos, ok := known[at]
 			if !ok {
-				pos, ok = txPosAt(meta, c, &sp.prev.Hash, sp.height)
+				pos, ok = txPosAt(r, c, &sp.prev.Hash, sp.height)
 				if !ok {
-					panic(fmt.Sprintf("electrum index: disconnecting block %d: spent transaction %v of height %d is not indexed",
-						p.height, sp.prev.Hash, sp.height))
+					return fmt.Errorf("undoing block %d: spent transaction %v of height %d is not indexed",
+						p.height, sp.prev.Hash, sp.height)
 				}
 				known[at] = pos
 			}
 			sp.pos = pos
 		}
 	}
+	return nil
 }
 
 // txPosAt returns the index in the block at height of the transaction txid,
-// read from the "Exi" rows with cursor c of meta.
-func txPosAt(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, height int32) (uint32, bool) {
+// read from the "Exi" rows with cursor c of r.
+func txPosAt(r kvReader, c cursor, txid *chainhash.Hash, height int32) (uint32, bool) {
 	var (
 		pos   uint32
 		found bool
 	)
-	txidMatches(meta, c, txid, func(n uint64, _ txRow) bool {
+	txidMatches(r, c, txid, func(n uint64, _ txRow) bool {
 		if posHeight(n) == height {
 			pos, found = posIndex(n), true
 		}

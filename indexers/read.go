@@ -8,39 +8,37 @@ import (
 	"github.com/btcsuite/btcd/database"
 )
 
-// The read API. Every method answers from one db.View, together with the
-// index tip that view holds, so an answer always describes one block.
+// The read API. Every method answers from one snapshot of the store,
+// together with the index tip that snapshot holds, so an answer always
+// describes one block.
 
-// readTip returns the index tip inside a view; height -1 for an index that
-// holds no block yet.
-func readTip(dbTx database.Tx) Tip {
-	t := Tip{Height: -1}
-	if hash, height, ok := decodeTipVal(dbTx.Metadata().Get(tipKey)); ok {
+// read runs fn on a snapshot of the store and the tip it holds.
+func (idx *ElectrumIndex) read(fn func(r *snapView, tip Tip) error) (Tip, error) {
+	v, err := newSnapView(idx.store)
+	if err != nil {
+		return Tip{Height: -1}, err
+	}
+	defer v.release()
+	tip := readTip(v)
+	return tip, fn(v, tip)
+}
+
+// readTip returns the index tip of r; height -1 for an index that holds no
+// block yet.
+func readTip(r kvReader) Tip {
+	if hash, height, ok := decodeTipVal(r.Get(tipKey)); ok {
 		return Tip{Hash: hash, Height: height}
 	}
-	tips := dbTx.Metadata().Bucket(indexTipsBucketName)
-	if tips == nil {
-		return t
-	}
-	if hash, height, ok := decodeTipVal(tips.Get(electrumIndexKey)); ok {
-		t = Tip{Hash: hash, Height: height}
-	}
-	return t
+	return Tip{Height: -1}
 }
 
 // Tip returns the block the index ends at.
 func (idx *ElectrumIndex) Tip() (Tip, error) {
-	var t Tip
-	err := idx.db.View(func(dbTx database.Tx) error {
-		t = readTip(dbTx)
-		return nil
-	})
-	return t, err
+	return idx.read(func(*snapView, Tip) error { return nil })
 }
 
-// LatestTip returns the block the index last wrote, without a database
-// read: while that block's transaction commits it is a moment ahead of what
-// readers see. false before the index is loaded.
+// LatestTip returns the block of the writer's last commit without reading
+// the store. false before the index is loaded.
 func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
 	t := idx.latest.Load()
 	if t == nil {
@@ -49,23 +47,12 @@ func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
 	return *t, true
 }
 
-// setTip moves the in-memory tip; idx.mu is held. Readers of LatestTip see
-// it without idx.mu, which ConnectBlock holds while it writes a block.
-func (idx *ElectrumIndex) setTip(t memTip) {
-	idx.tip = t
-	if !t.valid {
-		idx.latest.Store(nil)
-		return
-	}
-	idx.latest.Store(&Tip{Hash: t.hash, Height: t.height})
-}
-
 // historyNumsWith returns the txpos of hx's history after position from (all
 // when from is nil), failing with ErrHistoryTooLarge past room entries (room
 // < 0: no bound). It reads with cursor c of the metadata bucket, which the
 // caller goes on using (for the history's chunks, or the next scripts of
 // one view): creating an ffldb cursor costs more than a seek.
-func historyNumsWith(c database.Cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
+func historyNumsWith(c cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
 	pre := histPrefix(hx)
 	seek := pre
 	if from != nil {
@@ -114,7 +101,7 @@ func room(limit, have int) int {
 }
 
 // txRowAt reads the entry of the transaction at n from its "Ext" chunk.
-func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
+func txRowAt(meta kvReader, n uint64) (txRow, bool) {
 	var k [txKeyLen]byte
 	txKey(k[:], n)
 	return decodeTxEntry(meta.Get(k[:]), n)
@@ -127,25 +114,14 @@ func txRowAt(meta database.Bucket, n uint64) (txRow, bool) {
 // stepping cursor c (a fraction of the cost of a seek or a get), and a chunk
 // far from both neighbours is read with a get, which, unlike a seek, stops
 // at the first table holding the key.
-//
-// Chunks come from the chunk cache where it holds them for the view's
-// reorg epoch, and go into it when read.
-func (idx *ElectrumIndex) historyEntries(meta database.Bucket, c database.Cursor, sh ScriptHash, nums []uint64,
-	fn func(chainhash.Hash, int32)) error {
-
+func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, fn func(chainhash.Hash, int32)) error {
 	var (
-		k      [txKeyLen]byte
-		chunk  []byte
-		base   = ^uint64(0)
-		prev   = ^uint64(0) // the chunk last read from the database
-		cc     = chunkCursor{c: c}
-		epoch  uint64
-		chunks = idx.chunks
+		k     [txKeyLen]byte
+		chunk []byte
+		base  = ^uint64(0)
+		prev  = ^uint64(0) // the chunk last read
+		cc    = chunkCursor{c: c}
 	)
-	if chunks != nil && len(nums) > 0 {
-		epoch = reorgEpoch(meta)
-	}
-	// read reads the chunk b, holding nums[i], from the database.
 	read := func(i int, b uint64) []byte {
 		txKey(k[:], b)
 		next := ^uint64(0)
@@ -162,26 +138,23 @@ func (idx *ElectrumIndex) historyEntries(meta database.Bucket, c database.Cursor
 		case next != ^uint64(0) && nearChunk(b, next):
 			v = cc.seek(k[:])
 		default:
-			v = meta.Get(k[:])
+			v = r.Get(k[:])
 		}
 		prev = b
-		chunks.put(b, epoch, v)
 		return v
 	}
 	for i, n := range nums {
 		yieldEvery(i)
 		if b := n &^ (txChunk - 1); b != base {
 			base = b
-			if chunk = chunks.get(b, epoch); chunk == nil {
-				chunk = read(i, b)
-			}
+			chunk = read(i, b)
 		}
-		r, ok := decodeTxEntry(chunk, n)
+		row, ok := decodeTxEntry(chunk, n)
 		if !ok {
 			return corruptf("history of %v names missing transaction %d of block %d",
 				sh, posIndex(n), posHeight(n))
 		}
-		fn(r.txid, r.height)
+		fn(row.txid, row.height)
 	}
 	return nil
 }
@@ -198,7 +171,7 @@ const chunkSteps = 8
 
 // chunkCursor reads "Ext" chunks in ascending key order with a cursor.
 type chunkCursor struct {
-	c  database.Cursor
+	c  cursor
 	at []byte // the key the cursor is at; nil when not positioned
 }
 
@@ -209,7 +182,7 @@ func (cc *chunkCursor) step(k []byte) []byte {
 	for i := 0; i < chunkSteps && cc.at != nil; i++ {
 		switch cmp := bytes.Compare(cc.at, k); {
 		case cmp == 0:
-			return cc.c.Value()
+			return bytes.Clone(cc.c.Value())
 		case cmp > 0:
 			return nil
 		}
@@ -233,62 +206,25 @@ func (cc *chunkCursor) seek(k []byte) []byte {
 	if !bytes.Equal(cc.at, k) {
 		return nil
 	}
-	return cc.c.Value()
+	return bytes.Clone(cc.c.Value())
 }
 
 // History returns the confirmed history of a script: one entry per
 // transaction, ordered by height then position in the block. With limit > 0,
-// a history of more than limit entries fails with ErrHistoryTooLarge. The
-// returned slice may be shared with the read cache: callers must not modify
-// it.
+// a history of more than limit entries fails with ErrHistoryTooLarge.
 func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip, error) {
-	var (
-		tip Tip
-		out []HistoryEntry
-	)
+	var out []HistoryEntry
 	hx := sh.hashX()
-	key := readKey{hx: hx, kind: readHistory}
-	err := idx.readView(func(dbTx database.Tx) error {
-		tip = readTip(dbTx)
-		meta, done := idx.view(dbTx)
-		defer done()
-		var (
-			have []HistoryEntry
-			from *uint64
-		)
-		if e := idx.reads.get(key); e != nil && inChain(meta, e.at) {
-			// The history up to e.at is fixed while e.at is in the chain.
-			if e.over > 0 && limit > 0 && limit <= e.over {
-				return ErrHistoryTooLarge
-			}
-			if e.over == 0 {
-				have, from = e.hist, &e.last
-			}
-		}
-		if limit > 0 && len(have) > limit {
-			return ErrHistoryTooLarge
-		}
-		c := meta.Cursor()
-		nums, err := historyNumsWith(c, &hx, from, room(limit, len(have)))
+	tip, err := idx.read(func(r *snapView, _ Tip) error {
+		c := r.Cursor()
+		nums, err := historyNumsWith(c, &hx, nil, room(limit, 0))
 		if err != nil {
-			if idx.reads.worth(limit) && from == nil {
-				idx.reads.put(&readEntry{key: key, at: tip, over: limit})
-			}
 			return err
 		}
-		if len(nums) == 0 {
-			out = have
-			return nil
-		}
-		out = make([]HistoryEntry, len(have), len(have)+len(nums))
-		copy(out, have)
-		err = idx.historyEntries(meta, c, sh, nums, func(txid chainhash.Hash, height int32) {
+		out = make([]HistoryEntry, 0, len(nums))
+		return historyEntries(r, c, sh, nums, func(txid chainhash.Hash, height int32) {
 			out = append(out, HistoryEntry{TxHash: txid, Height: height})
 		})
-		if err == nil && idx.reads.worth(len(out)) {
-			idx.reads.put(&readEntry{key: key, at: tip, last: nums[len(nums)-1], hist: out})
-		}
-		return err
 	})
 	if err != nil {
 		return nil, tip, err
@@ -300,16 +236,10 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 // status. Long histories resume from a cached SHA-256 midstate, so after a
 // new block only the new entries are read and hashed.
 func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, error) {
-	var (
-		tip Tip
-		st  *StatusHasher
-	)
-	err := idx.readView(func(dbTx database.Tx) error {
-		tip = readTip(dbTx)
-		meta, done := idx.view(dbTx)
-		defer done()
+	var st *StatusHasher
+	tip, err := idx.read(func(r *snapView, tip Tip) error {
 		var err error
-		st, err = idx.statusIn(meta, meta.Cursor(), tip, sh, limit)
+		st, err = idx.statusIn(r, r.Cursor(), tip, sh, limit)
 		return err
 	})
 	if err != nil {
@@ -318,65 +248,40 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 	return st, tip, nil
 }
 
-// Statuses is Status for many scripts, all read in one view with one
+// Statuses is Status for many scripts, all read in one snapshot with one
 // cursor: the notification path recomputes every subscribed script a block
 // touched. errs[i] is the error of shs[i] (ErrHistoryTooLarge past limit);
-// the returned error is a failure of the view itself.
+// the returned error is a failure of the read itself.
 func (idx *ElectrumIndex) Statuses(shs []ScriptHash, limit int) ([]*StatusHasher, []error, Tip, error) {
-	var (
-		tip  Tip
-		sts  = make([]*StatusHasher, len(shs))
-		errs = make([]error, len(shs))
-	)
-	err := idx.readView(func(dbTx database.Tx) error {
-		tip = readTip(dbTx)
-		meta, done := idx.view(dbTx)
-		defer done()
-		c := meta.Cursor()
+	sts := make([]*StatusHasher, len(shs))
+	errs := make([]error, len(shs))
+	tip, err := idx.read(func(r *snapView, tip Tip) error {
+		c := r.Cursor()
 		for i, sh := range shs {
-			sts[i], errs[i] = idx.statusIn(meta, c, tip, sh, limit)
+			sts[i], errs[i] = idx.statusIn(r, c, tip, sh, limit)
 		}
 		return nil
 	})
 	return sts, errs, tip, err
 }
 
-// statusIn computes the confirmed part of a status inside a view at tip.
-func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip Tip,
-	sh ScriptHash, limit int) (*StatusHasher, error) {
-
+// statusIn computes the confirmed part of a status from r, at tip.
+func (idx *ElectrumIndex) statusIn(r kvReader, c cursor, tip Tip, sh ScriptHash, limit int) (*StatusHasher, error) {
 	hx := sh.hashX()
 	var from *uint64
 	st := NewStatusHasher()
 	resumed := false
 	if m := idx.statuses.get(hx); m != nil {
-		if inChain(meta, m.at) {
-			if r, ok := m.resume(); ok {
-				st, resumed = r, true
+		if inChain(r, m.at) {
+			if rs, ok := m.resume(); ok {
+				st, resumed = rs, true
 				last := m.last
 				from = &last
 			}
 		} else if m.at.Height <= tip.Height {
-			// The block it was read at is not in this view's chain; a
-			// read of a newer view makes a new one.
+			// The block it was read at is not in this snapshot's chain;
+			// a read of a newer snapshot makes a new one.
 			idx.statuses.drop(m)
-		}
-	}
-	key := readKey{hx: hx, kind: readHistory}
-	if !resumed {
-		// A history in the read cache is hashed instead of read again,
-		// and one known to be too long fails at once.
-		if e := idx.reads.get(key); e != nil && inChain(meta, e.at) {
-			switch {
-			case e.over > 0 && limit > 0 && limit <= e.over:
-				return nil, ErrHistoryTooLarge
-			case e.over == 0 && (limit <= 0 || len(e.hist) <= limit):
-				for i := range e.hist {
-					st.Add(e.hist[i].TxHash, e.hist[i].Height)
-				}
-				last := e.last
-				from = &last
-			}
 		}
 	}
 	if limit > 0 && st.Len() > limit {
@@ -384,12 +289,9 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 	}
 	nums, err := historyNumsWith(c, &hx, from, room(limit, st.Len()))
 	if err != nil {
-		if from == nil && idx.reads.worth(limit) {
-			idx.reads.put(&readEntry{key: key, at: tip, over: limit})
-		}
 		return nil, err
 	}
-	if err := idx.historyEntries(meta, c, sh, nums, st.Add); err != nil {
+	if err := historyEntries(r, c, sh, nums, st.Add); err != nil {
 		return nil, err
 	}
 	// A new midstate is kept when entries were added to the one resumed,
@@ -409,9 +311,10 @@ func (idx *ElectrumIndex) statusIn(meta database.Bucket, c database.Cursor, tip 
 	return st, nil
 }
 
-// inChain reports whether the view meta belongs to holds block at.
-func inChain(meta database.Bucket, at Tip) bool {
-	_, hash, ok := decodeBlkVal(meta.Get(blkKey(at.Height)))
+// inChain reports whether r holds block at: the history up to a block is
+// fixed for as long as the block stays in the chain.
+func inChain(r kvReader, at Tip) bool {
+	_, hash, ok := decodeBlkVal(r.Get(blkKey(at.Height)))
 	return ok && hash == at.Hash
 }
 
@@ -419,48 +322,24 @@ func inChain(meta database.Bucket, at Tip) bool {
 // height, position in block and output index. With limit > 0, more than
 // limit outputs fail with ErrHistoryTooLarge. It is one prefix scan: the rows
 // carry their transaction's position, so putting outputs that share a height
-// in chain order needs no other read. The returned slice may be shared with
-// the read cache: callers must not modify it.
+// in chain order needs no other read.
 func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, error) {
 	var (
-		tip Tip
 		out []Unspent
 		pos []uint16
 	)
 	hx := sh.hashX()
-	key := readKey{hx: hx, kind: readUnspent}
-	cached := false
-	err := idx.readView(func(dbTx database.Tx) error {
-		tip = readTip(dbTx)
-		meta, done := idx.view(dbTx)
-		defer done()
-		c := meta.Cursor()
-		if e := idx.reads.get(key); e != nil && unchangedSince(meta, c, &hx, e.at) {
-			if e.over > 0 {
-				if limit > 0 && limit <= e.over {
-					return ErrHistoryTooLarge
-				}
-			} else {
-				if limit > 0 && len(e.unspent) > limit {
-					return ErrHistoryTooLarge
-				}
-				out, cached = e.unspent, true
-				return nil
-			}
-		}
-		s := utxoScan{meta: meta, hx: &hx, top: tip.Height, limit: limit, split: idx.scanSplit}
+	tip, err := idx.read(func(r *snapView, tip Tip) error {
+		s := utxoScan{r: r, hx: &hx, top: tip.Height, limit: limit, split: idx.scanSplit}
 		parts := make([]unspentPart, 1)
-		s.run(c, func(n int) {
+		s.run(r.Cursor(), func(n int) {
 			parts = append(parts, make([]unspentPart, n-len(parts))...)
-		}, func(i int, r *utxoRow) {
+		}, func(i int, row *utxoRow) {
 			p := &parts[i]
-			p.us = append(p.us, Unspent{TxHash: r.txid, Vout: r.vout, Height: r.height, Value: r.value})
-			p.pos = append(p.pos, r.pos)
+			p.us = append(p.us, Unspent{TxHash: row.txid, Vout: row.vout, Height: row.height, Value: row.value})
+			p.pos = append(p.pos, row.pos)
 		})
 		if s.over.Load() {
-			if idx.reads.worth(limit) {
-				idx.reads.put(&readEntry{key: key, at: tip, over: limit})
-			}
 			return ErrHistoryTooLarge
 		}
 		if len(parts) == 1 {
@@ -481,21 +360,7 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 	if err != nil {
 		return nil, tip, err
 	}
-	if !cached {
-		orderUnspent(out, pos)
-		if idx.reads.worth(len(out)) {
-			idx.reads.put(&readEntry{key: key, at: tip, unspent: out})
-			// Wallets ask for the balance beside the list: it is the
-			// list's sum, valid for exactly as long.
-			var sum int64
-			for i := range out {
-				sum += out[i].Value
-			}
-			idx.balances.watchScript(hx)
-			idx.reads.put(&readEntry{key: readKey{hx: hx, kind: readBalance}, at: tip, balance: sum})
-			idx.offerHeld(heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: int64(len(out))}})
-		}
-	}
+	orderUnspent(out, pos)
 	return out, tip, nil
 }
 
@@ -509,8 +374,7 @@ type unspentPart struct {
 // orderUnspent sorts unspent outputs, which come keyed by height and txid,
 // into chain order: outputs of one height by their transaction's position
 // pos[i], then by output index. Runs of one height are sorted apart, and a
-// run whose positions already ascend (one transaction, or txids that happen
-// to sort as the block does) is left as it is.
+// run whose positions already ascend is left as it is.
 func orderUnspent(us []Unspent, pos []uint16) {
 	for i := 0; i < len(us); {
 		j := i + 1
@@ -543,53 +407,20 @@ func (r unspentRun) Swap(a, b int) {
 }
 
 // Balance returns the confirmed balance of a script: the sum of its unspent
-// outputs. Balances of scripts with many unspent outputs are cached.
+// outputs.
 func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
-	var (
-		tip   Tip
-		sum   int64
-		offer heldOffer
-	)
+	var sum int64
 	hx := sh.hashX()
-	key := readKey{hx: hx, kind: readBalance}
-	err := idx.readView(func(dbTx database.Tx) error {
-		tip = readTip(dbTx)
-		meta, done := idx.view(dbTx)
-		defer done()
-		if h, ok := heldBalance(meta, &hx, tip); ok {
-			sum = h.balance
-			return nil
-		}
-		c := meta.Cursor()
-		if e := idx.reads.get(key); e != nil {
-			if unchangedSince(meta, c, &hx, e.at) {
-				sum = e.balance
-				return nil
-			}
-			if b, ok := idx.balances.advance(meta, hx, e.at, tip, e.balance); ok {
-				sum = b
-				idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
-				return nil
-			}
-		}
-		var rows int64
-		sum, rows = sumUnspent(meta, c, &hx, tip.Height, idx.scanSplit)
-		if idx.reads.worth(int(rows)) {
-			idx.balances.watchScript(hx)
-			idx.reads.put(&readEntry{key: key, at: tip, balance: sum})
-		}
-		offer = heldOffer{hx: hx, at: tip, e: heldEntry{balance: sum, count: rows}}
+	tip, err := idx.read(func(r *snapView, tip Tip) error {
+		sum, _ = sumUnspent(r, r.Cursor(), &hx, tip.Height, idx.scanSplit)
 		return nil
 	})
-	if err == nil {
-		idx.offerHeld(offer)
-	}
 	return sum, tip, err
 }
 
 // locateTx finds the position and row of a confirmed transaction. Of several
 // transactions with the same txid (possible before BIP 30) the latest wins.
-func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) {
+func locateTx(meta kvReader, txid *chainhash.Hash) (uint64, txRow, bool) {
 	var (
 		best  uint64
 		row   txRow
@@ -608,7 +439,7 @@ func locateTx(meta database.Bucket, txid *chainhash.Hash) (uint64, txRow, bool) 
 // transaction with this txid, in position order, until fn returns false:
 // the "Exi" rows of the txid's 8-byte prefix, read with cursor c of meta,
 // each confirmed by the full txid in its "Ext" entry.
-func txidMatches(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, fn func(n uint64, r txRow) bool) {
+func txidMatches(meta kvReader, c cursor, txid *chainhash.Hash, fn func(n uint64, r txRow) bool) {
 	pre := make([]byte, pfx+txidPrefix)
 	putPrefix(pre, tagTxid)
 	copy(pre[pfx:], txid[:txidPrefix])
@@ -629,7 +460,7 @@ func txidMatches(meta database.Bucket, c database.Cursor, txid *chainhash.Hash, 
 
 // blockTxs returns the number of transactions of the block at height and
 // its hash.
-func blockTxs(meta database.Bucket, height int32) (uint32, chainhash.Hash, bool) {
+func blockTxs(meta kvReader, height int32) (uint32, chainhash.Hash, bool) {
 	end, hash, ok := decodeBlkVal(meta.Get(blkKey(height)))
 	if !ok || height < 0 {
 		return 0, hash, false
@@ -652,18 +483,16 @@ func blockTxs(meta database.Bucket, height int32) (uint32, chainhash.Hash, bool)
 // or ErrNotFound.
 func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
-	err := idx.readView(func(dbTx database.Tx) error {
-		meta, done := idx.view(dbTx)
-		defer done()
+	_, err := idx.read(func(r *snapView, _ Tip) error {
 		var err error
-		loc, _, err = txLocation(meta, &txid)
+		loc, _, err = txLocation(r, &txid)
 		return err
 	})
 	return loc, err
 }
 
 // txLocation is TxLocation inside a view; it also returns the tx row.
-func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, error) {
+func txLocation(meta kvReader, txid *chainhash.Hash) (TxLocation, txRow, error) {
 	n, r, found := locateTx(meta, txid)
 	if !found {
 		return TxLocation{}, r, ErrNotFound
@@ -679,18 +508,16 @@ func txLocation(meta database.Bucket, txid *chainhash.Hash) (TxLocation, txRow, 
 // or ErrNotFound.
 func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
 	var txid chainhash.Hash
-	err := idx.readView(func(dbTx database.Tx) error {
-		meta, done := idx.view(dbTx)
-		defer done()
-		count, _, ok := blockTxs(meta, height)
+	_, err := idx.read(func(r *snapView, _ Tip) error {
+		count, _, ok := blockTxs(r, height)
 		if !ok || pos >= count {
 			return ErrNotFound
 		}
-		r, ok := txRowAt(meta, txPos(height, int(pos)))
+		row, ok := txRowAt(r, txPos(height, int(pos)))
 		if !ok {
 			return corruptf("missing transaction %d of block %d", pos, height)
 		}
-		txid = r.txid
+		txid = row.txid
 		return nil
 	})
 	return txid, err
@@ -700,19 +527,16 @@ func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, erro
 // order, or ErrNotFound.
 func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	var out []chainhash.Hash
-	err := idx.readView(func(dbTx database.Tx) error {
-		meta, done := idx.view(dbTx)
-		defer done()
-		count, _, ok := blockTxs(meta, height)
+	_, err := idx.read(func(r *snapView, _ Tip) error {
+		count, _, ok := blockTxs(r, height)
 		if !ok {
 			return ErrNotFound
 		}
 		out = make([]chainhash.Hash, 0, count)
 		var k [txKeyLen]byte
 		for first := 0; first < int(count); first += txChunk {
-			n := txPos(height, first)
-			txKey(k[:], n)
-			v := meta.Get(k[:])
+			txKey(k[:], txPos(height, first))
+			v := r.Get(k[:])
 			if len(v) != chunkLen(first, int(count)) {
 				return corruptf("block %d: chunk at %d holds %d bytes", height, first, len(v))
 			}
@@ -729,10 +553,8 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 // height, or ErrNotFound.
 func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
 	var n uint32
-	err := idx.readView(func(dbTx database.Tx) error {
-		meta, done := idx.view(dbTx)
-		defer done()
-		count, _, ok := blockTxs(meta, height)
+	_, err := idx.read(func(r *snapView, _ Tip) error {
+		count, _, ok := blockTxs(r, height)
 		if !ok {
 			return ErrNotFound
 		}
@@ -744,25 +566,25 @@ func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
 
 // RawTx returns a confirmed transaction as serialized in its block (with
 // witness) and where it is, or ErrNotFound. The bytes are one block-region
-// read from btcd's block files.
+// read from btcd's block files, which keep a block for as long as the index
+// can name it.
 func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error) {
 	var (
 		raw []byte
 		loc TxLocation
+		row txRow
 	)
-	err := idx.readView(func(dbTx database.Tx) error {
-		meta, done := idx.view(dbTx)
-		defer done()
-		var (
-			r   txRow
-			err error
-		)
-		loc, r, err = txLocation(meta, &txid)
-		if err != nil {
-			return err
-		}
+	_, err := idx.read(func(r *snapView, _ Tip) error {
+		var err error
+		loc, row, err = txLocation(r, &txid)
+		return err
+	})
+	if err != nil {
+		return nil, loc, err
+	}
+	err = idx.db.View(func(dbTx database.Tx) error {
 		b, err := dbTx.FetchBlockRegion(&database.BlockRegion{
-			Hash: &loc.BlockHash, Offset: r.offset, Len: r.size,
+			Hash: &loc.BlockHash, Offset: row.offset, Len: row.size,
 		})
 		if err != nil {
 			return err

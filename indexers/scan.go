@@ -6,8 +6,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-
-	"github.com/btcsuite/btcd/database"
 )
 
 // A script with tens of thousands of unspent outputs takes tens of
@@ -38,7 +36,7 @@ func scanWorkers() int {
 // the i-th height range after it. Parts are in key order, and so is every
 // row within a part.
 type utxoScan struct {
-	meta  database.Bucket
+	r     kvReader
 	hx    *hashX
 	top   int32 // highest height a row may have: the view's tip
 	limit int   // stop when more rows than this exist (0: no limit)
@@ -53,7 +51,7 @@ type utxoScan struct {
 // exists from the start; newPart(n) is called once with the number of
 // parts, before any row of part 1 or later is handed to row. row is called
 // concurrently for different parts, never for one part.
-func (s *utxoScan) run(c database.Cursor, newPart func(n int), row func(part int, r *utxoRow)) {
+func (s *utxoScan) run(c cursor, newPart func(n int), row func(part int, r *utxoRow)) {
 	pre := utxoPrefix(s.hx)
 	first := int32(-1) // height of the first row after the split
 	n := 0
@@ -107,7 +105,7 @@ func (s *utxoScan) run(c database.Cursor, newPart func(n int), row func(part int
 		next atomic.Int32
 		wg   sync.WaitGroup
 	)
-	work := func(c database.Cursor) {
+	work := func(c cursor) {
 		defer wg.Done()
 		key := make([]byte, len(pre)+4)
 		copy(key, pre)
@@ -143,7 +141,7 @@ func (s *utxoScan) run(c database.Cursor, newPart func(n int), row func(part int
 	workers := scanWorkers()
 	wg.Add(workers)
 	for w := 1; w < workers; w++ {
-		go work(s.meta.Cursor())
+		go work(s.r.Cursor())
 	}
 	work(c)
 	wg.Wait()
@@ -163,8 +161,8 @@ func (s *utxoScan) count(n int64) bool {
 
 // sumUnspent returns the sum and the number of the unspent rows of hx up to
 // height top, read with c and, past split rows, several cursors.
-func sumUnspent(meta database.Bucket, c database.Cursor, hx *hashX, top int32, split int) (sum, rows int64) {
-	s := utxoScan{meta: meta, hx: hx, top: top, split: split}
+func sumUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (sum, rows int64) {
+	s := utxoScan{r: r, hx: hx, top: top, split: split}
 	sums := make([]int64, 1)
 	s.run(c, func(n int) {
 		sums = append(sums, make([]int64, n-len(sums))...)

@@ -4,24 +4,19 @@ import (
 	"encoding/binary"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
-	"github.com/btcsuite/btcd/database"
 )
 
 // Schema of the Electrum index.
 //
-// Every row lives directly in btcd's metadata bucket under the two-byte key
-// prefix "Ex" followed by a one-byte table tag. The metadata bucket is the
-// one bucket a database transaction hands out without a lookup (a nested
-// ffldb bucket is resolved by reading the bucket index), so connecting a
-// block touches the database with writes only. All integers in keys and
+// Every row lives in the index's own store (store.go) under the two-byte
+// key prefix "Ex" followed by a one-byte table tag. All integers in keys and
 // values are big-endian, so byte order of keys is numeric order. A
 // transaction's position txpos is its block's height and its index in the
 // block, height(4) pos(2): keys ordered by txpos are in chain order, and
 // consensus keeps a block far below 65,536 transactions (a transaction
-// weighs at least 240 of the 4,000,000 weight units of a block). A txnum
-// is the number of transactions in the main chain before a transaction. A
-// hashX is the first 11 bytes of a script hash (sha256 of the output
-// script, internal byte order); docs/ARCHITECTURE.md discusses the choice.
+// weighs at least 240 of the 4,000,000 weight units of a block). A hashX is
+// the first 11 bytes of a script hash (sha256 of the output script,
+// internal byte order). docs/ARCHITECTURE.md has the table and the reasons.
 //
 //	"Exv"                                      schema version, uint32
 //	"Ext" txpos(6)                       ->    32 x (txid(32) offset(4) size(4))
@@ -37,61 +32,31 @@ import (
 //	      one row per block per script the block's transactions fund or
 //	      spend: the positions in the block of those transactions,
 //	      ascending, each once. Key order, then value order, is chain order.
-//	      One row per block rather than per transaction: a script paid or
-//	      spent several times in a block (an exchange's, a pool's) costs
-//	      one write, and its long history one row per block to read.
 //	"Exu" hashX(11) height(4) txid(32) vout(4) -> value(8) pos(2)
 //	      one row per unspent output. Every part of the key of a spent output
 //	      is known from the input and btcd's spent output (script, height), so
 //	      a spend is a blind delete. pos is the creating transaction's index
-//	      in its block: with the height of the key it is the transaction's
-//	      txpos, so an unspent list is put in chain order from its own rows.
-//	      Undoing a spend looks pos up ("Exi"), the one read of the block
-//	      path, and only when a block is disconnected.
+//	      in its block, so an unspent list is put in chain order from its
+//	      own rows.
 //	"Exb" height(4)                      ->    txcount(8) blockhash(32)
 //	      txcount is the number of transactions in the main chain up to and
-//	      including this block: the txnum of the next block's first
-//	      transaction.
-//	"Exr"                                ->    epoch(8)
-//	      the reorg epoch: changed by every disconnected block, in its
-//	      transaction, so caches of rows a disconnect may rewrite know
-//	      whether a view still holds them (chunkcache.go). Absent until
-//	      the first disconnect; not counted in "Exs".
+//	      including this block.
+//	"Exd" height(4)                      ->    undo record (undo.go)
+//	      the writes that remove the block at height again, kept for the
+//	      last Options.UndoBlocks blocks.
 //	"Exz"                                ->    hash(32) height(4, little-endian)
-//	      the index tip, a copy of the entry in btcd's "idxtips" bucket
-//	      written in the same transactions: readers get it with one get
-//	      in the metadata bucket, where the entry in "idxtips" first costs
-//	      a lookup of the bucket. Set from "idxtips" when the index is
-//	      loaded, should another program have moved the index tip alone.
-//	      Not counted in "Exs".
-//	"Exa" hashX(11)                      ->    balance(8) count(8)
-//	"Exq"                                ->    hash(32) height(4, little-endian)
-//	      held balances of scripts with many unspent outputs and the tip
-//	      they are exact at (held.go). Not counted in "Exs".
+//	      the index tip: the block every other row ends at.
 //	"Exs"                                ->    rows(8) bytes(8)
-//	      the number of rows above and their key and value bytes, kept
-//	      with every block from the in-memory tip (never read on the block
-//	      path).
-//
-// The index tip is kept where btcd keeps every index's tip: key "electrumidx"
-// in btcd's "idxtips" metadata bucket, as hash(32) height(4, little-endian).
+//	      the number of rows of the five tables "Ext", "Exi", "Exh", "Exu"
+//	      and "Exb" and their key and value bytes.
 var (
-	// electrumIndexKey names the index's tip entry in btcd's "idxtips".
-	electrumIndexKey = []byte("electrumidx")
-
-	// indexTipsBucketName is btcd's bucket of index tips.
-	indexTipsBucketName = []byte("idxtips")
-
 	// rowPrefix starts every key of the index.
 	rowPrefix = []byte("Ex")
 
 	versionKey = []byte("Exv")
 
-	// tipKey holds the copy of the index tip readers read.
+	// tipKey holds the index tip.
 	tipKey = []byte("Exz")
-
-	// reorgKey holds the reorg epoch.
-	reorgKey = []byte("Exr")
 
 	// statsKey holds the index's row count and size.
 	statsKey = []byte("Exs")
@@ -104,12 +69,13 @@ const (
 	tagHist = 'h'
 	tagUtxo = 'u'
 	tagBlk  = 'b'
+	tagUndo = 'd'
 )
 
 const (
 	// schemaVersion is bumped on any change of the layout above; an index of
 	// another version is rebuilt.
-	schemaVersion = 4
+	schemaVersion = 5
 
 	hashXLen   = 11
 	txPosLen   = 6
@@ -303,6 +269,14 @@ func blkKey(height int32) []byte {
 	return k
 }
 
+// undoKey is the key of the undo record of the block at height.
+func undoKey(height int32) []byte {
+	k := make([]byte, blkKeyLen)
+	putPrefix(k, tagUndo)
+	binary.BigEndian.PutUint32(k[pfx:], uint32(height))
+	return k
+}
+
 func blkVal(txCount uint64, hash *chainhash.Hash) []byte {
 	v := make([]byte, blkValLen)
 	binary.BigEndian.PutUint64(v[:8], txCount)
@@ -325,16 +299,6 @@ func tipVal(hash *chainhash.Hash, height int32) []byte {
 	copy(v, hash[:])
 	binary.LittleEndian.PutUint32(v[chainhash.HashSize:], uint32(height))
 	return v
-}
-
-// putTip moves the index tip: btcd's entry in "idxtips" and the copy
-// readers read.
-func putTip(meta database.Bucket, hash *chainhash.Hash, height int32) error {
-	v := tipVal(hash, height)
-	if err := meta.Put(tipKey, v); err != nil {
-		return err
-	}
-	return meta.Bucket(indexTipsBucketName).Put(electrumIndexKey, v)
 }
 
 func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {

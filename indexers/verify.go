@@ -5,9 +5,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash/maphash"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -90,8 +90,7 @@ type VerifyOptions struct {
 	// every block, every 65,536 rows and at every phase change), on the
 	// verifying goroutine.
 	Progress func(VerifyProgress)
-	// Index is the index whose rows are verified, when it keeps some in a
-	// base of its own (base.go); nil: every row is in db.
+	// Index is the index whose store is verified.
 	Index *ElectrumIndex
 }
 
@@ -195,7 +194,7 @@ type fingerprint struct {
 type verifier struct {
 	ctx   context.Context
 	dbTx  database.Tx
-	meta  database.Bucket
+	meta  kvReader
 	chain *blockchain.BlockChain
 	seed  maphash.Seed
 	opts  VerifyOptions
@@ -227,17 +226,17 @@ func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, o
 		v.expected[tag] = new([verifyParts]fingerprint)
 		v.stored[tag] = new([verifyParts]fingerprint)
 	}
-	view := db.View
-	if opts.Index != nil {
-		view = opts.Index.readView
+	if opts.Index == nil {
+		return nil, errors.New("verify: no index")
 	}
-	err := view(func(dbTx database.Tx) error {
-		v.dbTx, v.meta = dbTx, dbTx.Metadata()
-		if opts.Index != nil {
-			var done func()
-			v.meta, done = opts.Index.view(dbTx)
-			defer done()
-		}
+	snap, err := newSnapView(opts.Index.store)
+	if err != nil {
+		return nil, err
+	}
+	defer snap.release()
+	v.meta = snap
+	err = db.View(func(dbTx database.Tx) error {
+		v.dbTx = dbTx
 		return v.run()
 	})
 	v.res.Duration = time.Since(start)
@@ -270,9 +269,6 @@ func (v *verifier) run() error {
 
 	v.phase(VerifyPhaseRows)
 	if err := v.rowPass(); err != nil {
-		return err
-	}
-	if err := v.checkHeld(); err != nil {
 		return err
 	}
 
@@ -331,24 +327,15 @@ func (v *verifier) run() error {
 // walking the stored headers back from the tip. It returns false when the
 // index is empty or its tip entry is unusable (then reported).
 func (v *verifier) readTip() (bool, error) {
-	tips := v.meta.Bucket(indexTipsBucketName)
-	var val []byte
-	if tips != nil {
-		val = tips.Get(electrumIndexKey)
-	}
+	val := v.meta.Get(tipKey)
 	hash, height, ok := decodeTipVal(val)
 	if !ok {
-		v.diff(Difference{Table: "meta", Kind: "malformed", Key: electrumIndexKey, Stored: val, Height: -1,
+		v.diff(Difference{Table: "meta", Kind: "malformed", Key: tipKey, Stored: val, Height: -1,
 			Detail: "index tip entry"})
 		return false, nil
 	}
 	v.tip = Tip{Hash: hash, Height: height}
 	v.res.Tip = v.tip
-	// The copy of the tip readers read must be the same entry.
-	if cp := v.meta.Get(tipKey); !bytes.Equal(cp, val) {
-		v.diff(Difference{Table: "meta", Kind: "value", Key: tipKey, Stored: bytes.Clone(cp), Expected: bytes.Clone(val),
-			Height: height, Detail: "copy of the index tip"})
-	}
 	v.prog.TipHeight = height
 	if height < 0 {
 		// An empty index holds its schema version and nothing else.
@@ -387,53 +374,15 @@ func (v *verifier) readTip() (bool, error) {
 	return true, nil
 }
 
-// checkMeta checks the schema version entry.
 // bookkeepingKey reports the index's rows that are not recomputed from the
-// chain: the schema version and the size (checked apart), the reorg epoch
-// (a count of disconnects, any value) and the tip's copy (checked against
-// btcd's entry).
+// chain: the schema version, the size and the tip (checked apart) and the
+// undo records.
 func bookkeepingKey(k []byte) bool {
-	return bytes.Equal(k, versionKey) || bytes.Equal(k, statsKey) || bytes.Equal(k, reorgKey) ||
-		bytes.Equal(k, tipKey) || bytes.Equal(k, baseKey) || isHeldKey(k)
+	return bytes.Equal(k, versionKey) || bytes.Equal(k, statsKey) || bytes.Equal(k, tipKey) ||
+		(len(k) == blkKeyLen && k[2] == tagUndo)
 }
 
-// checkHeld compares every held balance row (held.go), when the rows are
-// marked exact at the tip, with the sum and number of the script's stored
-// unspent rows (themselves checked against the chain by the row pass).
-func (v *verifier) checkHeld() error {
-	if !heldValid(v.meta, v.tip) {
-		return nil
-	}
-	prefix := []byte{rowPrefix[0], rowPrefix[1], tagHeld}
-	c := v.meta.Cursor()
-	for ok := c.Seek(prefix); ok && bytes.HasPrefix(c.Key(), prefix); ok = c.Next() {
-		if err := v.ctx.Err(); err != nil {
-			return err
-		}
-		k, val := c.Key(), c.Value()
-		stored, ok := decodeHeldVal(val)
-		if len(k) != heldKeyLen || !ok {
-			v.diff(Difference{Table: "held", Kind: "malformed", Key: bytes.Clone(k), Stored: bytes.Clone(val),
-				Height: -1, Detail: "held balance row"})
-			continue
-		}
-		var hx hashX
-		copy(hx[:], k[pfx:])
-		var want heldEntry
-		want.balance, want.count = sumUnspent(v.meta, v.meta.Cursor(), &hx, v.tip.Height, math.MaxInt)
-		if stored != want {
-			v.diff(Difference{Table: "held", Kind: "value", Key: bytes.Clone(k), Stored: bytes.Clone(val),
-				Expected: heldVal(want), HashX: hex.EncodeToString(hx[:]), Height: v.tip.Height,
-				Detail: fmt.Sprintf("held balance %d of %d unspent outputs, stored %d of %d",
-					want.balance, want.count, stored.balance, stored.count)})
-		}
-		if v.full() {
-			break
-		}
-	}
-	return nil
-}
-
+// checkMeta checks the schema version entry.
 func (v *verifier) checkMeta() error {
 	want := make([]byte, 4)
 	binary.BigEndian.PutUint32(want, schemaVersion)

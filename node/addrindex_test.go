@@ -101,7 +101,7 @@ func TestAddrIndexAndDrops(t *testing.T) {
 		}
 		defer db.Close()
 		return btcdindexers.AddrIndexInitialized(db), btcdindexers.TxIndexInitialized(db),
-			btcdindexers.CfIndexInitialized(db), indexers.ElectrumIndexInitialized(db)
+			btcdindexers.CfIndexInitialized(db), indexers.ElectrumIndexInitialized(ElectrumIndexPath(cfg.netDataDir))
 	}
 	drop := func(set func(*Config)) {
 		t.Helper()

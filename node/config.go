@@ -150,7 +150,6 @@ type Config struct {
 	Prune               uint64 `long:"prune" description:"Prune already validated blocks from the database. Must specify a target size in MiB (minimum value of 1536, default value of 0 will disable pruning). Not possible with --txindex or --electrumindex"`
 
 	ElectrumIndex        bool          `long:"electrumindex" description:"Maintain the Electrum index (script hash histories, unspent outputs, statuses) and serve the Electrum protocol. It also makes every confirmed transaction available to blockchain.transaction.get and getrawtransaction without --txindex"`
-	ElectrumTrailAge     time.Duration `long:"electrumtrailage" description:"During initial block download, blocks older than this are left out of the chain's transaction and indexed by a background catch-up in large batches, which is faster; younger blocks are indexed as they connect (0: index every block as it connects)"`
 	ElectrumListeners    []string      `long:"electrumlisten" description:"Add an interface/port for Electrum connections over plain TCP (default 127.0.0.1:50001 when no Electrum listener is given)"`
 	ElectrumTLSListeners []string      `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
 	ElectrumWSListeners  []string      `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
@@ -159,11 +158,10 @@ type Config struct {
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
-	ElectrumTxCache      int           `long:"electrumtxcache" description:"Memory in MiB for the Electrum index's cache of the transaction ids that histories and statuses read (0: off)"`
+	ElectrumCache        int           `long:"electrumcache" description:"Memory in MiB for the block cache of the Electrum index's store"`
+	ElectrumUndoBlocks   int           `long:"electrumundoblocks" description:"How many of the newest blocks keep an undo record in the Electrum index (older blocks are undone from the block files, more slowly)"`
 	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
-	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" hidden:"true" description:"Size in KiB of the catch-up's batches (0: the default, sized by --electrumcatchupmem); small batches commit often, for crash tests"`
-	ElectrumHeldMin      int64         `long:"electrumheldmin" hidden:"true" description:"Unspent outputs from which a script's balance is held as a row of the index (0: the default, 8192); small values make regtest tests exercise held balances"`
-	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB the Electrum index's catch-up (building the index of blocks already on disk, and the batches of initial block download) may take on top of what the node holds when it starts; more buys larger batches and a faster catch-up"`
+	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" description:"Size in KiB of the Electrum index's catch-up batches (0: the default, 65536); small batches commit often"`
 
 	// BtcdOptions are btcd's index, filter and network routing options
 	// (config_btcd.go).
@@ -226,11 +224,10 @@ func DefaultConfig() *Config {
 		UtxoCacheMaxSizeMiB:  defaultUtxoCacheMaxSizeMiB,
 		ElectrumCert:         defaultElecCert,
 		ElectrumKey:          defaultElecKeyFile,
-		ElectrumTrailAge:     indexers.DefaultTrailAge,
 		ElectrumProgress:     indexers.DefaultProgressInterval,
-		ElectrumCatchUpMem:   indexers.DefaultCatchUpMemory,
 		ElectrumServeMem:     DefaultServeMemory,
-		ElectrumTxCache:      indexers.DefaultChunkCacheBytes >> 20,
+		ElectrumCache:        indexers.DefaultCacheMiB,
+		ElectrumUndoBlocks:   indexers.DefaultUndoBlocks,
 		Electrum:             defaultElectrumLimits(),
 	}
 }
@@ -354,11 +351,14 @@ func (cfg *Config) Normalize() error {
 	if cfg.ElectrumServeMem < 0 {
 		return fmt.Errorf("--electrumservemem=%d: must not be negative", cfg.ElectrumServeMem)
 	}
-	if cfg.ElectrumTxCache < 0 {
-		return fmt.Errorf("--electrumtxcache=%d: must not be negative", cfg.ElectrumTxCache)
+	if cfg.ElectrumCache < 1 {
+		return fmt.Errorf("--electrumcache=%d: must be at least 1", cfg.ElectrumCache)
 	}
-	if cfg.ElectrumCatchUpMem < indexers.MinCatchUpMemory {
-		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least %d MiB", cfg.ElectrumCatchUpMem, indexers.MinCatchUpMemory)
+	if cfg.ElectrumUndoBlocks < 1 {
+		return fmt.Errorf("--electrumundoblocks=%d: must be at least 1", cfg.ElectrumUndoBlocks)
+	}
+	if cfg.ElectrumCatchUpBatch < 0 {
+		return fmt.Errorf("--electrumcatchupbatch=%d: must not be negative", cfg.ElectrumCatchUpBatch)
 	}
 	if cfg.ElectrumVerify && !cfg.ElectrumIndex {
 		return errors.New("--electrumverify verifies the Electrum index: it needs --electrumindex")

@@ -96,8 +96,9 @@ func TestLoadConfigFileAndFlags(t *testing.T) {
 	if len(cfg.ElectrumListeners) != 1 || cfg.ElectrumListeners[0] != "127.0.0.1:50001" {
 		t.Errorf("default Electrum listener %v", cfg.ElectrumListeners)
 	}
-	if cfg.ElectrumCatchUpMem != indexers.DefaultCatchUpMemory {
-		t.Errorf("catch-up memory %d MiB, want the default %d", cfg.ElectrumCatchUpMem, indexers.DefaultCatchUpMemory)
+	if cfg.ElectrumCache != indexers.DefaultCacheMiB || cfg.ElectrumUndoBlocks != indexers.DefaultUndoBlocks {
+		t.Errorf("store cache %d MiB, undo blocks %d, want the defaults %d and %d", cfg.ElectrumCache,
+			cfg.ElectrumUndoBlocks, indexers.DefaultCacheMiB, indexers.DefaultUndoBlocks)
 	}
 
 	// Without credentials there is no RPC server, as btcd.
@@ -125,7 +126,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"RPC limited user without password", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--rpclimituser=l"}, "--rpclimitpass"},
 		{"notls off localhost", []string{"--regtest", "--rpcuser=u", "--rpcpass=p", "--notls", "--rpclisten=0.0.0.0"}, "--notls"},
 		{"tiny maxsend", []string{"--regtest", "--electrummaxsend=1000"}, "electrummaxsend"},
-		{"catch-up memory too small", []string{"--regtest", "--electrumcatchupmem=50"}, "--electrumcatchupmem"},
+		{"no store cache", []string{"--regtest", "--electrumcache=0"}, "--electrumcache"},
+		{"no undo records", []string{"--regtest", "--electrumundoblocks=0"}, "--electrumundoblocks"},
 		{"negative serving memory", []string{"--regtest", "--electrumservemem=-1"}, "--electrumservemem"},
 		{"no peers", []string{"--regtest", "--maxpeers=0"}, "maxpeers"},
 		{"prune too small", []string{"--regtest", "--prune=100"}, "--prune"},

@@ -16,10 +16,10 @@ const (
 	blockDbNamePrefix = "blocks"
 )
 
-// ElectrumBasePath returns where the Electrum index keeps its base (the
-// rows its first build wrote, outside ffldb) inside netDataDir.
-func ElectrumBasePath(netDataDir string) string {
-	return filepath.Join(netDataDir, "electrum_base")
+// ElectrumIndexPath returns the directory of the Electrum index's store
+// inside netDataDir.
+func ElectrumIndexPath(netDataDir string) string {
+	return filepath.Join(netDataDir, "electrum_index")
 }
 
 // BlockDBPath returns the path of the block database inside

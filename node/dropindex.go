@@ -46,7 +46,7 @@ func DropIndexes(cfg *Config) error {
 		errs = append(errs, btcdindexers.DropCfIndex(db, cfg.Interrupt))
 	}
 	if cfg.DropElectrumIndex {
-		errs = append(errs, indexers.DropElectrumIndex(db, ElectrumBasePath(cfg.netDataDir), cfg.Interrupt))
+		errs = append(errs, indexers.DropElectrumIndex(db, ElectrumIndexPath(cfg.netDataDir), cfg.Interrupt))
 	}
 	return errors.Join(errs...)
 }

@@ -26,8 +26,10 @@ type indexSet struct {
 }
 
 // newIndexSet creates the indexes the configuration asks for and their
-// manager.
-func newIndexSet(db database.DB, cfg *Config) *indexSet {
+// manager; the Electrum index reports its commits and blocks to onCommit
+// and onBlock.
+func newIndexSet(db database.DB, cfg *Config, onCommit func(indexers.Commit),
+	onBlock func(indexers.BlockPass)) (*indexSet, error) {
 	s := &indexSet{}
 	var others []btcdindexers.Indexer
 	if cfg.TxIndex {
@@ -47,21 +49,28 @@ func newIndexSet(db database.DB, cfg *Config) *indexSet {
 	}
 	if cfg.ElectrumIndex {
 		indxLog.Info("Electrum index is enabled")
-		s.electrum = indexers.NewElectrumIndex(db, cfg.params)
-		s.electrum.SetBasePath(ElectrumBasePath(cfg.netDataDir))
-		s.electrum.SetProgressInterval(cfg.ElectrumProgress)
-		s.electrum.SetCatchUpMemory(cfg.ElectrumCatchUpMem)
-		s.electrum.SetChunkCacheBytes(cfg.ElectrumTxCache << 20)
-		s.electrum.SetCatchUpBatch(cfg.ElectrumCatchUpBatch << 10)
-		s.electrum.SetHeldMin(cfg.ElectrumHeldMin)
-		// The Electrum index logs its own per-block timing line.
-		s.manager = indexers.NewManager(db, s.electrum, others...)
-		return s
+		var err error
+		s.electrum, err = indexers.NewElectrumIndex(db, cfg.params, indexers.Options{
+			Dir:              ElectrumIndexPath(cfg.netDataDir),
+			CacheMiB:         cfg.ElectrumCache,
+			UndoBlocks:       cfg.ElectrumUndoBlocks,
+			BatchBytes:       cfg.ElectrumCatchUpBatch << 10,
+			ProgressInterval: cfg.ElectrumProgress,
+			OnCommit:         onCommit,
+			OnBlock:          onBlock,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	if len(others) > 0 {
+	switch {
+	case s.electrum != nil:
+		// The Electrum index's writer logs its own per-block line.
+		s.manager = indexers.NewManager(db, s.electrum, others...)
+	case len(others) > 0:
 		s.manager = &timedIndexManager{inner: indexers.NewManager(db, nil, others...)}
 	}
-	return s
+	return s, nil
 }
 
 // timedIndexManager wraps an index manager without the Electrum index (which

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/wire/v2"
 
@@ -29,7 +30,7 @@ func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 	// The submitter (an Electrum broadcast, sendrawtransaction) may ask
 	// about the transaction right away: the view has it before this
 	// returns. The queued event then finds it there and changes nothing.
-	n.updateMempoolView(false, accepted)
+	n.updateMempoolView(false, accepted, nil)
 	n.AnnounceNewTransactions(accepted)
 	return accepted, nil
 }
@@ -57,7 +58,7 @@ func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
 // accepted transactions are added, unless one of them replaces a
 // transaction of the view (it spends an output the view already sees
 // spent), which also needs the full reconciliation.
-func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc) {
+func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc, confirmed map[chainhash.Hash]struct{}) {
 	mp := n.mempoolView
 	if mp == nil || (!blocks && len(accepted) == 0) {
 		return
@@ -78,9 +79,25 @@ func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc) {
 	}
 	var touched []indexers.ScriptHash
 	if full {
-		touched = mp.Sync(n.txMemPool.TxDescs())
+		touched = mp.Sync(unconfirmed(n.txMemPool.TxDescs(), confirmed))
 	} else {
 		touched = mp.Add(accepted...)
 	}
 	n.srv.electrumMempool(touched)
+}
+
+// unconfirmed returns descs without the transactions of confirmed: btcd's
+// pool drops a block's transactions in the chain's notification, which the
+// index's commit of the block may come before.
+func unconfirmed(descs []*mempool.TxDesc, confirmed map[chainhash.Hash]struct{}) []*mempool.TxDesc {
+	if len(confirmed) == 0 {
+		return descs
+	}
+	out := descs[:0]
+	for _, d := range descs {
+		if _, ok := confirmed[*d.Tx.Hash()]; !ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }

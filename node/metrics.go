@@ -103,19 +103,6 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 			return nil, err
 		}
 	}
-	if idx != nil {
-		plan, write, total := m.blockPass.WithLabelValues("plan"), m.blockPass.WithLabelValues("write"),
-			m.blockPass.WithLabelValues("total")
-		idx.SetBlockObserver(func(p indexers.BlockPass) {
-			plan.Observe(p.Plan.Seconds())
-			write.Observe(p.Write.Seconds())
-			total.Observe((p.Plan + p.Write).Seconds())
-			m.blocks.Inc()
-			m.txs.Add(float64(p.Txs))
-			m.writes.Add(float64(p.Writes))
-			m.writeBytes.Add(float64(p.WriteBytes))
-		})
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metricslisten=%s: %w", addr, err)
@@ -251,4 +238,15 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descCatchUpRate, p.Rate)
 		gauge(descCatchUpETA, p.ETA.Seconds())
 	}
+}
+
+// observeBlock records one block the Electrum index's writer indexed.
+func (m *metricsServer) observeBlock(p indexers.BlockPass) {
+	m.blockPass.WithLabelValues("plan").Observe(p.Plan.Seconds())
+	m.blockPass.WithLabelValues("write").Observe(p.Write.Seconds())
+	m.blockPass.WithLabelValues("total").Observe((p.Plan + p.Write).Seconds())
+	m.blocks.Inc()
+	m.txs.Add(float64(p.Txs))
+	m.writes.Add(float64(p.Writes))
+	m.writeBytes.Add(float64(p.WriteBytes))
 }

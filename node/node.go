@@ -138,11 +138,11 @@ func New(cfg *Config) (*Node, error) {
 // assemble builds every component on top of the open database.
 func (n *Node) assemble() error {
 	cfg := n.cfg
-	n.index = newIndexSet(n.db, cfg)
-	if idx := n.index.electrum; idx != nil && cfg.ElectrumTrailAge > 0 {
-		idx.SetTrailing(cfg.ElectrumTrailAge, n.indexCaughtUp)
-	}
 	var err error
+	n.index, err = newIndexSet(n.db, cfg, n.indexCommitted, n.observeBlock)
+	if err != nil {
+		return err
+	}
 	if cfg.MetricsListen != "" {
 		// Open before the chain loads, so the index's catch-up shows.
 		if n.metrics, err = newMetricsServer(cfg.MetricsListen, n.index.electrum); err != nil {
@@ -265,7 +265,9 @@ func (n *Node) closeAfterFailedNew() {
 		n.metrics.close()
 	}
 	if n.index != nil && n.index.electrum != nil {
-		n.index.electrum.StopTrailing()
+		if err := n.index.electrum.Close(); err != nil {
+			log.Errorf("Close the Electrum index: %v", err)
+		}
 	}
 	if n.chain != nil {
 		if err := n.chain.FlushUtxoCache(blockchain.FlushRequired); err != nil {
@@ -274,9 +276,6 @@ func (n *Node) closeAfterFailedNew() {
 	}
 	if err := n.db.Close(); err != nil {
 		log.Errorf("Close block database: %v", err)
-	}
-	if n.index != nil && n.index.electrum != nil {
-		n.index.electrum.CloseBase()
 	}
 }
 
@@ -351,9 +350,11 @@ func (n *Node) Stop() error {
 		n.srv.stop()
 		n.intervalMiner.Wait()
 		if idx := n.index.electrum; idx != nil {
-			// The trailing worker writes to the database and reads the
-			// chain; what it has not committed is caught up next start.
-			idx.StopTrailing()
+			// The index's writer reads the chain and btcd's database;
+			// what it has not committed is caught up next start.
+			if e := idx.Close(); e != nil {
+				log.Errorf("Close the Electrum index: %v", e)
+			}
 		}
 		if n.started.Load() {
 			n.cpuMiner.Stop()
@@ -387,9 +388,6 @@ func (n *Node) Stop() error {
 			// next start resumes from the last commit written.
 			log.Errorf("Close block database: %v", e)
 			err = fmt.Errorf("close block database: %w", e)
-		}
-		if idx := n.index.electrum; idx != nil {
-			idx.CloseBase()
 		}
 		log.Infof("Shutdown complete")
 	})

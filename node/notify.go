@@ -5,6 +5,7 @@ import (
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -18,18 +19,14 @@ type nodeEvent struct {
 	// change.
 	block     *btcutil.Block
 	connected bool
-	// touched are the script hashes whose confirmed history the block
-	// changed (nil without the Electrum index). Taken in the chain
-	// callback, since the index only remembers the last few blocks.
-	touched []indexers.ScriptHash
 
 	// accepted are transactions accepted into the mempool (nil for a
 	// block event).
 	accepted []*mempool.TxDesc
 
-	// caughtUp: the trailing Electrum index committed blocks the hooks
-	// left to it, whose touched scripts were never reported.
-	caughtUp bool
+	// indexed is a commit of the Electrum index's writer: the scripts
+	// whose confirmed history changed, or all of them.
+	indexed *indexers.Commit
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -113,11 +110,7 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	default:
 		return
 	}
-	ev := nodeEvent{block: block, connected: connected}
-	if idx := n.index.electrum; idx != nil {
-		ev.touched = idx.Touched(*block.Hash())
-	}
-	n.events.push(ev)
+	n.events.push(nodeEvent{block: block, connected: connected})
 }
 
 // dropConfirmed removes a connected block's transactions, and pool
@@ -152,10 +145,10 @@ func (n *Node) dropOrphaned(block *btcutil.Block) {
 }
 
 // dispatchEvents runs until the queue is closed. For each batch of events
-// it tells the Electrum server which scripts' confirmed histories changed
-// and what the new tip is, then updates the mempool view: a full
-// reconciliation with btcd's pool after blocks, else just the accepted
-// transactions.
+// it updates the mempool view (a full reconciliation with btcd's pool after
+// blocks, else just the accepted transactions), then tells the Electrum
+// server which scripts' confirmed histories the index's commits changed and
+// what the new tip is.
 func (n *Node) dispatchEvents() {
 	defer n.wg.Done()
 	for {
@@ -163,25 +156,34 @@ func (n *Node) dispatchEvents() {
 		if !ok {
 			return
 		}
-		blocks, caughtUp := false, false
+		blocks, indexed, all := false, false, false
+		confirmed := make(map[chainhash.Hash]struct{})
 		var (
 			accepted []*mempool.TxDesc
 			touched  []indexers.ScriptHash
 		)
 		for _, ev := range evs {
-			if ev.block != nil || ev.caughtUp {
-				blocks = true
-				touched = append(touched, ev.touched...)
+			// A connected block's transactions leave the view when the
+			// index commits the block; a disconnected block's come back
+			// into btcd's pool in the chain's notification, which the
+			// index's undo may come before.
+			blocks = blocks || (ev.block != nil && !ev.connected)
+			if c := ev.indexed; c != nil {
+				indexed = true
+				all = all || c.All
+				touched = append(touched, c.Touched...)
+				for txid := range c.Confirmed {
+					confirmed[txid] = struct{}{}
+				}
 			}
-			caughtUp = caughtUp || ev.caughtUp
 			accepted = append(accepted, ev.accepted...)
 		}
-		// The mempool view is reconciled first, so the statuses the
-		// server computes for the block's scripts already see the pool
-		// as the block left it.
-		n.updateMempoolView(blocks, accepted)
-		if blocks {
-			if caughtUp {
+		// The mempool view is reconciled with btcd's pool before the
+		// statuses are computed, which then see the pool as the blocks
+		// left it and the index holding them.
+		n.updateMempoolView(blocks || indexed, accepted, confirmed)
+		if indexed {
+			if all {
 				n.srv.electrumAllScripts()
 			} else {
 				n.srv.electrumScripts(touched)
@@ -191,8 +193,16 @@ func (n *Node) dispatchEvents() {
 	}
 }
 
-// indexCaughtUp is the trailing Electrum index's callback after it committed
-// blocks of its own: every subscribed status is recomputed.
-func (n *Node) indexCaughtUp() {
-	n.events.push(nodeEvent{caughtUp: true})
+// indexCommitted is the Electrum index writer's callback after each commit;
+// it never blocks.
+func (n *Node) indexCommitted(c indexers.Commit) {
+	n.events.push(nodeEvent{indexed: &c})
+}
+
+// observeBlock is the Electrum index writer's callback for every block it
+// indexes.
+func (n *Node) observeBlock(p indexers.BlockPass) {
+	if m := n.metrics; m != nil {
+		m.observeBlock(p)
+	}
 }

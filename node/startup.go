@@ -70,8 +70,7 @@ func (n *Node) indexState(chainHeight int32) string {
 		return fmt.Sprintf("Electrum index building: height %d of %d", tip.Height, chainHeight)
 	}
 	if tip.Height < chainHeight {
-		return fmt.Sprintf("Electrum index trailing initial download: height %d of %d (blocks older than %v are indexed in batches)",
-			tip.Height, chainHeight, n.cfg.ElectrumTrailAge)
+		return fmt.Sprintf("Electrum index following the chain: height %d of %d", tip.Height, chainHeight)
 	}
 	return fmt.Sprintf("Electrum index caught up at height %d", tip.Height)
 }

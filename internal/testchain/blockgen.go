@@ -136,6 +136,9 @@ func (h *Harness) Submit(block *btcutil.Block, rec *blockRecord) error {
 	if isOrphan {
 		return fmt.Errorf("block %v at height %d is an orphan", block.Hash(), rec.height)
 	}
+	if err := h.syncIndex(); err != nil {
+		return err
+	}
 	return h.syncWallet()
 }
 

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/blockchain"
+	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
@@ -60,6 +62,7 @@ type Harness struct {
 	Pool *ScriptPool
 
 	opts      Options
+	index     blockchain.IndexManager
 	wallet    *wallet
 	walletTip chainhash.Hash
 	records   map[chainhash.Hash]*blockRecord
@@ -200,7 +203,25 @@ func (h *Harness) openChain(db database.DB) error {
 		db.Close()
 		return fmt.Errorf("start chain: %w", err)
 	}
-	h.DB, h.Chain = db, chain
+	h.DB, h.Chain, h.index = db, chain, mgr
+	return nil
+}
+
+// syncer is an index manager whose index follows the chain in a goroutine
+// of its own (indexers.Manager): Sync waits until it holds the chain tip,
+// Close stops it.
+type syncer interface {
+	Sync() error
+	Close() error
+}
+
+// syncIndex waits until the chain's index holds the chain tip, so that a
+// test reads what the chain holds after each block, reorganization or
+// invalidation.
+func (h *Harness) syncIndex() error {
+	if s, ok := h.index.(syncer); ok {
+		return s.Sync()
+	}
 	return nil
 }
 
@@ -211,11 +232,14 @@ func (h *Harness) Close() error {
 		return nil
 	}
 	var errs []error
+	if s, ok := h.index.(syncer); ok {
+		errs = append(errs, s.Close())
+	}
 	if h.Chain != nil {
 		errs = append(errs, h.Chain.FlushUtxoCache(blockchain.FlushRequired))
 	}
 	errs = append(errs, h.DB.Close())
-	h.DB, h.Chain = nil, nil
+	h.DB, h.Chain, h.index = nil, nil, nil
 	return errors.Join(errs...)
 }
 
@@ -313,4 +337,27 @@ func (h *Harness) CheckWallet() error {
 		}
 	}
 	return nil
+}
+
+// ElectrumIndex returns an IndexFactory of the Electrum index with its
+// store in dir (opts.Dir is set to it) and btcd's indexes others makes, if
+// any; *out, when out is not nil, receives the index each time the factory
+// runs. The factory panics when the store cannot be opened.
+func ElectrumIndex(dir string, opts indexers.Options, out **indexers.ElectrumIndex,
+	others func(db database.DB, params *chaincfg.Params) []btcdindexers.Indexer) IndexFactory {
+	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
+		opts.Dir = dir
+		idx, err := indexers.NewElectrumIndex(db, params, opts)
+		if err != nil {
+			panic(err)
+		}
+		if out != nil {
+			*out = idx
+		}
+		var more []btcdindexers.Indexer
+		if others != nil {
+			more = others(db, params)
+		}
+		return indexers.NewManager(db, idx, more...)
+	}
 }

@@ -81,6 +81,9 @@ func (h *Harness) InvalidateBlock(hash chainhash.Hash) error {
 	if err := h.Chain.InvalidateBlock(&hash); err != nil {
 		return err
 	}
+	if err := h.syncIndex(); err != nil {
+		return err
+	}
 	return h.syncWallet()
 }
 
@@ -89,6 +92,9 @@ func (h *Harness) InvalidateBlock(hash chainhash.Hash) error {
 // chain.
 func (h *Harness) ReconsiderBlock(hash chainhash.Hash) error {
 	if err := h.Chain.ReconsiderBlock(&hash); err != nil {
+		return err
+	}
+	if err := h.syncIndex(); err != nil {
 		return err
 	}
 	return h.syncWallet()

@@ -1,0 +1,327 @@
+package indexers
+
+import (
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/syndtr/goleveldb/leveldb"
+)
+
+// The pipeline the writer indexes blocks with, at the tip and behind it
+// alike: a fetcher reads blocks and spent outputs and plans their rows on
+// every core, ahead of an assembler that takes the plans in height order into
+// a batch, and the batch is committed with the new tip when it is full or
+// the blocks run out. At the tip a batch is one block; behind it, a batch
+// is BatchBytes of rows.
+
+// fetched is one planned block, or why it could not be.
+type fetched struct {
+	plan *blockPlan
+	took time.Duration
+	err  error
+}
+
+// maxTouched bounds the scripts a commit lists; a commit touching more
+// reports All.
+const maxTouched = 50000
+
+// fetcher plans the blocks from..to in parallel and delivers them in
+// order on out. It stops early when stop closes.
+func (w *writer) fetcher(from, to int32, stop <-chan struct{}) <-chan chan fetched {
+	workers := runtime.GOMAXPROCS(0)
+	out := make(chan chan fetched, 2*workers+2)
+	go func() {
+		defer close(out)
+		sem := make(chan struct{}, workers)
+		for h := from; h <= to; h++ {
+			c := make(chan fetched, 1)
+			select {
+			case out <- c:
+			case <-stop:
+				return
+			}
+			sem <- struct{}{}
+			go func(h int32) {
+				defer func() { <-sem }()
+				c <- w.fetchAndPlan(h)
+			}(h)
+		}
+	}()
+	return out
+}
+
+// fetchAndPlan reads the block at height and plans its rows.
+func (w *writer) fetchAndPlan(height int32) fetched {
+	start := time.Now()
+	block, raw, stxos, err := w.fetchBlock(height)
+	if err != nil {
+		return fetched{err: err}
+	}
+	p := planBlockRaw(block, raw, stxos, height == 0, planPool.Get().(*planBufs))
+	return fetched{plan: p, took: time.Since(start)}
+}
+
+// assembly is the batch being assembled and what it will commit.
+type assembly struct {
+	b       *leveldb.Batch
+	tip     memTip
+	blocks  int
+	txs     uint64
+	touched map[ScriptHash]struct{}
+	txids   map[chainhash.Hash]struct{}
+	all     bool
+}
+
+// catchUp indexes the main chain's blocks from..to onto the index tip. It
+// returns errChainMoved when a block no longer extends the tip.
+func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
+	quit := make(chan struct{})
+	defer close(quit)
+	halt := make(chan struct{})
+	go func() {
+		select {
+		case <-stop:
+		case <-quit:
+		}
+		close(halt)
+	}()
+	futures := w.fetcher(from, to, halt)
+	var targetTxs uint64
+	if best := w.chain.BestSnapshot(); best.Height == to && best.TotalTxns > w.tip.txCount {
+		targetTxs = best.TotalTxns - w.tip.txCount
+	}
+	w.idx.progress.begin(from, to, targetTxs)
+	defer w.idx.progress.end()
+
+	a := &assembly{b: new(leveldb.Batch), tip: w.tip, touched: make(map[ScriptHash]struct{}),
+		txids: make(map[chainhash.Hash]struct{})}
+	var err error
+	for c := range futures {
+		f := <-c
+		if f.err == nil && interrupted(stop) {
+			f.err = errInterrupted
+		}
+		if f.err != nil {
+			err = f.err
+			if f.plan != nil {
+				planPool.Put(f.plan.bufs)
+			}
+			break
+		}
+		p := f.plan
+		if p.prev != a.tip.hash || p.height != a.tip.height+1 {
+			planPool.Put(p.bufs)
+			err = errChainMoved
+			break
+		}
+		w.assemble(a, p, to, f.took)
+		planPool.Put(p.bufs)
+		if a.b.Len() > 0 && (len(a.b.Dump()) >= w.idx.opts.BatchBytes || p.height == to) {
+			if cerr := w.commit(a); cerr != nil {
+				return cerr
+			}
+		}
+	}
+	// Drain the planned blocks still in flight.
+	go func() {
+		for c := range futures {
+			if f := <-c; f.plan != nil {
+				planPool.Put(f.plan.bufs)
+			}
+		}
+	}()
+	if a.blocks > 0 {
+		if cerr := w.commit(a); cerr != nil {
+			return cerr
+		}
+	}
+	return err
+}
+
+// assemble adds a planned block to the batch: its rows, its undo record
+// when it is among the newest blocks, and the deletion of the undo record
+// that falls out of the window.
+func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook time.Duration) {
+	start := time.Now()
+	bw := batchWriter{a.b}
+	delta := applyConnect(bw, p, a.tip.txCount)
+	n := int32(w.idx.opts.UndoBlocks)
+	if p.height > chainTip-n {
+		a.b.Put(undoKey(p.height), undoRecord(p))
+	}
+	if old := p.height - n; old >= 0 {
+		a.b.Delete(undoKey(old))
+	}
+	a.tip = memTip{valid: true, hash: p.hash, height: p.height,
+		txCount: a.tip.txCount + uint64(len(p.txs)), stats: a.tip.stats.add(delta)}
+	a.blocks++
+	a.txs += uint64(len(p.txs))
+	if !a.all {
+		for i := range p.txs {
+			a.txids[p.txs[i].txid] = struct{}{}
+			for _, sh := range p.txs[i].scripts {
+				a.touched[sh] = struct{}{}
+			}
+		}
+		if len(a.touched) > maxTouched {
+			a.all, a.touched, a.txids = true, make(map[ScriptHash]struct{}), make(map[chainhash.Hash]struct{})
+		}
+	}
+	if w.idx.opts.OnBlock != nil {
+		w.idx.opts.OnBlock(BlockPass{Height: p.height, Txs: len(p.txs), Plan: fetchTook,
+			Write: time.Since(start), Rows: delta.Rows, Bytes: delta.Bytes,
+			Writes: p.writes, WriteBytes: p.writeBytes})
+	}
+}
+
+// commit writes the batch with the new tip and size and publishes them.
+func (w *writer) commit(a *assembly) error {
+	start := time.Now()
+	a.b.Put(tipKey, tipVal(&a.tip.hash, a.tip.height))
+	a.b.Put(statsKey, encodeStats(a.tip.stats))
+	if err := w.idx.store.Write(a.b, nil); err != nil {
+		return err
+	}
+	w.tip = a.tip
+	c := Commit{Tip: a.tip.tip(), All: a.all}
+	if !a.all {
+		c.Touched = make([]ScriptHash, 0, len(a.touched))
+		for sh := range a.touched {
+			c.Touched = append(c.Touched, sh)
+		}
+		c.Confirmed = a.txids
+		a.txids = make(map[chainhash.Hash]struct{})
+	}
+	w.idx.progress.committed(a.tip.height, a.txs, a.b.Len())
+	if !w.idx.progress.long() {
+		if a.blocks == 1 {
+			log.Infof("Indexed block %d (%d tx), committed in %v", a.tip.height, a.txs,
+				time.Since(start).Round(time.Microsecond))
+		} else {
+			log.Infof("Indexed blocks to %d (%d tx), committed in %v", a.tip.height, a.txs,
+				time.Since(start).Round(time.Microsecond))
+		}
+	}
+	w.idx.progress.maybeLog(w.idx.opts.ProgressInterval)
+	w.idx.committed(c)
+	a.b.Reset()
+	a.blocks, a.txs, a.all = 0, 0, false
+	clear(a.touched)
+	return nil
+}
+
+// progressState is the catch-up's progress, read by Progress.
+type progressState struct {
+	mu      sync.Mutex
+	p       CatchUpProgress
+	lastLog time.Time
+}
+
+// CatchUpProgress describes the writer's catch-up: the one running, or the
+// last one that ran. Every figure counts committed work only.
+type CatchUpProgress struct {
+	// Running is true while blocks are being caught up.
+	Running bool
+	// From and Target are the first and last heights of the catch-up.
+	From, Target int32
+	// Height is the last height committed to the store.
+	Height int32
+	// Txs is the number of transactions committed, TargetTxs the number
+	// the catch-up indexes in all, Writes the rows put or deleted, Batches
+	// the batches committed.
+	Txs, TargetTxs, Writes uint64
+	Batches                int
+	// Rate is the transactions committed per second since the start; ETA
+	// is how long the rest takes at that rate (zero while unknown).
+	Rate float64
+	ETA  time.Duration
+	// Started and Finished bound the catch-up (Finished is zero while it
+	// runs).
+	Started, Finished time.Time
+}
+
+// Duration returns how long the catch-up ran, or has been running.
+func (p CatchUpProgress) Duration() time.Duration {
+	if p.Started.IsZero() {
+		return 0
+	}
+	if p.Finished.IsZero() {
+		return time.Since(p.Started)
+	}
+	return p.Finished.Sub(p.Started)
+}
+
+// Progress returns the state of the writer's latest catch-up of more than
+// one block.
+func (idx *ElectrumIndex) Progress() CatchUpProgress {
+	idx.progress.mu.Lock()
+	defer idx.progress.mu.Unlock()
+	p := idx.progress.p
+	if d := p.Duration().Seconds(); d > 0 {
+		p.Rate = float64(p.Txs) / d
+	}
+	if p.Running && p.Rate > 0 && p.TargetTxs > p.Txs {
+		p.ETA = time.Duration(float64(p.TargetTxs-p.Txs) / p.Rate * float64(time.Second))
+	}
+	return p
+}
+
+// begin starts a catch-up's progress; a single block at the tip leaves the
+// last catch-up's figures alone.
+func (s *progressState) begin(from, to int32, targetTxs uint64) {
+	if to == from {
+		return
+	}
+	s.mu.Lock()
+	s.p = CatchUpProgress{Running: true, From: from, Target: to, Height: from - 1, TargetTxs: targetTxs,
+		Started: time.Now()}
+	s.lastLog = s.p.Started
+	s.mu.Unlock()
+}
+
+func (s *progressState) end() {
+	s.mu.Lock()
+	if s.p.Running {
+		s.p.Running, s.p.Finished = false, time.Now()
+	}
+	s.mu.Unlock()
+}
+
+// long reports whether a catch-up of many blocks is running.
+func (s *progressState) long() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.p.Running
+}
+
+func (s *progressState) committed(height int32, txs uint64, writes int) {
+	s.mu.Lock()
+	if s.p.Running {
+		s.p.Height = height
+		s.p.Txs += txs
+		s.p.Writes += uint64(writes)
+		s.p.Batches++
+	}
+	s.mu.Unlock()
+}
+
+// maybeLog logs the progress line when the interval has passed.
+func (s *progressState) maybeLog(every time.Duration) {
+	s.mu.Lock()
+	p := s.p
+	due := p.Running && time.Since(s.lastLog) >= every
+	if due {
+		s.lastLog = time.Now()
+	}
+	s.mu.Unlock()
+	if !due {
+		return
+	}
+	rate := 0.0
+	if d := p.Duration().Seconds(); d > 0 {
+		rate = float64(p.Txs) / d
+	}
+	log.Infof("Electrum index: height %d/%d committed (%d tx), %.0f tx/s", p.Height, p.Target, p.Txs, rate)
+}

@@ -1,0 +1,118 @@
+package indexers
+
+import (
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/iterator"
+	"github.com/syndtr/goleveldb/leveldb/opt"
+)
+
+// The index's store: a goleveldb database of its own in a directory beside
+// btcd's block database. The writer (writer.go) is its only writer; every
+// block, catch-up batch and undo moves the rows and the index tip together
+// in one atomic batch. Readers read a snapshot, which holds a tip and the
+// rows of exactly that tip.
+
+// DefaultCacheMiB is the store's block cache unless Options say otherwise.
+const DefaultCacheMiB = 64
+
+// storeOptions are goleveldb's options for the index. The index writes
+// large batches whose keys span the whole key space; with goleveldb's
+// defaults (4 MiB write buffer and tables, 10 MiB in level 1, compaction at
+// 4 tables in level 0) a build spends most of its time rewriting tables
+// from level to level (docs/BENCHMARKS.md).
+func storeOptions(cacheMiB int) *opt.Options {
+	if cacheMiB <= 0 {
+		cacheMiB = DefaultCacheMiB
+	}
+	return &opt.Options{
+		Compression:            opt.NoCompression,
+		BlockCacheCapacity:     cacheMiB << 20,
+		WriteBuffer:            32 << 20,
+		CompactionTableSize:    8 << 20,
+		CompactionTotalSize:    64 << 20,
+		CompactionL0Trigger:    8,
+		WriteL0SlowdownTrigger: 16,
+		WriteL0PauseTrigger:    24,
+	}
+}
+
+// openStore opens (creating) the store in dir.
+func openStore(dir string, cacheMiB int) (*leveldb.DB, error) {
+	return leveldb.OpenFile(dir, storeOptions(cacheMiB))
+}
+
+// kvReader is what the read paths read rows through: a store snapshot, or
+// the writer's view of the store.
+type kvReader interface {
+	// Get returns the value of k, nil when there is none.
+	Get(k []byte) []byte
+	// Cursor returns a cursor over all rows; the reader releases it.
+	Cursor() cursor
+}
+
+// cursor steps through rows in key order. Key and Value are valid until
+// the next move.
+type cursor interface {
+	Seek(k []byte) bool
+	Next() bool
+	Key() []byte
+	Value() []byte
+}
+
+// snapView is a kvReader over one snapshot of the store. Its cursors are
+// released by release; they may be used from several goroutines at once,
+// one goroutine per cursor.
+type snapView struct {
+	snap *leveldb.Snapshot
+	its  []iterator.Iterator
+	mu   chan struct{} // guards its; a one-slot semaphore
+}
+
+func newSnapView(db *leveldb.DB) (*snapView, error) {
+	s, err := db.GetSnapshot()
+	if err != nil {
+		return nil, err
+	}
+	v := &snapView{snap: s, mu: make(chan struct{}, 1)}
+	return v, nil
+}
+
+func (v *snapView) Get(k []byte) []byte {
+	val, err := v.snap.Get(k, nil)
+	if err != nil {
+		return nil
+	}
+	return val
+}
+
+func (v *snapView) Cursor() cursor {
+	it := v.snap.NewIterator(nil, nil)
+	v.mu <- struct{}{}
+	v.its = append(v.its, it)
+	<-v.mu
+	return iterCursor{it}
+}
+
+// release releases the snapshot and every cursor handed out.
+func (v *snapView) release() {
+	for _, it := range v.its {
+		it.Release()
+	}
+	v.snap.Release()
+}
+
+// iterCursor is a cursor over a goleveldb iterator.
+type iterCursor struct{ it iterator.Iterator }
+
+func (c iterCursor) Seek(k []byte) bool { return c.it.Seek(k) }
+func (c iterCursor) Next() bool         { return c.it.Next() }
+func (c iterCursor) Key() []byte        { return c.it.Key() }
+func (c iterCursor) Value() []byte      { return c.it.Value() }
+
+// batchWriter is a rowWriter into a goleveldb batch; the batch copies every
+// key and value it is given.
+type batchWriter struct{ b *leveldb.Batch }
+
+func (w batchWriter) Put(k, v []byte) error { w.b.Put(k, v); return nil }
+func (w batchWriter) Delete(k []byte) error { w.b.Delete(k); return nil }
+func (w batchWriter) copiesRows()           {}

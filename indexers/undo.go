@@ -1,0 +1,223 @@
+package indexers
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/syndtr/goleveldb/leveldb"
+)
+
+// Undo. btcd deletes a block's spend journal when it disconnects the block,
+// and a crash can take blocks from btcd's database that the index already
+// holds, so the writer undoes a block from data of its own:
+//
+//   - the newest blocks carry an undo record, written in their batch: the
+//     writes that remove the block again (applyDisconnect's, recorded at
+//     connect time), so undoing needs neither the block nor btcd;
+//   - an older block is undone from the block itself, read from btcd's
+//     block files, with its spent outputs rebuilt from the index's own rows
+//     (every spent transaction is in the index, one block-region read away).
+//
+// An undo record is rows(8) bytes(8), the size change of the undo, then its
+// writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.
+// The value of a restored unspent row carries its transaction's position,
+// which btcd's spent outputs do not give; the record holds zero there and
+// the undo looks it up.
+
+const (
+	undoPut = 1
+	undoDel = 2
+)
+
+// undoRecorder is a rowWriter that encodes writes into an undo record.
+type undoRecorder struct{ buf []byte }
+
+func (r *undoRecorder) Put(k, v []byte) error {
+	r.buf = append(r.buf, undoPut)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(k)))
+	r.buf = append(r.buf, k...)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(v)))
+	r.buf = append(r.buf, v...)
+	return nil
+}
+
+func (r *undoRecorder) Delete(k []byte) error {
+	r.buf = append(r.buf, undoDel)
+	r.buf = binary.AppendUvarint(r.buf, uint64(len(k)))
+	r.buf = append(r.buf, k...)
+	return nil
+}
+
+func (r *undoRecorder) copiesRows() {}
+
+// undoRecord encodes the undo record of a planned block.
+func undoRecord(p *blockPlan) []byte {
+	r := &undoRecorder{buf: make([]byte, 16, 16+64*len(p.txs))}
+	d := applyDisconnect(r, p)
+	binary.BigEndian.PutUint64(r.buf[0:8], uint64(d.Rows))
+	binary.BigEndian.PutUint64(r.buf[8:16], uint64(d.Bytes))
+	return r.buf
+}
+
+// applyUndoRecord adds the writes of an undo record to b, the positions of
+// restored unspent outputs looked up in r, and returns the size change.
+func applyUndoRecord(b *leveldb.Batch, rec []byte, r kvReader) (sizeStats, error) {
+	bad := errors.New("malformed undo record")
+	if len(rec) < 16 {
+		return sizeStats{}, bad
+	}
+	d := sizeStats{Rows: int64(binary.BigEndian.Uint64(rec[0:8])), Bytes: int64(binary.BigEndian.Uint64(rec[8:16]))}
+	rd := bytes.NewReader(rec[16:])
+	next := func() ([]byte, error) {
+		n, err := binary.ReadUvarint(rd)
+		if err != nil || n > uint64(rd.Len()) {
+			return nil, bad
+		}
+		s := make([]byte, n)
+		_, _ = rd.Read(s)
+		return s, nil
+	}
+	c := r.Cursor()
+	for rd.Len() > 0 {
+		op, _ := rd.ReadByte()
+		k, err := next()
+		if err != nil {
+			return d, err
+		}
+		switch op {
+		case undoDel:
+			b.Delete(k)
+		case undoPut:
+			v, err := next()
+			if err != nil {
+				return d, err
+			}
+			if len(k) == utxoKeyLen && k[2] == tagUtxo && len(v) == utxoValLen {
+				row, _ := decodeUtxo(k, v)
+				pos, ok := txPosAt(r, c, &row.txid, row.height)
+				if !ok {
+					return d, fmt.Errorf("spent transaction %v of height %d is not indexed", row.txid, row.height)
+				}
+				binary.BigEndian.PutUint16(v[8:], uint16(pos))
+			}
+			b.Put(k, v)
+		default:
+			return d, bad
+		}
+	}
+	return d, nil
+}
+
+// undoTip removes the index tip block: one batch with the previous block as
+// the new tip.
+func (w *writer) undoTip() error {
+	t := w.tip
+	view, err := newSnapView(w.idx.store)
+	if err != nil {
+		return err
+	}
+	defer view.release()
+	b := new(leveldb.Batch)
+	var delta sizeStats
+	if rec := view.Get(undoKey(t.height)); rec != nil {
+		delta, err = applyUndoRecord(b, rec, view)
+	} else {
+		delta, err = w.undoFromBlock(b, view, t)
+	}
+	if err != nil {
+		return err
+	}
+	b.Delete(undoKey(t.height))
+	nt := memTip{valid: true, height: t.height - 1, stats: t.stats.add(delta)}
+	if nt.height >= 0 {
+		count, hash, ok := decodeBlkVal(view.Get(blkKey(nt.height)))
+		if !ok {
+			return corruptf("no block row at height %d below the tip", nt.height)
+		}
+		nt.hash, nt.txCount = hash, count
+	}
+	b.Put(tipKey, tipVal(&nt.hash, nt.height))
+	b.Put(statsKey, encodeStats(nt.stats))
+	if err := w.idx.store.Write(b, nil); err != nil {
+		return err
+	}
+	w.tip = nt
+	log.Infof("Electrum index: removed block %v at height %d, which is no longer in the main chain",
+		t.hash, t.height)
+	w.idx.committed(Commit{Tip: nt.tip(), All: true})
+	return nil
+}
+
+// undoFromBlock adds the writes removing block t to b, from the block in
+// btcd's files and its spent outputs rebuilt from the index.
+func (w *writer) undoFromBlock(b *leveldb.Batch, view *snapView, t memTip) (sizeStats, error) {
+	var (
+		block *btcutil.Block
+		stxos []blockchain.SpentTxOut
+	)
+	err := w.idx.db.View(func(dbTx database.Tx) error {
+		raw, err := dbTx.FetchBlock(&t.hash)
+		if err != nil {
+			return err
+		}
+		block, err = btcutil.NewBlockFromBytes(raw)
+		if err != nil {
+			return err
+		}
+		block.SetHeight(t.height)
+		stxos, err = spentOutputsFromIndex(dbTx, view, block)
+		return err
+	})
+	if err != nil {
+		return sizeStats{}, err
+	}
+	p := planBlock(block, stxos, t.height == 0)
+	if err := fillSpendPositions(view, p); err != nil {
+		return sizeStats{}, err
+	}
+	return applyDisconnect(batchWriter{b}, p), nil
+}
+
+// spentOutputsFromIndex rebuilds btcd's spent outputs of a block from the
+// index: each input's previous transaction is found through the txid rows
+// and read from btcd's block files.
+func spentOutputsFromIndex(dbTx database.Tx, r kvReader, block *btcutil.Block) ([]blockchain.SpentTxOut, error) {
+	var stxos []blockchain.SpentTxOut
+	for i, tx := range block.Transactions() {
+		if i == 0 {
+			continue
+		}
+		for _, in := range tx.MsgTx().TxIn {
+			prev := in.PreviousOutPoint
+			loc, row, err := txLocation(r, &prev.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("spent transaction %v: %w", prev.Hash, err)
+			}
+			raw, err := dbTx.FetchBlockRegion(&database.BlockRegion{
+				Hash: &loc.BlockHash, Offset: row.offset, Len: row.size,
+			})
+			if err != nil {
+				return nil, err
+			}
+			var ptx wire.MsgTx
+			if err := ptx.Deserialize(bytes.NewReader(raw)); err != nil {
+				return nil, err
+			}
+			if int(prev.Index) >= len(ptx.TxOut) {
+				return nil, fmt.Errorf("spent output %v does not exist", prev)
+			}
+			out := ptx.TxOut[prev.Index]
+			stxos = append(stxos, blockchain.SpentTxOut{
+				Amount: out.Value, PkScript: out.PkScript, Height: row.height,
+				IsCoinBase: loc.Pos == 0,
+			})
+		}
+	}
+	return stxos, nil
+}

@@ -1,0 +1,102 @@
+package indexers
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+
+	"github.com/btcsuite/btcd/database"
+)
+
+// Versions of the node before the index had a store of its own kept its
+// rows in btcd's metadata bucket under "Ex", its tip in btcd's index tips
+// bucket, and a part of its rows in a leveldb database named
+// "electrum_base" beside btcd's. The first start of this version deletes
+// all of it and builds the index into its store.
+
+var (
+	// indexTipsBucketName is btcd's bucket of index tips.
+	indexTipsBucketName = []byte("idxtips")
+	// legacyTipKey named the index's tip in btcd's index tips bucket.
+	legacyTipKey = []byte("electrumidx")
+)
+
+// LegacyBaseDir is the directory name of an older version's base.
+const LegacyBaseDir = "electrum_base"
+
+// legacyDeletesPerTx bounds the deletes of one btcd transaction.
+const legacyDeletesPerTx = 500000
+
+// removeLegacyRows deletes an older version's rows from btcd's database in
+// bounded transactions.
+func removeLegacyRows(db database.DB, interrupt <-chan struct{}) error {
+	total := 0
+	for {
+		if interrupted(interrupt) {
+			return errInterrupted
+		}
+		n := 0
+		err := db.Update(func(dbTx database.Tx) error {
+			meta := dbTx.Metadata()
+			var keys [][]byte
+			c := meta.Cursor()
+			for ok := c.Seek(rowPrefix); ok && len(keys) < legacyDeletesPerTx; ok = c.Next() {
+				if !bytes.HasPrefix(c.Key(), rowPrefix) {
+					break
+				}
+				keys = append(keys, bytes.Clone(c.Key()))
+			}
+			for _, k := range keys {
+				if err := meta.Delete(k); err != nil {
+					return err
+				}
+			}
+			if tips := meta.Bucket(indexTipsBucketName); tips != nil && tips.Get(legacyTipKey) != nil {
+				if err := tips.Delete(legacyTipKey); err != nil {
+					return err
+				}
+				n++
+			}
+			n += len(keys)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		if total == 0 {
+			log.Infof("Electrum index: removing the rows an older version kept in the block database")
+		}
+		total += n
+	}
+	if total > 0 {
+		log.Infof("Electrum index: removed %d rows of an older version from the block database", total)
+	}
+	return nil
+}
+
+// ElectrumIndexInitialized reports whether the index's store exists in dir.
+func ElectrumIndexInitialized(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "CURRENT"))
+	return err == nil
+}
+
+// DropElectrumIndex deletes the Electrum index: its store in dir, an older
+// version's base beside it, and an older version's rows in db. A later start
+// with --electrumindex builds it anew.
+func DropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) error {
+	log.Infof("Dropping the Electrum index")
+	if err := removeLegacyRows(db, interrupt); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(filepath.Dir(dir), LegacyBaseDir)); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	log.Infof("Dropped the Electrum index")
+	return nil
+}

@@ -1,0 +1,299 @@
+package indexers
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+)
+
+// The writer: the one goroutine that writes the store.
+//
+// btcd's hooks only hand it the connected block with its spent outputs and
+// wake it (manager.go); it never runs inside the chain's transaction. Each
+// pass reconciles the index with the chain: while the index tip is not in
+// the main chain (a reorganization, or a crash that took blocks from btcd's
+// database) it undoes the tip block; then it catches up from the index tip
+// to the chain tip with the pipeline of pipeline.go, one block per batch at
+// the tip and large batches behind it. Every batch holds its blocks' rows,
+// their undo records and the new tip, so the store always holds exactly the
+// rows of its tip, and a crash at any moment leaves a tip the next pass
+// reconciles from.
+
+var (
+	// errInterrupted stops a pass on the interrupt or at Close; what was
+	// committed stays and the next pass resumes from it.
+	errInterrupted = errors.New("electrum index: interrupt requested")
+	// errChainMoved stops a catch-up whose next block no longer extends
+	// the index tip: the chain reorganized under it. The next pass
+	// reconciles.
+	errChainMoved = errors.New("electrum index: chain moved during catch-up")
+)
+
+// interrupted reports whether the channel is closed.
+func interrupted(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// handoffBlocks bounds the blocks the hooks hand to the writer; beyond it the
+// oldest are dropped and the writer reads them from btcd's database.
+const handoffBlocks = 64
+
+// handed is a connected block and its spent outputs, as btcd's hook gave them.
+type handed struct {
+	block *btcutil.Block
+	stxos []blockchain.SpentTxOut
+}
+
+// writer owns every write to the store. tip is touched by its goroutine
+// only (and by the synchronous first pass before the goroutine starts).
+type writer struct {
+	idx   *ElectrumIndex
+	chain *blockchain.BlockChain
+	tip   memTip
+
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+
+	// mu guards the pass counters and the handoff.
+	mu       sync.Mutex
+	passed   *sync.Cond
+	started  uint64 // passes begun
+	finished uint64 // passes ended
+	lastErr  error
+	handoff  map[chainhash.Hash]handed
+	order    []chainhash.Hash
+}
+
+func newWriter(idx *ElectrumIndex, chain *blockchain.BlockChain, tip memTip) *writer {
+	w := &writer{idx: idx, chain: chain, tip: tip, wake: make(chan struct{}, 1),
+		quit: make(chan struct{}), done: make(chan struct{}), handoff: make(map[chainhash.Hash]handed)}
+	w.passed = sync.NewCond(&w.mu)
+	return w
+}
+
+// start runs the first pass on the calling goroutine (the chain is not
+// connecting blocks yet, so the index reaches the chain tip before the node
+// serves), then the writer's goroutine.
+func (idx *ElectrumIndex) start(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
+	t, err := idx.loadTip()
+	if err != nil {
+		return err
+	}
+	w := newWriter(idx, chain, t)
+	if err := w.pass(interrupt); err != nil {
+		return err
+	}
+	idx.w = w
+	go w.loop()
+	return nil
+}
+
+// loop runs a pass after every wake-up until stop.
+func (w *writer) loop() {
+	defer close(w.done)
+	for {
+		select {
+		case <-w.quit:
+			return
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		w.started++
+		n := w.started
+		w.mu.Unlock()
+		err := w.pass(w.quit)
+		if err != nil && !errors.Is(err, errInterrupted) {
+			log.Errorf("Electrum index: %v", err)
+		}
+		w.mu.Lock()
+		w.finished, w.lastErr = n, err
+		w.passed.Broadcast()
+		w.mu.Unlock()
+	}
+}
+
+// stop ends the writer after its current batch.
+func (w *writer) stop() {
+	close(w.quit)
+	<-w.done
+	w.mu.Lock()
+	w.finished = ^uint64(0)
+	w.lastErr = errInterrupted
+	w.passed.Broadcast()
+	w.mu.Unlock()
+}
+
+// poke wakes the writer; it never blocks.
+func (w *writer) poke() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// hand keeps a connected block for the writer and wakes it. It runs inside
+// btcd's hook: it only takes the handoff's lock.
+func (w *writer) hand(block *btcutil.Block, stxos []blockchain.SpentTxOut) {
+	w.mu.Lock()
+	h := *block.Hash()
+	if _, ok := w.handoff[h]; !ok {
+		w.order = append(w.order, h)
+	}
+	w.handoff[h] = handed{block: block, stxos: stxos}
+	for len(w.order) > handoffBlocks {
+		delete(w.handoff, w.order[0])
+		w.order = w.order[1:]
+	}
+	w.mu.Unlock()
+	w.poke()
+}
+
+// take returns and forgets the handed block with this hash.
+func (w *writer) take(hash *chainhash.Hash) (handed, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	hb, ok := w.handoff[*hash]
+	if ok {
+		delete(w.handoff, *hash)
+		for i := range w.order {
+			if w.order[i] == *hash {
+				w.order = append(w.order[:i], w.order[i+1:]...)
+				break
+			}
+		}
+	}
+	return hb, ok
+}
+
+// Sync waits until the writer has run a whole pass that began after the
+// call: the index then holds the chain's tip as of the call, unless the
+// chain moved again meanwhile. It returns that pass's error.
+func (idx *ElectrumIndex) Sync() error {
+	w := idx.w
+	if w == nil {
+		return errors.New("electrum index: not started")
+	}
+	for {
+		w.mu.Lock()
+		target := w.started + 1
+		w.mu.Unlock()
+		w.poke()
+		w.mu.Lock()
+		for w.finished < target {
+			w.passed.Wait()
+		}
+		err := w.lastErr
+		w.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		best := w.chain.BestSnapshot()
+		if t, _ := idx.LatestTip(); t.Hash == best.Hash {
+			return nil
+		}
+	}
+}
+
+// pass reconciles the index with the chain: undo while the tip is off the
+// main chain, then catch up, until the index tip is the chain tip.
+func (w *writer) pass(stop <-chan struct{}) error {
+	for {
+		if interrupted(stop) {
+			return errInterrupted
+		}
+		for w.tip.height >= 0 && !w.chain.MainChainHasBlock(&w.tip.hash) {
+			if interrupted(stop) {
+				return errInterrupted
+			}
+			if err := w.undoTip(); err != nil {
+				log.Warnf("Electrum index tip %v at height %d is not in the main chain and "+
+					"cannot be undone (%v): rebuilding the index", w.tip.hash, w.tip.height, err)
+				if err := w.rebuild(); err != nil {
+					return err
+				}
+			}
+		}
+		best := w.chain.BestSnapshot()
+		if best.Hash == w.tip.hash {
+			return nil
+		}
+		if best.Height <= w.tip.height {
+			// The chain is below the index tip's height but holds the tip:
+			// it is reorganizing right now; the next wake-up finishes.
+			return nil
+		}
+		err := w.catchUp(w.tip.height+1, best.Height, stop)
+		if err != nil && !errors.Is(err, errChainMoved) {
+			return err
+		}
+	}
+}
+
+// rebuild empties the index; the pass then builds it from the genesis
+// block.
+func (w *writer) rebuild() error {
+	if err := w.idx.wipe(); err != nil {
+		return err
+	}
+	if err := w.idx.prepareStore(); err != nil {
+		return err
+	}
+	t, err := w.idx.loadTip()
+	if err != nil {
+		return err
+	}
+	w.tip = t
+	w.idx.committed(Commit{Tip: t.tip(), All: true})
+	return nil
+}
+
+// committed publishes a new tip: LatestTip, then OnCommit.
+func (idx *ElectrumIndex) committed(c Commit) {
+	tp := c.Tip
+	idx.latest.Store(&tp)
+	if idx.opts.OnCommit != nil {
+		idx.opts.OnCommit(c)
+	}
+}
+
+// fetchBlock returns the main-chain block at height with its spent
+// outputs: the ones btcd's hook handed over, or read from btcd's database.
+func (w *writer) fetchBlock(height int32) (*btcutil.Block, []byte, []blockchain.SpentTxOut, error) {
+	hash, err := w.chain.BlockHashByHeight(height)
+	if err != nil {
+		return nil, nil, nil, errChainMoved
+	}
+	if hb, ok := w.take(hash); ok {
+		return hb.block, nil, hb.stxos, nil
+	}
+	block, err := w.chain.BlockByHash(hash)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("block %d: %w", height, err)
+	}
+	block.SetHeight(height)
+	var stxos []blockchain.SpentTxOut
+	if height > 0 {
+		stxos, err = w.chain.FetchSpendJournal(block)
+		if err != nil {
+			if !w.chain.MainChainHasBlock(hash) {
+				return nil, nil, nil, errChainMoved
+			}
+			return nil, nil, nil, fmt.Errorf("spend journal of block %d: %w", height, err)
+		}
+	}
+	raw, err := block.Bytes()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("block %d: %w", height, err)
+	}
+	return block, raw, stxos, nil
+}
