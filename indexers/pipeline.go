@@ -283,10 +283,15 @@ func (s *progressState) begin(from, to int32, targetTxs uint64) {
 
 func (s *progressState) end() {
 	s.mu.Lock()
-	if s.p.Running {
+	p := s.p
+	if p.Running {
 		s.p.Running, s.p.Finished = false, time.Now()
 	}
 	s.mu.Unlock()
+	if p.Running {
+		log.Infof("Electrum index: caught up to height %d (%d tx in %v)", p.Height, p.Txs,
+			time.Since(p.Started).Round(time.Millisecond))
+	}
 }
 
 // long reports whether a catch-up of many blocks is running.
