@@ -1,0 +1,28 @@
+package indexers
+
+import "github.com/syndtr/goleveldb/leveldb"
+
+// Internals exposed to the external tests of this package (which import
+// internal/testchain, itself an importer of this package). Helpers of one
+// test file live in that file's own export_*_test.go.
+
+// RowPrefix starts every key of the index.
+var RowPrefix = rowPrefix
+
+// VersionKey, StatsKey and TipKey are the keys of the schema version, the
+// index's size and the index tip.
+var (
+	VersionKey = versionKey
+	StatsKey   = statsKey
+	TipKey     = tipKey
+)
+
+// UndoKey is the key of the undo record of the block at height.
+func UndoKey(height int32) []byte { return undoKey(height) }
+
+// Store is the index's store, for tests that read or damage its rows.
+func (idx *ElectrumIndex) Store() *leveldb.DB { return idx.store }
+
+// SetScanSplit makes reads of more than n unspent rows of a script split
+// the rest between several cursors, so that small test chains exercise it.
+func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }
