@@ -140,19 +140,16 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	return err
 }
 
-// assemble adds a planned block to the batch: its rows, its undo record
-// when it is among the newest blocks, and the deletion of the undo record
-// that falls out of the window.
+// assemble adds a planned block to the batch: its rows, and its undo
+// record unless it is a block btcd had on disk when the writer started,
+// more than UndoBlocks below the chain tip (undo.go says why).
 func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook time.Duration) {
 	start := time.Now()
 	bw := batchWriter{a.b}
 	delta := applyConnect(bw, p, a.tip.txCount)
-	n := int32(w.idx.opts.UndoBlocks)
-	if p.height > chainTip-n {
+	if p.height > min(w.startHeight, chainTip)-int32(w.idx.opts.UndoBlocks) {
 		a.b.Put(undoKey(p.height), undoRecord(p))
-	}
-	if old := p.height - n; old >= 0 {
-		a.b.Delete(undoKey(old))
+		w.recent = append(w.recent, undoRef{height: p.height, at: start})
 	}
 	a.tip = memTip{valid: true, hash: p.hash, height: p.height,
 		txCount: a.tip.txCount + uint64(len(p.txs)), stats: a.tip.stats.add(delta)}
@@ -179,6 +176,7 @@ func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook t
 // commit writes the batch with the new tip and size and publishes them.
 func (w *writer) commit(a *assembly) error {
 	start := time.Now()
+	w.pruneUndo(a.b, a.tip.height, start)
 	a.b.Put(tipKey, tipVal(&a.tip.hash, a.tip.height))
 	a.b.Put(statsKey, encodeStats(a.tip.stats))
 	if err := w.idx.store.Write(a.b, nil); err != nil {

@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/wire/v2"
 	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // Undo. btcd deletes a block's spend journal when it disconnects the block,
@@ -24,6 +26,16 @@ import (
 //     block files, with its spent outputs rebuilt from the index's own rows
 //     (every spent transaction is in the index, one block-region read away).
 //
+// Which blocks keep a record: a crash can take from btcd's database every
+// block connected since its cache was last written, and there is no way to
+// ask which those are. So every block the writer indexes while it runs gets
+// a record (but for the blocks btcd had on disk when the writer started,
+// more than UndoBlocks below the chain tip), and a record goes once its
+// block is UndoBlocks below the index tip and undoKeep old. btcd writes its
+// database cache every few minutes while blocks connect, so a block
+// connected undoKeep ago is on disk; should a crash still take a block with
+// no record (and no copy in btcd's files), the index is rebuilt.
+//
 // An undo record is rows(8) bytes(8), the size change of the undo, then its
 // writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.
 // The value of a restored unspent row carries its transaction's position,
@@ -34,6 +46,50 @@ const (
 	undoPut = 1
 	undoDel = 2
 )
+
+// undoKeep is how long a record stays after it was written, even when its
+// block is more than UndoBlocks deep.
+const undoKeep = 10 * time.Minute
+
+// undoRef is a record the writer wrote in this run, and when.
+type undoRef struct {
+	height int32
+	at     time.Time
+}
+
+// pruneUndo deletes, in b, the records of this run that are UndoBlocks below
+// tip and undoKeep old.
+func (w *writer) pruneUndo(b *leveldb.Batch, tip int32, now time.Time) {
+	n := int32(w.idx.opts.UndoBlocks)
+	i := 0
+	for ; i < len(w.recent); i++ {
+		r := w.recent[i]
+		if r.height > tip-n || now.Sub(r.at) < undoKeep {
+			break
+		}
+		b.Delete(undoKey(r.height))
+	}
+	w.recent = w.recent[i:]
+}
+
+// pruneOldUndo deletes the records an earlier run left more than
+// UndoBlocks below the index tip: every block the chain holds at start is on
+// disk.
+func (w *writer) pruneOldUndo() error {
+	b := new(leveldb.Batch)
+	it := w.idx.store.NewIterator(util.BytesPrefix(tablePrefix(tagUndo)), nil)
+	for it.Next() {
+		k := it.Key()
+		if len(k) == blkKeyLen && int32(binary.BigEndian.Uint32(k[pfx:])) <= w.tip.height-int32(w.idx.opts.UndoBlocks) {
+			b.Delete(bytes.Clone(k))
+		}
+	}
+	it.Release()
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return w.idx.store.Write(b, nil)
+}
 
 // undoRecorder is a rowWriter that encodes writes into an undo record.
 type undoRecorder struct{ buf []byte }
@@ -134,6 +190,13 @@ func (w *writer) undoTip() error {
 		return err
 	}
 	b.Delete(undoKey(t.height))
+	// A block connected again at this height writes a record of its own.
+	for i := range w.recent {
+		if w.recent[i].height >= t.height {
+			w.recent = w.recent[:i]
+			break
+		}
+	}
 	nt := memTip{valid: true, height: t.height - 1, stats: t.stats.add(delta)}
 	if nt.height >= 0 {
 		count, hash, ok := decodeBlkVal(view.Get(blkKey(nt.height)))

@@ -59,6 +59,10 @@ type writer struct {
 	idx   *ElectrumIndex
 	chain *blockchain.BlockChain
 	tip   memTip
+	// startHeight is the chain's height when the writer started; recent
+	// are the undo records this run wrote (undo.go).
+	startHeight int32
+	recent      []undoRef
 
 	wake chan struct{}
 	quit chan struct{}
@@ -75,7 +79,7 @@ type writer struct {
 }
 
 func newWriter(idx *ElectrumIndex, chain *blockchain.BlockChain, tip memTip) *writer {
-	w := &writer{idx: idx, chain: chain, tip: tip, wake: make(chan struct{}, 1),
+	w := &writer{idx: idx, chain: chain, tip: tip, startHeight: chain.BestSnapshot().Height, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), handoff: make(map[chainhash.Hash]handed)}
 	w.passed = sync.NewCond(&w.mu)
 	return w
@@ -91,6 +95,9 @@ func (idx *ElectrumIndex) start(chain *blockchain.BlockChain, interrupt <-chan s
 	}
 	w := newWriter(idx, chain, t)
 	if err := w.pass(interrupt); err != nil {
+		return err
+	}
+	if err := w.pruneOldUndo(); err != nil {
 		return err
 	}
 	idx.w = w
