@@ -10,8 +10,9 @@ import (
 // Manager is the node's blockchain.IndexManager. btcd's own index manager
 // runs btcd's other indexes (for example --txindex) inside the chain's
 // transactions; the Electrum index only follows: its writer is started at
-// Init, after bringing the index to the chain tip, and btcd's hooks hand it
-// each connected block and wake it, nothing more.
+// Init, after bringing the index to the chain tip, btcd's hooks hand it each
+// connected block with its spent outputs, and btcd's notifications, sent
+// after the chain's tip moved, wake it.
 type Manager struct {
 	db       database.DB
 	electrum *ElectrumIndex
@@ -42,6 +43,14 @@ func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) 
 		if err := m.electrum.start(chain, interrupt); err != nil {
 			return err
 		}
+		// btcd moves its tip after the hooks' transaction commits, and
+		// tells so in these notifications: the writer wakes then.
+		w := m.electrum.w
+		chain.Subscribe(func(n *blockchain.Notification) {
+			if n.Type == blockchain.NTBlockConnected || n.Type == blockchain.NTBlockDisconnected {
+				w.poke()
+			}
+		})
 	}
 	if err := m.rewindStaleBtcdIndexes(chain, interrupt); err != nil {
 		return err
@@ -50,8 +59,8 @@ func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) 
 }
 
 // ConnectBlock passes a connected block to btcd's indexes and hands it to
-// the Electrum index's writer, which indexes it after the chain's
-// transaction.
+// the Electrum index's writer, which indexes it once btcd's notification of
+// the block wakes it.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
@@ -64,17 +73,14 @@ func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []b
 	return nil
 }
 
-// DisconnectBlock passes a disconnected block to btcd's indexes and wakes
-// the Electrum index's writer, which undoes the block once the chain's
-// transaction has committed.
+// DisconnectBlock passes a disconnected block to btcd's indexes; the
+// Electrum index's writer undoes the block once btcd's notification of the
+// disconnect wakes it.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
 	if err := m.btcd.DisconnectBlock(dbTx, block, stxos); err != nil {
 		return err
-	}
-	if m.electrum != nil && m.electrum.w != nil {
-		m.electrum.w.poke()
 	}
 	return nil
 }

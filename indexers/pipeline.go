@@ -1,7 +1,9 @@
 package indexers
 
 import (
+	"bytes"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,6 +28,10 @@ type fetched struct {
 // maxTouched bounds the scripts a commit lists; a commit touching more
 // reports All.
 const maxTouched = 50000
+
+// largeCatchUp is the number of transactions from which a catch-up writes
+// its batches as leveldb transactions (assembly).
+const largeCatchUp = 100000
 
 // fetcher plans the blocks from..to in parallel and delivers them in
 // order on out. It stops early when stop closes.
@@ -63,15 +69,138 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 	return fetched{plan: p, took: time.Since(start)}
 }
 
-// assembly is the batch being assembled and what it will commit.
+// assembly is the batch being assembled and what it will commit. It is the
+// rowWriter of its blocks: unspent rows wait in utxo until the commit, so
+// that an output created and spent inside the batch is never written, and
+// then go in key order, which leveldb inserts faster.
+//
+// A batch at the tip is a leveldb.Batch, written with the store's journal.
+// A large catch-up writes each batch into a leveldb transaction as it is
+// assembled (tr): its rows go to new tables as they fill, not to the
+// journal, and none is visible before the commit.
 type assembly struct {
 	b       *leveldb.Batch
+	tr      *leveldb.Transaction
+	large   bool
+	err     error // the first write error of tr
+	written int   // bytes put or deleted in this batch
+	utxo    map[[utxoKeyLen]byte]utxoOp
 	tip     memTip
 	blocks  int
 	txs     uint64
 	touched map[ScriptHash]struct{}
 	txids   map[chainhash.Hash]struct{}
 	all     bool
+}
+
+// utxoOp is the batch's last write of an unspent row: a put of val, or a
+// delete.
+type utxoOp struct {
+	put bool
+	val [utxoValLen]byte
+}
+
+// utxoOpBytes is what an entry of assembly.utxo counts toward BatchBytes.
+const utxoOpBytes = utxoKeyLen + utxoValLen
+
+func (a *assembly) copiesRows() {}
+
+// put and del write into the batch or the transaction.
+func (a *assembly) put(k, v []byte) {
+	a.written += len(k) + len(v)
+	if a.tr == nil {
+		a.b.Put(k, v)
+	} else if err := a.tr.Put(k, v, nil); err != nil && a.err == nil {
+		a.err = err
+	}
+}
+
+func (a *assembly) del(k []byte) {
+	a.written += len(k)
+	if a.tr == nil {
+		a.b.Delete(k)
+	} else if err := a.tr.Delete(k, nil); err != nil && a.err == nil {
+		a.err = err
+	}
+}
+
+// open starts a batch: a transaction when the catch-up is large.
+func (a *assembly) open(store *leveldb.DB) error {
+	if !a.large || a.tr != nil {
+		return nil
+	}
+	tr, err := store.OpenTransaction()
+	a.tr = tr
+	return err
+}
+
+// write commits the batch.
+func (a *assembly) write(store *leveldb.DB) error {
+	if a.tr == nil {
+		return store.Write(a.b, nil)
+	}
+	tr := a.tr
+	a.tr = nil
+	if a.err != nil {
+		tr.Discard()
+		return a.err
+	}
+	return tr.Commit()
+}
+
+// discard drops an open transaction.
+func (a *assembly) discard() {
+	if a.tr != nil {
+		a.tr.Discard()
+		a.tr = nil
+	}
+}
+
+func (a *assembly) Put(k, v []byte) error {
+	if len(k) != utxoKeyLen || k[2] != tagUtxo || len(v) != utxoValLen {
+		a.put(k, v)
+		return nil
+	}
+	op := utxoOp{put: true}
+	copy(op.val[:], v)
+	a.utxo[[utxoKeyLen]byte(k)] = op
+	return nil
+}
+
+func (a *assembly) Delete(k []byte) error {
+	if len(k) != utxoKeyLen || k[2] != tagUtxo {
+		a.del(k)
+		return nil
+	}
+	key := [utxoKeyLen]byte(k)
+	if op, ok := a.utxo[key]; ok && op.put {
+		// Created in this batch: the row was never written.
+		delete(a.utxo, key)
+		return nil
+	}
+	a.utxo[key] = utxoOp{}
+	return nil
+}
+
+// size is what the batch holds, as BatchBytes counts it.
+func (a *assembly) size() int { return a.written + len(a.utxo)*utxoOpBytes }
+
+// flushUtxo moves the unspent rows into the batch, in key order.
+func (a *assembly) flushUtxo() {
+	keys := make([][utxoKeyLen]byte, 0, len(a.utxo))
+	for k := range a.utxo {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(x, y [utxoKeyLen]byte) int { return bytes.Compare(x[:], y[:]) })
+	for i := range keys {
+		op := a.utxo[keys[i]]
+		if op.put {
+			a.put(keys[i][:], op.val[:])
+		} else {
+			a.del(keys[i][:])
+		}
+	}
+	clear(a.utxo)
 }
 
 // catchUp indexes the main chain's blocks from..to onto the index tip. It
@@ -95,8 +224,10 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	w.idx.progress.begin(from, to, targetTxs)
 	defer w.idx.progress.end()
 
-	a := &assembly{b: new(leveldb.Batch), tip: w.tip, touched: make(map[ScriptHash]struct{}),
+	a := &assembly{b: new(leveldb.Batch), utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: w.tip,
+		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
 		txids: make(map[chainhash.Hash]struct{})}
+	defer a.discard()
 	var err error
 	for c := range futures {
 		f := <-c
@@ -116,9 +247,13 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 			err = errChainMoved
 			break
 		}
+		if err = a.open(w.idx.store); err != nil {
+			planPool.Put(p.bufs)
+			return err
+		}
 		w.assemble(a, p, to, f.took)
 		planPool.Put(p.bufs)
-		if a.b.Len() > 0 && (len(a.b.Dump()) >= w.idx.opts.BatchBytes || p.height == to) {
+		if a.blocks > 0 && (a.size() >= w.idx.opts.BatchBytes || p.height == to) {
 			if cerr := w.commit(a); cerr != nil {
 				return cerr
 			}
@@ -145,10 +280,9 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 // more than UndoBlocks below the chain tip (undo.go says why).
 func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook time.Duration) {
 	start := time.Now()
-	bw := batchWriter{a.b}
-	delta := applyConnect(bw, p, a.tip.txCount)
+	delta := applyConnect(a, p, a.tip.txCount)
 	if p.height > min(w.startHeight, chainTip)-int32(w.idx.opts.UndoBlocks) {
-		a.b.Put(undoKey(p.height), undoRecord(p))
+		a.put(undoKey(p.height), undoRecord(p))
 		w.recent = append(w.recent, undoRef{height: p.height, at: start})
 	}
 	a.tip = memTip{valid: true, hash: p.hash, height: p.height,
@@ -176,10 +310,11 @@ func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook t
 // commit writes the batch with the new tip and size and publishes them.
 func (w *writer) commit(a *assembly) error {
 	start := time.Now()
-	w.pruneUndo(a.b, a.tip.height, start)
-	a.b.Put(tipKey, tipVal(&a.tip.hash, a.tip.height))
-	a.b.Put(statsKey, encodeStats(a.tip.stats))
-	if err := w.idx.store.Write(a.b, nil); err != nil {
+	a.flushUtxo()
+	w.pruneUndo(a.del, a.tip.height, start)
+	a.put(tipKey, tipVal(&a.tip.hash, a.tip.height))
+	a.put(statsKey, encodeStats(a.tip.stats))
+	if err := a.write(w.idx.store); err != nil {
 		return err
 	}
 	w.tip = a.tip
@@ -192,7 +327,7 @@ func (w *writer) commit(a *assembly) error {
 		c.Confirmed = a.txids
 		a.txids = make(map[chainhash.Hash]struct{})
 	}
-	w.idx.progress.committed(a.tip.height, a.txs, a.b.Len())
+	w.idx.progress.committed(a.tip.height, a.txs, a.written)
 	if !w.idx.progress.long() {
 		if a.blocks == 1 {
 			log.Infof("Indexed block %d (%d tx), committed in %v", a.tip.height, a.txs,
@@ -205,7 +340,7 @@ func (w *writer) commit(a *assembly) error {
 	w.idx.progress.maybeLog(w.idx.opts.ProgressInterval)
 	w.idx.committed(c)
 	a.b.Reset()
-	a.blocks, a.txs, a.all = 0, 0, false
+	a.blocks, a.txs, a.all, a.written = 0, 0, false, 0
 	clear(a.touched)
 	return nil
 }

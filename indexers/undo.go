@@ -57,9 +57,9 @@ type undoRef struct {
 	at     time.Time
 }
 
-// pruneUndo deletes, in b, the records of this run that are UndoBlocks below
-// tip and undoKeep old.
-func (w *writer) pruneUndo(b *leveldb.Batch, tip int32, now time.Time) {
+// pruneUndo deletes, with del, the records of this run that are UndoBlocks
+// below tip and undoKeep old.
+func (w *writer) pruneUndo(del func([]byte), tip int32, now time.Time) {
 	n := int32(w.idx.opts.UndoBlocks)
 	i := 0
 	for ; i < len(w.recent); i++ {
@@ -67,7 +67,7 @@ func (w *writer) pruneUndo(b *leveldb.Batch, tip int32, now time.Time) {
 		if r.height > tip-n || now.Sub(r.at) < undoKeep {
 			break
 		}
-		b.Delete(undoKey(r.height))
+		del(undoKey(r.height))
 	}
 	w.recent = w.recent[i:]
 }

@@ -12,8 +12,9 @@ import (
 
 // The writer: the one goroutine that writes the store.
 //
-// btcd's hooks only hand it the connected block with its spent outputs and
-// wake it (manager.go); it never runs inside the chain's transaction. Each
+// btcd's hooks only hand it the connected block with its spent outputs, and
+// btcd's notifications, sent once the chain's tip moved, wake it
+// (manager.go); it never runs inside the chain's transaction. Each
 // pass reconciles the index with the chain: while the index tip is not in
 // the main chain (a reorganization, or a crash that took blocks from btcd's
 // database) it undoes the tip block; then it catches up from the index tip
@@ -148,8 +149,8 @@ func (w *writer) poke() {
 	}
 }
 
-// hand keeps a connected block for the writer and wakes it. It runs inside
-// btcd's hook: it only takes the handoff's lock.
+// hand keeps a connected block for the writer. It runs inside btcd's hook,
+// before btcd moves its tip: it only takes the handoff's lock.
 func (w *writer) hand(block *btcutil.Block, stxos []blockchain.SpentTxOut) {
 	w.mu.Lock()
 	h := *block.Hash()
@@ -162,7 +163,6 @@ func (w *writer) hand(block *btcutil.Block, stxos []blockchain.SpentTxOut) {
 		w.order = w.order[1:]
 	}
 	w.mu.Unlock()
-	w.poke()
 }
 
 // take returns and forgets the handed block with this hash.
