@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Cost-based throttling after ElectrumX (PROTOCOL.md §9.1): every request,
+// Cost-based throttling after ElectrumX (docs/PROTOCOL.md §9.1): every request,
 // every byte in and out (out: when queued, so a client that does not read
 // pays too) and every error add to a session's cost, which
 // decays over time (more slowly for sessions holding many subscriptions).

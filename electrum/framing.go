@@ -39,7 +39,7 @@ type msgConn interface {
 	RemoteAddr() net.Addr
 }
 
-// lineConn frames messages with a single '\n' (PROTOCOL.md §2.1).
+// lineConn frames messages with a single '\n' (docs/PROTOCOL.md §2.1).
 type lineConn struct {
 	net.Conn
 	// src is what the reader reads: the connection.

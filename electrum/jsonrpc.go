@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// JSON-RPC and Electrum error codes (PROTOCOL.md §2.3).
+// JSON-RPC and Electrum error codes (docs/PROTOCOL.md §2.3).
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600

@@ -45,7 +45,7 @@ func spec(required int, names ...string) paramSpec {
 	return paramSpec{names: names, required: required}
 }
 
-// methodTable lists every method of protocols 1.4 to 1.6 (PROTOCOL.md §7).
+// methodTable lists every method of protocols 1.4 to 1.6 (docs/PROTOCOL.md §7).
 func methodTable() map[string]*method {
 	estimate16 := spec(1, "number", "mode")
 	return map[string]*method{
@@ -160,7 +160,7 @@ func argTxHash(raw json.RawMessage) (chainhash.Hash, error) {
 
 // --- server.* ---------------------------------------------------------------
 
-// hVersion negotiates the protocol version (PROTOCOL.md §3). Only the first
+// hVersion negotiates the protocol version (docs/PROTOCOL.md §3). Only the first
 // call is accepted; extra arguments are ignored.
 func hVersion(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
 	if ss.negotiated.Load() {

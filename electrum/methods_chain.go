@@ -47,7 +47,7 @@ func (s *Server) headerOf(height int32) (wire.BlockHeader, error) {
 }
 
 // headerProof returns the display-hex branch and root proving height
-// against cp_height (PROTOCOL.md §4.5).
+// against cp_height (docs/PROTOCOL.md §4.5).
 func (s *Server) headerProof(height, cpHeight, tipHeight int32) ([]string, string, error) {
 	if !(height <= cpHeight && cpHeight <= tipHeight) {
 		return nil, "", badRequest("require header height %d <= cp_height %d <= chain height %d", height, cpHeight, tipHeight)

@@ -44,7 +44,7 @@ func (s *Server) mempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	return es
 }
 
-// status computes a script's status (PROTOCOL.md §4.2): the confirmed part
+// status computes a script's status (docs/PROTOCOL.md §4.2): the confirmed part
 // from the index, then the mempool in canonical order. hasMempool reports
 // whether mempool entries were included.
 func (s *Server) status(sh indexers.ScriptHash) (*string, bool, error) {

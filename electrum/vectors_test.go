@@ -21,7 +21,7 @@ func mustHash(t testing.TB, s string) chainhash.Hash {
 }
 
 // TestStatusSpecExample pins the status example of the protocol docs
-// (VECTORS.md §4.2): confirmed entries in chain order, then mempool entries
+// (docs/PROTOCOL.md §4.2): confirmed entries in chain order, then mempool entries
 // in canonical order, single SHA-256, not reversed.
 func TestStatusSpecExample(t *testing.T) {
 	confirmed := []struct {
@@ -60,7 +60,7 @@ func TestStatusSpecExample(t *testing.T) {
 	}
 }
 
-// TestScriptHashVector pins the script hash rule (VECTORS.md §4.1).
+// TestScriptHashVector pins the script hash rule (docs/PROTOCOL.md §4.1).
 func TestScriptHashVector(t *testing.T) {
 	spk, _ := hex.DecodeString("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac")
 	if got := indexers.ScriptHashFromScript(spk).String(); got != "8b01df4e368ea28f8dc0423bcf7a4923e3a12d307c875e47a0cfbf90b5c39161" {
@@ -73,7 +73,7 @@ func TestScriptHashVector(t *testing.T) {
 }
 
 // TestMerkleRootsElectrumX pins the roots of ElectrumX's test_merkle.py
-// (VECTORS.md §4.3): leaves dsha256(bytes([x])).
+// (docs/PROTOCOL.md §4.4): leaves dsha256(bytes([x])).
 func TestMerkleRootsElectrumX(t *testing.T) {
 	want := []string{
 		"1406e05881e299367766d313e26c05564ec91bf721d31726bd6e46e60689539a",
@@ -102,7 +102,7 @@ func TestMerkleRootsElectrumX(t *testing.T) {
 }
 
 // TestMerkleBranchSpecBlock2473 pins the get_merkle example of the
-// protocol docs (VECTORS.md §4.3), including the odd-count self-pairing.
+// protocol docs (docs/PROTOCOL.md §4.4), including the odd-count self-pairing.
 func TestMerkleBranchSpecBlock2473(t *testing.T) {
 	ids := []chainhash.Hash{
 		mustHash(t, "9b977e4cc0b2eb44cb5ea2adb30bf6eae892c9a838111031cb49c97d8ad57309"),
@@ -130,7 +130,7 @@ func TestMerkleBranchSpecBlock2473(t *testing.T) {
 }
 
 // TestHeaderProofSpecExample pins the cp_height example of the protocol
-// docs (VECTORS.md §4.4): header 5 proven against cp_height 8.
+// docs (docs/PROTOCOL.md §4.5): header 5 proven against cp_height 8.
 func TestHeaderProofSpecExample(t *testing.T) {
 	hdr, _ := hex.DecodeString("0100000085144a84488ea88d221c8bd6c059da090e88f8a2c99690ee55dbba4e00000000e11c48fecdd9e72510ca84f023370c9a38bf91ac5cae88019bee94d24528526344c36649ffff001d1d03e477")
 	leaf := chainhash.DoubleHashH(hdr)

@@ -62,7 +62,7 @@ func parseVersion(s string) (protoVersion, bool) {
 	return v, true
 }
 
-// negotiateVersion applies the negotiation rule of PROTOCOL.md §3 to the
+// negotiateVersion applies the negotiation rule of docs/PROTOCOL.md §3 to the
 // protocol_version argument (absent, a string, or [min, max]). ok is false
 // when there is no common version or the argument is malformed.
 func negotiateVersion(raw json.RawMessage) (protoVersion, string, bool) {

@@ -13,7 +13,7 @@ import (
 )
 
 // TestHostileClients is the short form of the hostile-clients benchmark
-// (e2ebench hostile, docs/RELIABILITY.md): every attack of issue 10 runs at
+// (e2ebench hostile, docs/RELIABILITY.md): every attack runs at
 // a small scale against the node binary (TCP, TLS, WS and WSS listeners,
 // loopback not exempt from the per-IP limits, the attackers spread over
 // several addresses and /24s) while a well-behaved wallet keeps asking.

@@ -101,6 +101,12 @@ func (n *Node) Faucet(pkScript []byte, amount btcutil.Amount) (*chainhash.Hash, 
 	}
 	mined := 0
 	for {
+		// The index follows the chain in a writer of its own: the coins
+		// of the blocks just mined (here or by anyone) are read once it
+		// holds them.
+		if err := n.index.electrum.Sync(); err != nil {
+			return nil, fmt.Errorf("faucet coins: %w", err)
+		}
 		spendable, immature, err := n.faucetCoins(faucetScript)
 		if err != nil {
 			return nil, err

@@ -79,20 +79,20 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 	m := &metricsServer{reg: prometheus.NewRegistry(), idx: idx}
 	m.blockPass = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "electrum_index_block_pass_seconds",
-		Help:    "Time to index one block inside the chain's transaction, by phase: plan (scripts hashed and rows built in parallel), write (rows put), total.",
+		Help:    "Time the index's writer took for one block, by phase: plan (block and spent outputs read, scripts hashed and rows built, in parallel), write (rows put into the batch), total.",
 		Buckets: blockPassBuckets,
 	}, []string{"phase"})
 	m.blocks = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "electrum_index_blocks_total", Help: "Blocks indexed inside the chain's transaction.",
+		Name: "electrum_index_blocks_total", Help: "Blocks the index's writer indexed, at the tip and in catch-ups.",
 	})
 	m.txs = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "electrum_index_transactions_total", Help: "Transactions of the blocks indexed inside the chain's transaction.",
+		Name: "electrum_index_transactions_total", Help: "Transactions of the blocks the index's writer indexed.",
 	})
 	m.writes = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "electrum_index_rows_written_total", Help: "Rows put or deleted by the index's block passes (the catch-up's are in electrum_index_catchup_*).",
+		Name: "electrum_index_rows_written_total", Help: "Rows put or deleted by the index's writer for the blocks it indexed.",
 	})
 	m.writeBytes = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "electrum_index_bytes_written_total", Help: "Bytes the index's block passes handed to the database (keys and values put, keys deleted).",
+		Name: "electrum_index_bytes_written_total", Help: "Bytes the index's writer handed to its store for the blocks it indexed (keys and values put, keys deleted).",
 	})
 	for _, c := range []prometheus.Collector{
 		m.blockPass, m.blocks, m.txs, m.writes, m.writeBytes, nodeCollector{m},
@@ -163,11 +163,11 @@ var (
 	descIndexProgress = prometheus.NewDesc("electrum_index_progress", "Index height over chain height (1 when caught up).", nil, nil)
 	descIndexRows     = prometheus.NewDesc("electrum_index_rows", "Rows of the Electrum index.", nil, nil)
 	descIndexBytes    = prometheus.NewDesc("electrum_index_bytes", "Key and value bytes of the Electrum index's rows (the database adds its own overhead).", nil, nil)
-	descCatchUpOn     = prometheus.NewDesc("electrum_index_catchup_running", "1 while the index catches up blocks already on disk (building, or trailing initial download).", nil, nil)
+	descCatchUpOn     = prometheus.NewDesc("electrum_index_catchup_running", "1 while the index's writer catches up more than one block (building the index, or behind the chain in initial download).", nil, nil)
 	descCatchUpHeight = prometheus.NewDesc("electrum_index_catchup_height", "Height the running or last catch-up has committed, and its target.", []string{"of"}, nil)
 	descCatchUpTxs    = prometheus.NewDesc("electrum_index_catchup_transactions", "Transactions the running or last catch-up has committed, and its target.", []string{"of"}, nil)
 	descCatchUpWrites = prometheus.NewDesc("electrum_index_catchup_rows_written", "Rows the running or last catch-up has put or deleted.", nil, nil)
-	descCatchUpRate   = prometheus.NewDesc("electrum_index_catchup_tx_per_second", "Transactions per second committed by the catch-up over the last 30 s.", nil, nil)
+	descCatchUpRate   = prometheus.NewDesc("electrum_index_catchup_tx_per_second", "Transactions per second the running or last catch-up has committed since it started.", nil, nil)
 	descCatchUpETA    = prometheus.NewDesc("electrum_index_catchup_eta_seconds", "Time left for the running catch-up at its current rate (0 when unknown or done).", nil, nil)
 )
 

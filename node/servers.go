@@ -225,7 +225,7 @@ func (s *servers) txsAccepted(descs []*mempool.TxDesc) {
 }
 
 // electrumScripts tells the Electrum server whose confirmed histories a
-// block changed.
+// commit of the index's writer changed.
 func (s *servers) electrumScripts(touched []indexers.ScriptHash) {
 	if s.electrum != nil {
 		s.electrum.NotifyScriptHashes(touched)
@@ -233,7 +233,8 @@ func (s *servers) electrumScripts(touched []indexers.ScriptHash) {
 }
 
 // electrumAllScripts tells the Electrum server that any confirmed history
-// may have changed (the trailing index committed blocks of its own).
+// may have changed (the index's writer undid blocks, or committed too many
+// to list).
 func (s *servers) electrumAllScripts() {
 	if s.electrum != nil {
 		s.electrum.NotifyAllScriptHashes()

@@ -10,7 +10,7 @@ import (
 // A failed database write leaves btcd's in-memory state ahead of the
 // database: btcd applies a block to its UTXO cache before the transaction
 // that stores the block's chain state and index rows commits, and never
-// undoes it when the commit fails (BTCD-NOTES §1.5). A node that went on
+// undoes it when the commit fails (docs/BTCD.md §1.5). A node that went on
 // would serve, and on a clean shutdown flush, a UTXO set the database does
 // not match. So the node's database fails fast: when a transaction's work
 // succeeded but its commit did not (disk full, write error), the node logs

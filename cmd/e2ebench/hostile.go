@@ -26,7 +26,7 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/internal/hostile"
 )
 
-// hostileFlags sizes the attacks (issue 10, point 5).
+// hostileFlags sizes the attacks (docs/RELIABILITY.md, "Hostile clients").
 type hostileFlags struct {
 	kinds    string
 	phase    time.Duration

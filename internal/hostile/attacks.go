@@ -18,7 +18,7 @@ import (
 // Kind names an attack.
 type Kind string
 
-// The attacks, as issue 10 lists them.
+// The attacks, as docs/RELIABILITY.md lists them.
 const (
 	// Idle holds Conns sessions open (server.version, then nothing).
 	Idle Kind = "idle"

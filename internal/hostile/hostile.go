@@ -231,7 +231,7 @@ func (s Summary) String() string {
 		s.Connects, s.DialErrors, s.Sent, s.Expected, s.Refused, s.Disconnects, s.Unexpected, s.PeakHeld)
 }
 
-// Error codes of the Electrum server (PROTOCOL.md).
+// Error codes of the Electrum server (docs/PROTOCOL.md §2.3).
 const (
 	codeParseError     = -32700
 	codeInvalidRequest = -32600
