@@ -11,7 +11,7 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
-// StatusHasher computes an Electrum status (PROTOCOL.md §4.2): the single
+// StatusHasher computes an Electrum status (docs/PROTOCOL.md §4.2): the single
 // SHA-256 of the concatenated "txid:height:" strings of a script's history,
 // confirmed entries first. The index hands one out with the confirmed part
 // already hashed; the caller adds the mempool entries and calls Sum.
