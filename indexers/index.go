@@ -42,6 +42,9 @@ type Options struct {
 	UndoBlocks int
 	// BatchBytes is the size of a catch-up batch (DefaultBatchBytes when 0).
 	BatchBytes int
+	// CatchUpMemory is the memory in MiB a large catch-up may take on top of
+	// what the process holds when it starts (DefaultCatchUpMemory when 0).
+	CatchUpMemory int
 	// ProgressInterval is the interval of the catch-up's progress line
 	// (DefaultProgressInterval when 0).
 	ProgressInterval time.Duration
@@ -103,6 +106,9 @@ func NewElectrumIndex(db database.DB, params *chaincfg.Params, opts Options) (*E
 	}
 	if opts.BatchBytes <= 0 {
 		opts.BatchBytes = DefaultBatchBytes
+	}
+	if opts.CatchUpMemory <= 0 {
+		opts.CatchUpMemory = DefaultCatchUpMemory
 	}
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval

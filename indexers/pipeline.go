@@ -2,7 +2,10 @@ package indexers
 
 import (
 	"bytes"
+	"math"
 	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"time"
@@ -228,6 +231,9 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
 		txids: make(map[chainhash.Hash]struct{})}
 	defer a.discard()
+	if a.large {
+		defer limitMemory(w.idx.opts.CatchUpMemory)()
+	}
 	var err error
 	for c := range futures {
 		f := <-c
@@ -462,4 +468,28 @@ func (s *progressState) maybeLog(every time.Duration) {
 		rate = float64(p.Txs) / d
 	}
 	log.Infof("Electrum index: height %d/%d committed (%d tx), %.0f tx/s", p.Height, p.Target, p.Txs, rate)
+}
+
+// DefaultCatchUpMemory is the memory, in MiB, a large catch-up may take on
+// top of what the process holds when it starts, unless Options say
+// otherwise.
+const DefaultCatchUpMemory = 320
+
+// limitMemory runs a large catch-up under a soft memory limit of what the
+// process holds now plus mib, unless a limit is set already (GOMEMLIMIT, or
+// the node's while it serves). Without one the garbage collector lets the
+// heap grow to twice what the catch-up keeps live. The returned function
+// lifts the limit and returns the memory to the system.
+func limitMemory(mib int) func() {
+	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		return func() {}
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	debug.SetMemoryLimit(held + int64(mib)<<20)
+	return func() {
+		debug.SetMemoryLimit(math.MaxInt64)
+		debug.FreeOSMemory()
+	}
 }
