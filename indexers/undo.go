@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -58,7 +59,9 @@ type undoRef struct {
 }
 
 // pruneUndo deletes, with del, the records of this run that are UndoBlocks
-// below tip and undoKeep old.
+// below tip and undoKeep old. recent is in the order the records were
+// written, which is height order but for the blocks of a reorganization:
+// those wait behind a higher one for a while.
 func (w *writer) pruneUndo(del func([]byte), tip int32, now time.Time) {
 	n := int32(w.idx.opts.UndoBlocks)
 	i := 0
@@ -191,12 +194,7 @@ func (w *writer) undoTip() error {
 	}
 	b.Delete(undoKey(t.height))
 	// A block connected again at this height writes a record of its own.
-	for i := range w.recent {
-		if w.recent[i].height >= t.height {
-			w.recent = w.recent[:i]
-			break
-		}
-	}
+	w.recent = slices.DeleteFunc(w.recent, func(r undoRef) bool { return r.height >= t.height })
 	nt := memTip{valid: true, height: t.height - 1, stats: t.stats.add(delta)}
 	if nt.height >= 0 {
 		count, hash, ok := decodeBlkVal(view.Get(blkKey(nt.height)))

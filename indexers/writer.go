@@ -259,7 +259,7 @@ func (w *writer) rebuild() error {
 	if err != nil {
 		return err
 	}
-	w.tip = t
+	w.tip, w.recent = t, nil
 	w.idx.committed(Commit{Tip: t.tip(), All: true})
 	return nil
 }

@@ -200,6 +200,9 @@ func (h *Harness) openChain(db database.DB) error {
 		Interrupt:        h.opts.Interrupt,
 	})
 	if err != nil {
+		if s, ok := mgr.(syncer); ok {
+			s.Close()
+		}
 		db.Close()
 		return fmt.Errorf("start chain: %w", err)
 	}
