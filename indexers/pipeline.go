@@ -87,6 +87,7 @@ type assembly struct {
 	large   bool
 	err     error // the first write error of tr
 	written int   // bytes put or deleted in this batch
+	ops     int   // rows put or deleted in this batch
 	utxo    map[[utxoKeyLen]byte]utxoOp
 	tip     memTip
 	began   time.Time // when the first block of the batch was fetched
@@ -112,6 +113,7 @@ func (a *assembly) copiesRows() {}
 // put and del write into the batch or the transaction.
 func (a *assembly) put(k, v []byte) {
 	a.written += len(k) + len(v)
+	a.ops++
 	if a.tr == nil {
 		a.b.Put(k, v)
 	} else if err := a.tr.Put(k, v, nil); err != nil && a.err == nil {
@@ -121,6 +123,7 @@ func (a *assembly) put(k, v []byte) {
 
 func (a *assembly) del(k []byte) {
 	a.written += len(k)
+	a.ops++
 	if a.tr == nil {
 		a.b.Delete(k)
 	} else if err := a.tr.Delete(k, nil); err != nil && a.err == nil {
@@ -337,7 +340,7 @@ func (w *writer) commit(a *assembly) error {
 		c.Confirmed = a.txids
 		a.txids = make(map[chainhash.Hash]struct{})
 	}
-	w.idx.progress.committed(a.tip.height, a.txs, a.written)
+	w.idx.progress.committed(a.tip.height, a.txs, a.ops)
 	if !w.idx.progress.long() {
 		// From reading the first block to the commit's end.
 		took := time.Since(a.began).Round(time.Microsecond)
@@ -350,7 +353,7 @@ func (w *writer) commit(a *assembly) error {
 	w.idx.progress.maybeLog(w.idx.opts.ProgressInterval)
 	w.idx.committed(c)
 	a.b.Reset()
-	a.blocks, a.txs, a.all, a.written = 0, 0, false, 0
+	a.blocks, a.txs, a.all, a.written, a.ops = 0, 0, false, 0, 0
 	clear(a.touched)
 	return nil
 }

@@ -405,7 +405,7 @@ func (v *verifier) part(k []byte) (int, int32) {
 		return int(k[pfx]), int32(binary.BigEndian.Uint32(k[pfx+hashXLen:]))
 	case tagTx:
 		h := posHeight(getTxPos(k[pfx:]))
-		return int(min(h/v.span, verifyParts-1)), h
+		return int(min(max(h, 0)/v.span, verifyParts-1)), h
 	default: // tagBlk
 		h := int32(binary.BigEndian.Uint32(k[pfx:]))
 		return int(min(max(h, 0)/v.span, verifyParts-1)), h
