@@ -113,7 +113,8 @@ func BenchmarkConnectBlock(b *testing.B) {
 // busy, peak memory, the rows and bytes the index holds per transaction, the
 // rows written per transaction and the store's size on disk per
 // transaction. CATCHUP_BATCH is the batch size in MiB (default: the
-// index's), CATCHUP_CACHE the store's cache in MiB.
+// index's), CATCHUP_CACHE the store's cache in MiB, CATCHUP_MEM the memory
+// a large catch-up may take (Options.CatchUpMemory).
 func BenchmarkCatchUp(b *testing.B) {
 	minTxs := 200000
 	if v := os.Getenv("CATCHUP_TXS"); v != "" {
@@ -138,8 +139,12 @@ func BenchmarkCatchUp(b *testing.B) {
 		}
 		opts.CacheMiB = n
 	}
-	if os.Getenv("CATCHUP_MEM") != "" {
-		b.Log("CATCHUP_MEM no longer applies: the catch-up writes batches of CATCHUP_BATCH MiB")
+	if v := os.Getenv("CATCHUP_MEM"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("CATCHUP_MEM %q", v)
+		}
+		opts.CatchUpMemory = n
 	}
 	if gen := os.Getenv("CATCHUP_GENCHAIN"); gen != "" {
 		// A chain written by cmd/chaingen: mainnet's script reuse and
