@@ -85,6 +85,7 @@ type assembly struct {
 	b       *leveldb.Batch
 	tr      *leveldb.Transaction
 	large   bool
+	onDisk  bool  // the main chain's blocks up to the writer's start were on disk at start
 	err     error // the first write error of tr
 	written int   // bytes put or deleted in this batch
 	ops     int   // rows put or deleted in this batch
@@ -234,6 +235,7 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	a := &assembly{b: new(leveldb.Batch), utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: w.tip,
 		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
 		txids: make(map[chainhash.Hash]struct{})}
+
 	defer a.discard()
 	if a.large {
 		defer limitMemory(w.idx.opts.CatchUpMemory)()
@@ -261,7 +263,7 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 			planPool.Put(p.bufs)
 			return err
 		}
-		w.assemble(a, p, to, f.took)
+		w.assemble(a, p, f.took)
 		planPool.Put(p.bufs)
 		if a.blocks > 0 && (a.size() >= w.idx.opts.BatchBytes || p.height == to) {
 			if cerr := w.commit(a); cerr != nil {
@@ -285,13 +287,21 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	return err
 }
 
+// onDiskAtStart reports whether the block was on disk when the writer
+// started: it is in the main chain, and so is the chain tip of then, at or
+// above it.
+func (w *writer) onDiskAtStart(p *blockPlan) bool {
+	return p.height <= w.start.Height && w.chain.MainChainHasBlock(&w.start.Hash) &&
+		w.chain.MainChainHasBlock(&p.hash)
+}
+
 // assemble adds a planned block to the batch: its rows, and its undo
-// record unless it is a block btcd had on disk when the writer started,
-// more than UndoBlocks below the chain tip (undo.go says why).
-func (w *writer) assemble(a *assembly, p *blockPlan, chainTip int32, fetchTook time.Duration) {
+// record unless it is a block btcd had on disk when the writer started
+// (undo.go says why).
+func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 	start := time.Now()
 	delta := applyConnect(a, p, a.tip.txCount)
-	if p.height > min(w.startHeight, chainTip)-int32(w.idx.opts.UndoBlocks) {
+	if !w.onDiskAtStart(p) {
 		a.put(undoKey(p.height), undoRecord(p))
 		w.recent = append(w.recent, undoRef{height: p.height, at: start})
 	}

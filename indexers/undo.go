@@ -29,13 +29,14 @@ import (
 //
 // Which blocks keep a record: a crash can take from btcd's database every
 // block connected since its cache was last written, and there is no way to
-// ask which those are. So every block the writer indexes while it runs gets
-// a record (but for the blocks btcd had on disk when the writer started,
-// more than UndoBlocks below the chain tip), and a record goes once its
-// block is UndoBlocks below the index tip and undoKeep old. btcd writes its
-// database cache every few minutes while blocks connect, so a block
-// connected undoKeep ago is on disk; should a crash still take a block with
-// no record (and no copy in btcd's files), the index is rebuilt.
+// ask which those are. So every block btcd connects while the writer runs
+// gets a record, and a record goes once its block is UndoBlocks below the
+// index tip and undoKeep old. btcd writes its database cache every few
+// minutes while blocks connect, so a block connected undoKeep ago is on
+// disk; should a crash still take a block with no record (and no copy in
+// btcd's files), the index is rebuilt. The blocks btcd had on disk when the
+// writer started stay in its files, whatever happens to the chain, and are
+// undone from there.
 //
 // An undo record is rows(8) bytes(8), the size change of the undo, then its
 // writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.

@@ -60,10 +60,11 @@ type writer struct {
 	idx   *ElectrumIndex
 	chain *blockchain.BlockChain
 	tip   memTip
-	// startHeight is the chain's height when the writer started; recent
-	// are the undo records this run wrote (undo.go).
-	startHeight int32
-	recent      []undoRef
+	// start is the chain's tip when the writer started: it and the blocks
+	// below it were on disk then (undo.go). recent are the undo records
+	// this run wrote.
+	start  Tip
+	recent []undoRef
 
 	wake chan struct{}
 	quit chan struct{}
@@ -80,7 +81,8 @@ type writer struct {
 }
 
 func newWriter(idx *ElectrumIndex, chain *blockchain.BlockChain, tip memTip) *writer {
-	w := &writer{idx: idx, chain: chain, tip: tip, startHeight: chain.BestSnapshot().Height, wake: make(chan struct{}, 1),
+	best := chain.BestSnapshot()
+	w := &writer{idx: idx, chain: chain, tip: tip, start: Tip{Hash: best.Hash, Height: best.Height}, wake: make(chan struct{}, 1),
 		quit: make(chan struct{}), done: make(chan struct{}), handoff: make(map[chainhash.Hash]handed)}
 	w.passed = sync.NewCond(&w.mu)
 	return w
