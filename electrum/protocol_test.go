@@ -94,7 +94,7 @@ func (fx *fixture) client(t testing.TB, version any) *testClient {
 	return c
 }
 
-// TestVersionNegotiation pins server.version negotiation (PROTOCOL.md §3): exact versions, ranges, absent and extra arguments, no common version (error and disconnect), a second call, and a non-version first message.
+// TestVersionNegotiation pins server.version negotiation (docs/PROTOCOL.md §3): exact versions, ranges, absent and extra arguments, no common version (error and disconnect), a second call, and a non-version first message.
 func TestVersionNegotiation(t *testing.T) {
 	fx := newFixture(t, nil)
 	cases := []struct {

@@ -61,7 +61,7 @@ func TestOpensBtcdDatadir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log, "Electrum index: catching up") {
+	if !strings.Contains(log, catchUpLine(t, ours.RPC, 0, height)) {
 		t.Fatalf("no index catch-up logged:\n%s", log)
 	}
 	checkIndexAtTip(t, ours.RPC)

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,10 +17,35 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
-// indexRebuildLogs are the log lines of index work at start-up: a
-// catch-up, a rebuild, rows dropped, stale blocks removed.
-var indexRebuildLogs = []string{"Electrum index: catching up", "rebuilding it",
-	"Electrum index: dropped", "Electrum index: removed block"}
+// indexRebuildLogs are the log lines of index work at start-up: blocks
+// indexed (a catch-up of several, or one), a rebuild, the index dropped,
+// stale blocks removed.
+var indexRebuildLogs = []string{"Electrum index: caught up to height", "ELEC: Indexed block", "rebuilding",
+	"Dropping the Electrum index", "Electrum index: removed block"}
+
+// catchUpLine returns the log line (without its timing) of the index's
+// writer catching up the blocks from..to of c's main chain: it names the
+// last height and counts the transactions of exactly those blocks, so a
+// catch-up over other blocks (a rebuild from genesis, say) logs another.
+func catchUpLine(t *testing.T, c *rpcclient.Client, from, to int32) string {
+	t.Helper()
+	txs := 0
+	for h := from; h <= to; h++ {
+		hash, err := c.GetBlockHash(int64(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.GetBlock(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs += len(b.Transactions)
+	}
+	if from == to {
+		return fmt.Sprintf("ELEC: Indexed block %d (%d tx)", to, txs)
+	}
+	return fmt.Sprintf("Electrum index: caught up to height %d (%d tx in ", to, txs)
+}
 
 // otherScript is an output script no node mines to.
 func otherScript(t *testing.T) []byte {
@@ -227,7 +253,7 @@ func TestIndexTurnedOffAndOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(log[len(before):], "Electrum index: catching up from height 102 to 105") {
+	if !strings.Contains(log[len(before):], catchUpLine(t, ours.RPC, 102, 105)) {
 		t.Fatalf("no catch-up over the missed blocks:\n%s", log[len(before):])
 	}
 	checkIndexAtTip(t, ours.RPC)

@@ -75,7 +75,7 @@ func TestDatadirSharedWithBtcd(t *testing.T) {
 	if !strings.HasPrefix(log, firstRuns) {
 		t.Fatalf("log %s was rewritten", ours.LogFile)
 	}
-	if !strings.Contains(log[len(firstRuns):], "Electrum index: catching up from height 103 to 105") {
+	if !strings.Contains(log[len(firstRuns):], catchUpLine(t, ours.RPC, 103, 105)) {
 		t.Fatalf("the index did not catch up over btcd's blocks only:\n%s", log[len(firstRuns):])
 	}
 	checkIndexAtTip(t, ours.RPC)
@@ -171,7 +171,7 @@ func TestIndexRepairedAfterBtcdReorg(t *testing.T) {
 	}
 	second := log[len(firstRun):]
 	for _, line := range []string{"Electrum index: removed block " + oldBlock.String() + " at height 102",
-		"Electrum index: catching up from height 102 to 104"} {
+		catchUpLine(t, ours.RPC, 102, 104)} {
 		if !strings.Contains(second, line) {
 			t.Fatalf("no %q in the log:\n%s", line, second)
 		}

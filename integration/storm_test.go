@@ -145,10 +145,8 @@ func TestReorgStorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The node binary, as operators run it (and without the race
-	// detector's slowdown); every session comes from 127.0.0.1. Balances
-	// of scripts with two unspent outputs or more are held as rows, so
-	// every reorg moves held balances too.
-	s.node = StartNode(t, NodeConfig{Binary: true, Dir: dir, Args: []string{"--electrumtrailage=0", "--electrumheldmin=2",
+	// detector's slowdown); every session comes from 127.0.0.1.
+	s.node = StartNode(t, NodeConfig{Binary: true, Dir: dir, Args: []string{
 		"--electrummaxsessionsperip=-1", "--electrumcosthardlimit=-1"}})
 
 	// Sessions subscribe to random scripts of the chain and to headers.

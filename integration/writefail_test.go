@@ -96,7 +96,7 @@ func TestWriteFailureStopsNode(t *testing.T) {
 	t.Logf("seed %d", seed)
 	r := &crashRun{t: t, ctx: testContext(t), dir: dir, landed: map[string]int{}, rng: rand.New(rand.NewSource(seed)),
 		blocks: buildCrashChain(t, dir, seed, 101+50, 101+20), next: 101 + 20}
-	n := r.restart(false)
+	n := r.restart()
 
 	// At the tip: a block whose file write fails.
 	limitFileSize(t, n, 64<<10)
@@ -129,7 +129,7 @@ func TestWriteFailureStopsNode(t *testing.T) {
 	t.Logf("stopped at block %d: %s", r.next+1, lastLine(logged, "Database write failed"))
 
 	// Writes work again: the node resumes from its last commit.
-	n = r.restart(false)
+	n = r.restart()
 	for i := 0; i < 5; i++ {
 		r.submit(n)
 	}
@@ -148,7 +148,7 @@ func TestWriteFailureStopsNode(t *testing.T) {
 		t.Fatalf("no clear log line about the failed writes:\n%s", logged)
 	}
 	t.Logf("shutdown: %s%s", lastLine(logged, "Database write failed"), lastLine(logged, "Close block database"))
-	n = r.restart(false)
+	n = r.restart()
 	if _, err := n.RPC.Generate(1); err != nil {
 		t.Fatalf("generate after the restart: %v", err)
 	}

@@ -29,9 +29,7 @@ func TestAddrIndexAndDrops(t *testing.T) {
 	if !cfg.TxIndex {
 		t.Fatal("--addrindex did not turn --txindex on")
 	}
-	if _, err := n.Generate(101, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 101)
 	c := rpcClient(t, n.RPCAddrs()[0].String())
 
 	script := freshScript(t)
@@ -41,10 +39,7 @@ func TestAddrIndexAndDrops(t *testing.T) {
 	if err != nil || len(txs) != 1 || txs[0].TxHash() != *paid.Hash() {
 		t.Fatalf("unconfirmed payment: %v %v", txs, err)
 	}
-	hashes, err := n.Generate(1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hashes := generate(t, n, 1)
 	verbose, err := c.SearchRawTransactionsVerbose(addrs[0], 0, 10, true, false, nil)
 	if err != nil || len(verbose) != 1 {
 		t.Fatalf("confirmed payment: %v %v", verbose, err)

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +19,8 @@ import (
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 var (
@@ -123,10 +127,13 @@ func TestBinarySIGINTKeepsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The index follows the chain in a writer of its own: stop once it
+	// holds the tip, so the restart has nothing to catch up.
+	logFile := filepath.Join(dir, "logs", "regtest", "btcd-electrum.log")
+	waitIndexHeight(t, c, 20, logFile)
 	if err := interruptAndWait(t, cmd); err != nil {
 		t.Fatalf("exit after SIGINT: %v", err)
 	}
-	logFile := filepath.Join(dir, "logs", "regtest", "btcd-electrum.log")
 	logged, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
@@ -152,10 +159,43 @@ func TestBinarySIGINTKeepsState(t *testing.T) {
 	if n := strings.Count(string(logged), "Shutdown complete"); n != 2 {
 		t.Fatalf("%d clean shutdowns logged, want 2", n)
 	}
-	// The index caught up once, when the datadir was created; the restart
-	// found it at the chain tip.
-	if n := strings.Count(string(logged), "catching up"); n != 1 {
-		t.Fatalf("index catch-up logged %d times, want 1:\n%s", n, logged)
+	// The index was built when the datadir was created; the restart found
+	// it at the chain tip: it indexed, undid and rebuilt nothing.
+	first := strings.Index(string(logged), "Shutdown complete")
+	second := string(logged[first:])
+	if !regexp.MustCompile(`Indexed block 20 |Indexed blocks to 20 |caught up to height 20 `).Match(logged[:first]) {
+		t.Fatalf("the first run did not log block 20 indexed:\n%s", logged[:first])
+	}
+	for _, s := range []string{"Indexed block", "caught up to height", "rebuilding", "no longer in the main chain"} {
+		if strings.Contains(second, s) {
+			t.Fatalf("the restart logged %q:\n%s", s, second)
+		}
+	}
+	if !strings.Contains(second, "Electrum index caught up at height 20") {
+		t.Fatalf("the restart's summary does not show the index at the tip:\n%s", second)
+	}
+}
+
+// waitIndexHeight waits until getelectruminfo reports the Electrum index at
+// height, the chain's height; on a timeout it shows the node's log.
+func waitIndexHeight(t *testing.T, c *rpcclient.Client, height int32, logFile string) {
+	t.Helper()
+	var info rpcext.ElectrumInfo
+	for deadline := time.Now().Add(testWait); ; time.Sleep(20 * time.Millisecond) {
+		raw, err := c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+		if err != nil {
+			t.Fatalf("getelectruminfo: %v", err)
+		}
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatal(err)
+		}
+		if info.IndexHeight == height && info.ChainHeight == height {
+			return
+		}
+		if time.Now().After(deadline) {
+			logged, _ := os.ReadFile(logFile)
+			t.Fatalf("timed out waiting for the Electrum index at height %d: %+v\n%s", height, info, logged)
+		}
 	}
 }
 

@@ -108,9 +108,7 @@ func (c *electrumClient) notification(method string) []any {
 // transaction is served by blockchain.transaction.get without --txindex.
 func TestElectrumServesTheIndex(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir(), true))
-	if _, err := n.Generate(101, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 101)
 	c := dialElectrum(t, n)
 	c.call("server.version", "node-test", "1.4")
 
@@ -157,9 +155,7 @@ func TestElectrumServesTheIndex(t *testing.T) {
 	}
 
 	// Mining it: a new tip and a new status.
-	if _, err := n.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 1)
 	header := c.notification("blockchain.headers.subscribe")
 	if h, _ := header[0].(map[string]any)["height"].(float64); h != 102 {
 		t.Fatalf("header notification %v, want height 102", header)

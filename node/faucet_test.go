@@ -59,9 +59,7 @@ func TestFaucetPaysFromMaturedCoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	paysTo(t, n, third, pkScript, 120*btcutil.SatoshiPerBitcoin)
-	if _, err := n.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 1)
 	for _, txid := range []*chainhash.Hash{first, second, third} {
 		if n.TxPool().HaveTransaction(txid) {
 			t.Fatalf("faucet payment %v still unconfirmed after a block", txid)

@@ -349,6 +349,8 @@ func (n *Node) Stop() error {
 		close(n.quit)
 		n.srv.stop()
 		n.intervalMiner.Wait()
+		// A verification reads the index's store and btcd's database.
+		n.stopVerification()
 		if idx := n.index.electrum; idx != nil {
 			// The index's writer reads the chain and btcd's database;
 			// what it has not committed is caught up next start.
@@ -378,7 +380,6 @@ func (n *Node) Stop() error {
 		}
 		n.events.close()
 		n.wg.Wait()
-		n.stopVerification()
 		saveFeeEstimator(n.db, n.feeEstimator)
 		if n.metrics != nil {
 			n.metrics.close()

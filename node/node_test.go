@@ -92,6 +92,31 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// syncIndex waits until the node's Electrum index holds the chain's tip:
+// the index follows the chain in a writer of its own, so a test that mines
+// and then reads the index waits for it first (a no-op without the index).
+func syncIndex(t testing.TB, n *Node) {
+	t.Helper()
+	if n.index == nil || n.index.electrum == nil {
+		return
+	}
+	if err := n.index.electrum.Sync(); err != nil {
+		t.Fatalf("sync the Electrum index: %v", err)
+	}
+}
+
+// generate mines count blocks and waits until the Electrum index holds
+// them.
+func generate(t testing.TB, n *Node, count uint32) []*chainhash.Hash {
+	t.Helper()
+	hashes, err := n.Generate(count, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syncIndex(t, n)
+	return hashes
+}
+
 // spendCoinbase builds a transaction paying the coinbase output of the
 // block at height to testKey's address again, minus fee.
 func spendCoinbase(t testing.TB, n *Node, height int32, fee int64) *btcutil.Tx {
@@ -176,6 +201,9 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 	if best.Height != 102 {
 		t.Fatalf("height %d after mining, want 102", best.Height)
 	}
+	// The index holds the tip before the node stops: the restart must
+	// find it there, with nothing to catch up.
+	syncIndex(t, n)
 	if err := n.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
@@ -219,12 +247,14 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 	if _, err := n2.Generate(1, nil); err != nil {
 		t.Fatalf("Generate after restart: %v", err)
 	}
+	syncIndex(t, n2)
 	SetLogFile("")
 	logged, err := os.ReadFile(logFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"catching up", "rebuilding", "Creating block database"} {
+	for _, bad := range []string{"catching up", "caught up to height", "rebuilding", "no longer in the main chain",
+		"Creating block database"} {
 		if strings.Contains(string(logged), bad) {
 			t.Errorf("restart log contains %q:\n%s", bad, logged)
 		}
@@ -267,6 +297,9 @@ func TestRPCServesBtcdClient(t *testing.T) {
 	if err != nil || height != 3 || *bestHash != *hashes[2] {
 		t.Fatalf("getbestblock = %v@%d, %v", bestHash, height, err)
 	}
+	// getrawtransaction reads the Electrum index, which follows the
+	// chain in a writer of its own.
+	syncIndex(t, n)
 	block, err := n.Chain().BlockByHash(hashes[1])
 	if err != nil {
 		t.Fatal(err)
@@ -298,9 +331,7 @@ func TestRPCServesBtcdClient(t *testing.T) {
 // transaction submitted to the second reaches the first's mempool.
 func TestPeersSyncAndRelay(t *testing.T) {
 	a := startNode(t, testConfig(t, t.TempDir(), true))
-	if _, err := a.Generate(105, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, a, 105)
 	cfgB := testConfig(t, t.TempDir(), true)
 	cfgB.ConnectPeers = []string{a.P2PAddrs()[0].String()}
 	cfgB.Listeners = nil
@@ -402,9 +433,7 @@ func TestConfirmedTxThroughTxIndex(t *testing.T) {
 // anyone, and the Electrum mempool view must drop it too.
 func TestMempoolViewFollowsReplacement(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir(), true))
-	if _, err := n.Generate(101, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 101)
 	first := spendCoinbaseSeq(t, n, 1, 10_000, 0xfffffffd)
 	if _, err := n.ProcessTx(first); err != nil {
 		t.Fatalf("first: %v", err)

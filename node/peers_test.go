@@ -136,9 +136,7 @@ func TestStartFailureStopsCleanly(t *testing.T) {
 		t.Fatalf("Stop after a failed Start: %v", err)
 	}
 	n2 := startNode(t, testConfig(t, dir, true))
-	if _, err := n2.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n2, 1)
 }
 
 // TestReorgFollowsLongerPeerChain lets two nodes mine separate chains, then
@@ -148,12 +146,8 @@ func TestStartFailureStopsCleanly(t *testing.T) {
 func TestReorgFollowsLongerPeerChain(t *testing.T) {
 	a := startNode(t, testConfig(t, t.TempDir(), true))
 	b := startNode(t, testConfig(t, t.TempDir(), true))
-	if _, err := a.Generate(12, nil); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Generate(10, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, a, 12)
+	generate(t, b, 10)
 	c := dialElectrum(t, b)
 	c.call("server.version", "node-test", "1.4")
 	c.call("blockchain.headers.subscribe")

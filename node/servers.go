@@ -249,14 +249,15 @@ func (s *servers) electrumMempool(touched []indexers.ScriptHash) {
 	}
 }
 
-// electrumTip tells the Electrum server the index's current tip.
+// electrumTip tells the Electrum server the index's current tip: its
+// writer's last commit (read without the store, which may already be
+// closed when a last commit's event is dispatched during shutdown).
 func (s *servers) electrumTip() {
 	if s.electrum == nil {
 		return
 	}
-	tip, err := s.node.index.electrum.Tip()
-	if err != nil {
-		log.Errorf("Electrum index tip: %v", err)
+	tip, ok := s.node.index.electrum.LatestTip()
+	if !ok {
 		return
 	}
 	header, err := s.node.chain.HeaderByHash(&tip.Hash)

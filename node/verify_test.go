@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/rpcclient"
+	"github.com/syndtr/goleveldb/leveldb"
+	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
@@ -67,15 +68,11 @@ func TestVerifyElectrumIndex(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, true)
 	n := startNode(t, cfg)
-	if _, err := n.Generate(101, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 101)
 	if _, err := n.ProcessTx(spendCoinbase(t, n, 1, 10_000)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
+	generate(t, n, 1)
 	res := verifyOverRPC(t, n)
 	if !res.OK || res.Height != 102 || res.Blocks != 103 || res.Rows == 0 || res.Rows != res.ExpectedRows {
 		t.Fatalf("verification of a clean index: %+v", res)
@@ -92,28 +89,30 @@ func TestVerifyElectrumIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Delete the history row of the spend (height 102).
-	db, err := database.Open("ffldb", BlockDBPath(cfg.netDataDir), cfg.params.Net)
+	// Delete the history row of the spend (height 102) from the index's
+	// store.
+	store, err := leveldb.OpenFile(ElectrumIndexPath(cfg.netDataDir), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var deleted []byte
-	err = db.Update(func(dbTx database.Tx) error {
-		c := dbTx.Metadata().Cursor()
-		for ok := c.Seek([]byte("Exh")); ok && bytes.HasPrefix(c.Key(), []byte("Exh")); ok = c.Next() {
-			// A row of block 102 holding the spend, position 1.
-			k, v := c.Key(), c.Value()
-			if bytes.Equal(k[len(k)-4:], []byte{0, 0, 0, 102}) && len(v) >= 2 && v[len(v)-2] == 0 && v[len(v)-1] == 1 {
-				deleted = bytes.Clone(k)
-				break
-			}
+	it := store.NewIterator(util.BytesPrefix([]byte("Exh")), nil)
+	for it.Next() {
+		// A row of block 102 holding the spend, position 1.
+		k, v := it.Key(), it.Value()
+		if bytes.Equal(k[len(k)-4:], []byte{0, 0, 0, 102}) && len(v) >= 2 && v[len(v)-2] == 0 && v[len(v)-1] == 1 {
+			deleted = bytes.Clone(k)
+			break
 		}
-		return dbTx.Metadata().Delete(deleted)
-	})
-	if err != nil || deleted == nil {
+	}
+	it.Release()
+	if err := it.Error(); err != nil || deleted == nil {
+		t.Fatalf("find the history row of the spend: %v", err)
+	}
+	if err := store.Delete(deleted, nil); err != nil {
 		t.Fatalf("delete a history row: %x %v", deleted, err)
 	}
-	if err := db.Close(); err != nil {
+	if err := store.Close(); err != nil {
 		t.Fatal(err)
 	}
 

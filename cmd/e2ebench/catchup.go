@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// electrumIndexDir is the directory of the Electrum index's store in a
+// network's datadir (node.ElectrumIndexPath).
+const electrumIndexDir = "electrum_index"
+
 // The configurations catchup measures.
 const (
 	kindElectrum  = "electrum"  // this node, --electrumindex
@@ -288,21 +292,19 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	if err != nil {
 		return run, err
 	}
-	// Ours builds a new index into a leveldb of its own beside the chain's
-	// database (its base, indexers/base.go): its bytes are the index's.
-	if basePath := filepath.Join(dataDir, ci.NetDir(), "electrum_base"); kind == kindElectrum {
-		if _, err := os.Stat(basePath); err == nil {
-			raw, err := diskUsage(basePath)
-			if err != nil {
-				return run, err
-			}
-			baseBytes, err := compactedLevelDB(basePath)
-			if err != nil {
-				return run, err
-			}
-			after += raw
-			compacted += baseBytes
+	// Ours keeps its index in a store of its own beside the chain's
+	// database (indexers/store.go): its bytes are the index's.
+	if storePath := filepath.Join(dataDir, ci.NetDir(), electrumIndexDir); kind == kindElectrum {
+		raw, err := diskUsage(storePath)
+		if err != nil {
+			return run, err
 		}
+		storeBytes, err := compactedLevelDB(storePath)
+		if err != nil {
+			return run, err
+		}
+		after += raw
+		compacted += storeBytes
 	}
 	mu.Lock()
 	defer mu.Unlock()

@@ -85,12 +85,18 @@ func TestLoadChainChecksDatabase(t *testing.T) {
 // The log lines as the node and btcd write them, with the logger's prefix.
 func TestLogParsers(t *testing.T) {
 	const pre = "2026-12-01 15:17:00.123 [INF] ELEC: "
-	h, rate, ok := parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d committed (%d/%d tx), %.0f tx/s, ETA %s; assembled to %d",
-		120, 414, 90120, 300415, 51234.4, "7s", 131))
+	h, rate, ok := parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d committed (%d tx), %.0f tx/s",
+		120, 414, 90120, 51234.4))
 	if !ok || h != 120 || rate != 51234 {
 		t.Errorf("progress: %d %v %v", h, rate, ok)
 	}
-	// The line before the catch-up reported committed work.
+	// The lines of older versions: with the catch-up's target in
+	// transactions, and before it reported committed work.
+	h, rate, ok = parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d committed (%d/%d tx), %.0f tx/s, ETA %s; assembled to %d",
+		120, 414, 90120, 300415, 51234.4, "7s", 131))
+	if !ok || h != 120 || rate != 51234 {
+		t.Errorf("older progress line: %d %v %v", h, rate, ok)
+	}
 	h, rate, ok = parseElectrumProgress(pre + fmt.Sprintf("Electrum index: height %d/%d, %.0f tx/s, ETA %s", 120, 414, 51234.4, "7s"))
 	if !ok || h != 120 || rate != 51234 {
 		t.Errorf("old progress line: %d %v %v", h, rate, ok)
@@ -98,10 +104,15 @@ func TestLogParsers(t *testing.T) {
 	if _, _, ok := parseElectrumProgress(pre + "Electrum index: caught up 3 blocks"); ok {
 		t.Error("progress parser took another line")
 	}
-	txs, took, rate, ok := parseElectrumCaughtUp(pre + fmt.Sprintf("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)",
+	txs, took, rate, ok := parseElectrumCaughtUp(pre + fmt.Sprintf("Electrum index: caught up to height %d (%d tx in %v)",
+		414, 300415, 5234*time.Millisecond))
+	if !ok || txs != 300415 || took != 5234*time.Millisecond || rate != 300415/5.234 {
+		t.Errorf("caught up: %d %v %v %v", txs, took, rate, ok)
+	}
+	txs, took, rate, ok = parseElectrumCaughtUp(pre + fmt.Sprintf("Electrum index: caught up %d blocks (%d tx) in %v (%.0f tx/s)",
 		414, 300415, 5234*time.Millisecond, 57397.2))
 	if !ok || txs != 300415 || took != 5234*time.Millisecond || rate != 57397 {
-		t.Errorf("caught up: %d %v %v %v", txs, took, rate, ok)
+		t.Errorf("older caught-up line: %d %v %v %v", txs, took, rate, ok)
 	}
 
 	hb, ok := parseBtcdCaughtUp("2026-12-01 15:17:00.123 [INF] INDX: Indexes caught up to height 414")
@@ -128,6 +139,7 @@ func TestLogParsers(t *testing.T) {
 		{pre + fmt.Sprintf("Indexed block %d (%d tx) in %v", 5, 1, time.Duration(0)), 5, 1, 0},
 		{pre + "Indexed block 7 (3,001 tx) in 850µs", 7, 3001, 850 * time.Microsecond},
 		{pre + "Indexed block 8 (1,234,567 tx) in 1.2s", 8, 1234567, 1200 * time.Millisecond},
+		{pre + "Indexed block 9 (41 tx), committed in 1.11ms", 9, 41, 1110 * time.Microsecond}, // an intermediate version's
 	} {
 		h, n, d, ok := parseIndexedBlock(tc.line)
 		if !ok || h != tc.h || n != tc.n || d != tc.d {
@@ -136,6 +148,9 @@ func TestLogParsers(t *testing.T) {
 	}
 	if _, _, _, ok := parseIndexedBlock(pre + "Indexed 12 blocks (3,000 tx) in 4ms"); ok {
 		t.Error("a folded summary line parsed as one block")
+	}
+	if _, _, _, ok := parseIndexedBlock(pre + "Indexed blocks to 12 (3000 tx) in 4ms"); ok {
+		t.Error("a batch of blocks parsed as one block")
 	}
 }
 

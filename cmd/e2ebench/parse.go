@@ -11,12 +11,16 @@ import (
 
 // Log lines the benchmarks read.
 var (
-	// The Electrum index's catch-up progress (indexers/catchup.go):
-	// "Electrum index: height 1200/4000 committed (300000/1000000 tx), 51234
-	// tx/s, ETA 12s; assembled to 1300" (before, without the committed part).
-	reElectrumProgress = regexp.MustCompile(`Electrum index: height (\d+)/(\d+)(?: committed \(\d+/\d+ tx\))?, (\d+) tx/s`)
-	// Its end: "Electrum index: caught up 4000 blocks (1000000 tx) in 17.2s (58000 tx/s)".
-	reElectrumCaughtUp = regexp.MustCompile(`Electrum index: caught up (\d+) blocks \((\d+) tx\) in (\S+) \((\d+) tx/s\)`)
+	// The Electrum index's catch-up progress (indexers/pipeline.go):
+	// "Electrum index: height 1200/4000 committed (300000 tx), 51234 tx/s"
+	// (older versions: "committed (300000/1000000 tx)", or no committed
+	// part).
+	reElectrumProgress = regexp.MustCompile(`Electrum index: height (\d+)/(\d+)(?: committed \((?:\d+/)?\d+ tx\))?, (\d+) tx/s`)
+	// Its end: "Electrum index: caught up to height 4000 (1000000 tx in
+	// 17.2s)" (older versions: "caught up 4000 blocks (1000000 tx) in
+	// 17.2s (58000 tx/s)").
+	reElectrumCaughtUp    = regexp.MustCompile(`Electrum index: caught up to height (\d+) \((\d+) tx in (\S+)\)`)
+	reElectrumCaughtUpOld = regexp.MustCompile(`Electrum index: caught up (\d+) blocks \((\d+) tx\) in (\S+) \((\d+) tx/s\)`)
 	// btcd's index manager (blockchain/indexers/manager.go) when every
 	// index has reached the tip: "Indexes caught up to height 4000".
 	reBtcdCaughtUp = regexp.MustCompile(`Indexes caught up to height (\d+)`)
@@ -24,11 +28,13 @@ var (
 	// (blockchain/indexers/blocklogger.go): "Indexed 120 blocks in the
 	// last 10s (300000 transactions, height 1200, 2024-01-01 ...)".
 	reBtcdProgress = regexp.MustCompile(`Indexed (\d+) blocks? in the last (\S+) \((\d+) transactions?, height (\d+)`)
-	// The node's per-block index time, from the Electrum index
-	// (indexers/index.go, "Indexed block 1200 (3001 tx) in 12.3ms") or the
-	// node's timing wrapper around other indexes (node/index.go, with
-	// thousands separators: "(3,001 tx)").
-	reIndexedBlock = regexp.MustCompile(`Indexed block (\d+) \(([\d,]+) tx\) in (\S+)`)
+	// A block's index time: the Electrum index's writer indexing a block
+	// alone (indexers/pipeline.go, "Indexed block 1200 (3001 tx) in
+	// 12.3ms", from reading the block to the end of its commit; an
+	// intermediate version logged "..., committed in 1.2ms", the commit
+	// alone), or the node's timing wrapper around other indexes
+	// (node/index.go, with thousands separators: "(3,001 tx)").
+	reIndexedBlock = regexp.MustCompile(`Indexed block (\d+) \(([\d,]+) tx\),? (?:committed )?in (\S+)`)
 )
 
 // progressPoint is one point of a catch-up's progress.
@@ -58,16 +64,23 @@ func parseElectrumProgress(line string) (height int32, rate float64, ok bool) {
 // own rate over the catch-up window.
 func parseElectrumCaughtUp(line string) (txs int64, took time.Duration, rate float64, ok bool) {
 	m := reElectrumCaughtUp.FindStringSubmatch(line)
+	old := m == nil
+	if old {
+		m = reElectrumCaughtUpOld.FindStringSubmatch(line)
+	}
 	if m == nil {
 		return 0, 0, 0, false
 	}
 	n, err1 := strconv.ParseInt(m[2], 10, 64)
 	d, err2 := time.ParseDuration(m[3])
-	r, err3 := strconv.ParseFloat(m[4], 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	if err1 != nil || err2 != nil || d <= 0 {
 		return 0, 0, 0, false
 	}
-	return n, d, r, true
+	if old {
+		r, err := strconv.ParseFloat(m[4], 64)
+		return n, d, r, err == nil
+	}
+	return n, d, float64(n) / d.Seconds(), true
 }
 
 // parseBtcdCaughtUp reads btcd's "Indexes caught up to height N".

@@ -39,7 +39,9 @@ func TestAgainstNode(t *testing.T) {
 	// benchmarks run without them, and so does the test.
 	n := integration.StartNode(t, integration.NodeConfig{Args: []string{
 		"--electrumcosthardlimit=-1", "--electrummaxsessionsperip=-1"}})
-	if _, err := n.RPC.Generate(blocks); err != nil {
+	// Mine waits for the Electrum server to report the last block: the
+	// index follows the chain in a writer of its own.
+	if _, err := n.Mine(blocks); err != nil {
 		t.Fatal(err)
 	}
 	mining := integration.ScriptHash(integration.MiningScript())
