@@ -131,6 +131,11 @@ func buildBeside(t testing.TB, h *testchain.Harness, opts indexers.Options) (*in
 		t.Fatalf("index built beside is at %v/%d, the chain at %v/%d", tip.Hash, tip.Height, hash, height)
 	}
 	checkSize(t, idx)
+	// Every block it indexed was on disk when its writer started: none
+	// has an undo record, whatever the window (undo.go).
+	if n, _, err := idx.UndoSize(); err != nil || n != 0 {
+		t.Fatalf("index built beside, undo window %d: %d undo records (%v), want none", opts.UndoBlocks, n, err)
+	}
 	return idx, indexRows(t, idx)
 }
 
@@ -325,7 +330,8 @@ func (m *countingManager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block
 //     sees a hook's database work.
 //
 // The Electrum index still ends at the chain tip with the same rows either
-// way, and equal to an index built from scratch.
+// way, and equal to an index built from scratch, with the undo record of
+// every block but genesis (all connected while its writer ran).
 func TestHooksDoNoDatabaseWork(t *testing.T) {
 	src := testchain.New(t, nil)
 	blocks, err := src.MineEmpty(int(src.Params.CoinbaseMaturity) + 1)
@@ -407,7 +413,10 @@ func TestHooksDoNoDatabaseWork(t *testing.T) {
 		if tip, _ := idx.LatestTip(); tip.Hash != tipHash {
 			t.Fatalf("index at %v/%d, chain at %v/%d", tip.Hash, tip.Height, tipHash, tipHeight)
 		}
-		sameAsScratch(t, "index of the replayed chain against one built from scratch", h, idx)
+		undo := sameAsScratch(t, "index of the replayed chain against one built from scratch", h, idx)
+		// The writer started on the genesis block: btcd connected every
+		// other block while it ran, and each has its record.
+		checkUndoRule(t, "replayed chain", h.Chain, undo, map[chainhash.Hash]bool{*h.Params.GenesisHash: true}, noneKept)
 		return mgr, indexRows(t, idx)
 	}
 
@@ -525,8 +534,10 @@ func TestBlockPathReadsNothing(t *testing.T) {
 		t.Fatalf("the spy saw %d comparisons of the block path's writes and %d of the undo's: it sees nothing", writes, undo)
 	}
 
-	// A catch-up of the whole chain, in many batches.
-	if err := h.Reopen(factory(indexers.Options{BatchBytes: 16 << 10})); err != nil {
+	// A catch-up of the whole chain, in many batches (of rows alone: the
+	// blocks were on disk at the writer's start, so they get no undo
+	// record).
+	if err := h.Reopen(factory(indexers.Options{BatchBytes: 8 << 10})); err != nil {
 		t.Fatal(err)
 	}
 	writes, _ = check("catch-up")
@@ -549,42 +560,116 @@ func TestBlockPathReadsNothing(t *testing.T) {
 	}
 }
 
-// allUndo is an UndoBlocks that gives every block an undo record.
+// allUndo is an undo window wider than any test chain: it keeps every
+// record the writer writes, and still gives none to the blocks a writer
+// catches up from btcd's disk at its start.
 const allUndo = 1 << 30
 
-// sameAsScratch compares the index with one built from scratch on h's
-// chain of the moment: every row but the undo records is equal, and every
-// undo record the index holds is the record of the main-chain block at its
-// height (a record left of a disconnected block would undo the wrong
-// block). It returns the heights of the index's undo records.
-func sameAsScratch(t testing.TB, step string, h *testchain.Harness, idx *indexers.ElectrumIndex) map[int32]bool {
+// mainChainUndo checks the undo records among rows (keyed as in the store)
+// against chain: each is at or below the chain's tip and is the record of
+// the main chain's block at its height, as indexers.UndoRecordOf computes it
+// from the block and btcd's spent outputs (a record left of a disconnected
+// block would undo the wrong block). It returns their heights.
+func mainChainUndo(t testing.TB, step string, chain *blockchain.BlockChain, rows map[string][]byte) map[int32]bool {
 	t.Helper()
-	checkSize(t, idx)
-	_, want := buildBeside(t, h, indexers.Options{UndoBlocks: allUndo})
-	got := indexRows(t, idx)
-	compareRows(t, step, want, got, true)
+	tip := chain.BestSnapshot().Height
 	heights := make(map[int32]bool)
-	for k, v := range got {
+	for k, v := range rows {
 		if !isUndoKey(k) {
 			continue
 		}
+		if len(k) != len(indexers.UndoKey(0)) {
+			t.Fatalf("%s: undo record key %x", step, k)
+		}
 		height := int32(binary.BigEndian.Uint32([]byte(k[3:])))
 		heights[height] = true
-		if w, ok := want[k]; !ok || !bytes.Equal(w, v) {
+		if height > tip {
+			t.Fatalf("%s: undo record at height %d, above the chain's tip %d", step, height, tip)
+		}
+		block, err := chain.BlockByHeight(height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stxos []blockchain.SpentTxOut
+		if height > 0 {
+			if stxos, err = chain.FetchSpendJournal(block); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !bytes.Equal(v, indexers.UndoRecordOf(block, stxos)) {
 			t.Fatalf("%s: the undo record at height %d is not the record of the main chain's block there", step, height)
 		}
 	}
 	return heights
 }
 
+// noneKept is a keptAbove of checkUndoRule: no record of a block on disk at
+// the writer's start may remain.
+const noneKept = int32(1<<31 - 1)
+
+// checkUndoRule checks which blocks of chain's main chain hold an undo
+// record (undo, their heights): a block in onDisk, which btcd had on disk
+// when the index's writer started, holds none, but for one above keptAbove
+// (the record an earlier run wrote, which the start kept); every other
+// block, which btcd connected while the writer ran, holds one (the tests
+// run far shorter than the ten minutes a record stays).
+func checkUndoRule(t testing.TB, step string, chain *blockchain.BlockChain, undo map[int32]bool,
+	onDisk map[chainhash.Hash]bool, keptAbove int32) {
+	t.Helper()
+	tip := chain.BestSnapshot().Height
+	for height := int32(0); height <= tip; height++ {
+		hash, err := chain.BlockHashByHeight(height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case onDisk[*hash] && undo[height] && height <= keptAbove:
+			t.Fatalf("%s: block %d %v, on disk when the writer started, has an undo record", step, height, hash)
+		case !onDisk[*hash] && !undo[height]:
+			t.Fatalf("%s: block %d %v, connected while the writer ran, has no undo record", step, height, hash)
+		}
+	}
+}
+
+// mainChainSet returns the blocks of chain's main chain.
+func mainChainSet(t testing.TB, chain *blockchain.BlockChain) map[chainhash.Hash]bool {
+	t.Helper()
+	set := make(map[chainhash.Hash]bool)
+	for height := int32(0); height <= chain.BestSnapshot().Height; height++ {
+		hash, err := chain.BlockHashByHeight(height)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set[*hash] = true
+	}
+	return set
+}
+
+// sameAsScratch compares the index with one built from scratch on h's
+// chain of the moment (which holds no undo record: buildBeside): every row
+// but the undo records is equal, and every undo record the index holds is
+// the record of the main-chain block at its height (mainChainUndo). It
+// returns the heights of the index's undo records.
+func sameAsScratch(t testing.TB, step string, h *testchain.Harness, idx *indexers.ElectrumIndex) map[int32]bool {
+	t.Helper()
+	checkSize(t, idx)
+	_, want := buildBeside(t, h, indexers.Options{UndoBlocks: allUndo})
+	got := indexRows(t, idx)
+	compareRows(t, step, want, got, true)
+	return mainChainUndo(t, step, h.Chain, got)
+}
+
 // TestDisconnectUndoesExactly connects random blocks, reorganizes, and
 // finally invalidates every block but genesis and reconsiders them again:
 // at each point every row of the store but the undo records equals the rows
-// of an index built from scratch on the chain of that moment, and every
-// undo record left is the record of the main chain's block at its height.
-// With undo records for 288 blocks every undo reads its record; with 2, a
-// restart leaves records for the newest 2 blocks only and the deeper undos
-// read the blocks.
+// of an index built from scratch on the chain of that moment, every undo
+// record left is the record of the main chain's block at its height, and
+// exactly the blocks btcd connected while the writer ran hold one
+// (checkUndoRule). The index follows the chain from genesis, so with undo
+// records for 288 blocks every block but genesis has a record and every
+// undo reads its record; with 2, a restart keeps the records of the newest
+// 2 blocks only, the blocks below them were on disk at the start and get
+// none, and the deeper undos read the blocks.
 func TestDisconnectUndoesExactly(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -605,6 +690,18 @@ func TestDisconnectUndoesExactly(t *testing.T) {
 			if raceDetector {
 				steps = 24
 			}
+			// onDisk holds the blocks btcd had on disk when the writer
+			// started, keptAbove the height above which the records an
+			// earlier run wrote for them may remain (checkUndoRule).
+			startHash := *h.Params.GenesisHash
+			onDisk := map[chainhash.Hash]bool{startHash: true}
+			keptAbove := noneKept
+			check := func(step string) map[int32]bool {
+				t.Helper()
+				undo := sameAsScratch(t, step, h, idx)
+				checkUndoRule(t, step, h.Chain, undo, onDisk, keptAbove)
+				return undo
+			}
 			random := func(from, to int) {
 				t.Helper()
 				for step := from; step < to; step++ {
@@ -621,28 +718,36 @@ func TestDisconnectUndoesExactly(t *testing.T) {
 						t.Fatal(err)
 					}
 					if step%10 == 9 {
-						sameAsScratch(t, fmt.Sprintf("step %d", step), h, idx)
+						check(fmt.Sprintf("step %d", step))
 					}
 				}
 			}
 			random(0, steps/2)
 			if tc.undo > 0 {
-				// A restart: the records of the blocks on disk below the
-				// newest 2 go.
+				// A restart: the records of the blocks below the newest 2
+				// go, and every block of the chain is now one btcd had on
+				// disk when the writer started.
 				if err := h.Reopen(testchain.ElectrumIndex(dir, opts, &idx, nil)); err != nil {
 					t.Fatal(err)
 				}
+				var start int32
+				startHash, start = h.Tip()
+				onDisk, keptAbove = mainChainSet(t, h.Chain), start-int32(tc.undo)
 				if n, _, err := idx.UndoSize(); err != nil || n != int64(tc.undo) {
 					t.Fatalf("after a restart %d undo records (%v), want %d", n, err, tc.undo)
 				}
+				if hs := undoHeights(t, idx); hs[0] != start-int32(tc.undo)+1 || hs[len(hs)-1] != start {
+					t.Fatalf("after a restart undo records at %v, tip at %d", hs, start)
+				}
+				// 2 blocks undone from their records, 4 from the blocks.
 				if _, err := h.Reorg(rng, 6, spec); err != nil {
 					t.Fatal(err)
 				}
-				sameAsScratch(t, "deep reorganization after the restart", h, idx)
+				check("deep reorganization after the restart")
 			}
 			random(steps/2, steps)
 			_, tip := h.Tip()
-			undo := sameAsScratch(t, "after the reorganizations", h, idx)
+			undo := check("after the reorganizations")
 			for height := tip - int32(max(tc.undo, 2)) + 1; height <= tip; height++ {
 				if !undo[height] {
 					t.Fatalf("no undo record at height %d, below the tip %d", height, tip)
@@ -660,13 +765,26 @@ func TestDisconnectUndoesExactly(t *testing.T) {
 			if _, height := h.Tip(); height != 0 {
 				t.Fatalf("invalidating block 1 left the chain at height %d", height)
 			}
-			sameAsScratch(t, "back at genesis", h, idx)
+			// Each undo deleted its block's record.
+			if undo := check("back at genesis"); len(undo) != 0 {
+				t.Fatalf("undo records at %v back at genesis", undo)
+			}
 			if err := h.ReconsiderBlock(*first); err != nil {
 				t.Fatal(err)
 			}
 			// btcd picks a branch of the blocks reconsidered (not always
-			// the one it left); the index follows it.
-			sameAsScratch(t, "all blocks reconsidered", h, idx)
+			// the one it left); the index follows it. Each block it
+			// connects gets a record, but for a block below the writer's
+			// start when that start is in the main chain again. btcd
+			// connects the branch block by block, and the writer may
+			// index the lower blocks before the start is back in the main
+			// chain: those get a record too, so records of blocks on disk
+			// at the start are allowed here (keptAbove -1).
+			if !h.Chain.MainChainHasBlock(&startHash) {
+				onDisk = map[chainhash.Hash]bool{*h.Params.GenesisHash: true}
+			}
+			keptAbove = -1
+			check("all blocks reconsidered")
 			if _, height := h.Tip(); height < 100 {
 				t.Fatalf("reconsidering block 1 left the chain at height %d", height)
 			}
@@ -677,9 +795,10 @@ func TestDisconnectUndoesExactly(t *testing.T) {
 // Catching up an existing chain in one batch, or in many small ones,
 // writes exactly the rows the writer writes following the chain block by
 // block, size and tip included. Undo records differ by design: the writer
-// following the chain keeps one for every block it indexed (for undoKeep),
-// a catch-up of blocks already on disk only for the newest UndoBlocks; each
-// is the record of its block.
+// following the chain keeps the record of every block btcd connected while
+// it ran (for undoKeep, even beyond UndoBlocks), each the record of its
+// block; a catch-up of blocks btcd had on disk at its start writes none,
+// whatever UndoBlocks (buildBeside checks).
 func TestCatchUpMatchesBlockPath(t *testing.T) {
 	opts := indexers.Options{UndoBlocks: 10}
 	var idx *indexers.ElectrumIndex
@@ -696,8 +815,10 @@ func TestCatchUpMatchesBlockPath(t *testing.T) {
 		}
 	}
 	_, tip := h.Tip()
-	if undo := sameAsScratch(t, "block by block", h, idx); len(undo) != int(tip)+1 {
-		t.Fatalf("following the chain: %d undo records for %d blocks", len(undo), tip+1)
+	undo := sameAsScratch(t, "block by block", h, idx)
+	checkUndoRule(t, "block by block", h.Chain, undo, map[chainhash.Hash]bool{*h.Params.GenesisHash: true}, noneKept)
+	if len(undo) != int(tip) {
+		t.Fatalf("following the chain: %d undo records for %d blocks above genesis", len(undo), tip)
 	}
 	live := indexRows(t, idx)
 
@@ -705,26 +826,12 @@ func TestCatchUpMatchesBlockPath(t *testing.T) {
 		t.Helper()
 		c, rows := buildBeside(t, h, opts)
 		compareRows(t, what, live, rows, true)
-		n := 0
-		for k, v := range rows {
-			if !isUndoKey(k) {
-				continue
-			}
-			n++
-			height := int32(binary.BigEndian.Uint32([]byte(k[3:])))
-			if height <= tip-int32(opts.UndoBlocks) || !bytes.Equal(v, live[k]) {
-				t.Fatalf("%s: undo record at height %d (tip %d) differs", what, height, tip)
-			}
-		}
-		if n != opts.UndoBlocks {
-			t.Fatalf("%s: %d undo records, want %d", what, n, opts.UndoBlocks)
-		}
 		return c
 	}
 	if n := catchUp("one batch", opts).Progress().Batches; n != 1 {
 		t.Fatalf("catch-up in one batch committed %d", n)
 	}
-	opts.BatchBytes = 16 << 10
+	opts.BatchBytes = 8 << 10
 	many := catchUp("many batches", opts)
 	if n := many.Progress().Batches; n < 6 {
 		t.Fatalf("catch-up in small batches committed %d, want many", n)
@@ -818,7 +925,7 @@ func TestCatchUpProgressIsCommitted(t *testing.T) {
 	err := h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		var err error
 		idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{
-			Dir: t.TempDir(), BatchBytes: 16 << 10, OnCommit: onCommit,
+			Dir: t.TempDir(), BatchBytes: 8 << 10, OnCommit: onCommit,
 			OnBlock: func(p indexers.BlockPass) { blockWrites += p.Writes; blocks++ }})
 		if err != nil {
 			t.Fatal(err)
@@ -859,11 +966,15 @@ func TestCatchUpProgressIsCommitted(t *testing.T) {
 	if hash, height := h.Tip(); height != p.Target || p.From != 0 || p.TargetTxs != h.Chain.BestSnapshot().TotalTxns {
 		t.Fatalf("catch-up from %d to %d of %d tx, chain tip %v/%d", p.From, p.Target, p.TargetTxs, hash, height)
 	}
-	// Writes counts rows put or deleted: at most the blocks' own, an undo
-	// record and its deletion per block, and the tip and size per batch.
-	if limit := blockWrites + 2*blocks + 2*int64(p.Batches); p.Writes == 0 || int64(p.Writes) > limit {
+	// Writes counts rows put or deleted: at most the blocks' own and the
+	// tip and size per batch. The blocks were on disk at the writer's start:
+	// no undo record.
+	if limit := blockWrites + 2*int64(p.Batches); p.Writes == 0 || int64(p.Writes) > limit {
 		t.Fatalf("catch-up of %d blocks whose passes wrote %d rows reports %d rows written (at most %d)",
 			blocks, blockWrites, p.Writes, limit)
+	}
+	if n, _, err := idx.UndoSize(); err != nil || n != 0 {
+		t.Fatalf("catch-up at the start: %d undo records (%v), want none", n, err)
 	}
 }
 

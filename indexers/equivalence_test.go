@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -138,21 +139,32 @@ func eqCompare(t testing.TB, what string, want, got map[string][]byte) {
 		what, len(missing), first(missing), len(extra), first(extra), len(differ), first(differ), len(want))
 }
 
-// eqCompareUndo fails the test unless the undo records two indexes at the
-// same tip both hold are equal: a record describes the block of its height
-// in the index's chain, however the index got there.
-func eqCompareUndo(t testing.TB, what string, a, b map[string][]byte) int {
+// eqNoUndo fails the test unless the index holds no undo record: every
+// block it indexed was on disk when its writer started.
+func eqNoUndo(t testing.TB, what string, idx *indexers.ElectrumIndex) {
 	t.Helper()
-	n := 0
-	for k, v := range a {
-		if w, ok := b[k]; ok {
-			n++
-			if !bytes.Equal(v, w) {
-				t.Fatalf("%s: undo record %x differs", what, k)
-			}
+	if hs := undoHeights(t, idx); len(hs) != 0 {
+		t.Fatalf("%s: undo records at %v, want none (a catch-up of blocks on disk at start)", what, hs)
+	}
+}
+
+// eqRebuilt reports whether commits include the empty index of a rebuild.
+func eqRebuilt(commits []indexers.Commit) bool {
+	for _, c := range commits {
+		if c.Tip.Height < 0 {
+			return true
 		}
 	}
-	return n
+	return false
+}
+
+// eqHeights returns the heights from..to.
+func eqHeights(from, to int32) []int32 {
+	var hs []int32
+	for h := from; h <= to; h++ {
+		hs = append(hs, h)
+	}
+	return hs
 }
 
 // eqFreshData builds an index from scratch on h's chain, in a store of its
@@ -349,26 +361,32 @@ func eqInterruptedOpen(t *testing.T, dir string, height int32, views int64, opts
 }
 
 // TestEquivalenceLiveCatchUpInterruptedStale builds one chain history in
-// several ways and requires byte-identical index rows from all of them (the
-// undo records, which depend on the way, are compared where both indexes
-// hold one):
-//   - live: the index followed every block as the chain grew;
+// several ways and requires byte-identical index rows from all of them. The
+// undo records depend on the way: a block btcd connected while the writer
+// ran has one, a block btcd had on disk when the writer started has none
+// (but for the records of an earlier run a restart keeps), and every record
+// is the record of the main chain's block at its height (mainChainUndo):
+//   - live: the index followed every block as the chain grew, and holds the
+//     record of every block but genesis;
 //   - lagging: the writer stalled on a block the chain then reorganized
 //     away, while the rest of the history went on, then caught up at once
-//     in small batches;
+//     in small batches; its records are the live index's;
 //   - catch-up: the chain built without the index, then opened with it,
-//     alone and next to btcd's transaction index;
+//     alone and next to btcd's transaction index: no record;
 //   - interrupted: the same catch-up stopped part-way by the interrupt
 //     channel, then resumed by a second start, in one batch and in batches
-//     of a few blocks;
+//     of a few blocks: no record;
 //   - interrupted, then the chain reorganized below the index tip while the
 //     index was off (its blocks undone from the blocks, there being no undo
-//     record), then resumed: equal to a fresh index of that chain;
+//     record, not rebuilt), then resumed: equal to a fresh index of that
+//     chain;
 //   - stale: the index enabled for the first phase (and restarted), disabled
 //     while the chain reorganized blocks full of transactions, then enabled
 //     again, so it must undo its tip off the abandoned branch before
 //     catching up (with the default undo window, all from undo records, and
-//     with one of two blocks, the rest from the blocks).
+//     with one of two blocks, the rest from the blocks, never rebuilt); it
+//     keeps the records of the first phase below the branch, within the
+//     window.
 func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	const seed = 21
 
@@ -383,6 +401,8 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	wantTip, wantHeight := live.Tip()
 	t.Logf("chain height %d, %d index keys, %d undo records", wantHeight, len(want), len(wantUndo))
 	verifyIndexOK(t, live, liveIdx, "live")
+	genesisOnly := map[chainhash.Hash]bool{*live.Params.GenesisHash: true}
+	checkUndoRule(t, "live", live.Chain, mainChainUndo(t, "live", live.Chain, wantUndo), genesisOnly, noneKept)
 
 	// Lagging: the writer's commit of the block mined at phase1's step 9
 	// stalls until the end of the scenario, during which that block is
@@ -435,7 +455,8 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 		t.Fatalf("the lagging writer's catch-up: %+v, want several batches up to %d", p, wantHeight)
 	}
 	eqCompare(t, "lagging", want, eqIndexData(t, lagIdx))
-	eqCompareUndo(t, "lagging", wantUndo, eqUndoData(t, lagIdx))
+	// It connected every block while it ran, as the live index did.
+	eqCompare(t, "lagging, undo records", wantUndo, eqUndoData(t, lagIdx))
 
 	// Catch-up, and copies of the unindexed chain for the interrupted runs.
 	cdir := t.TempDir()
@@ -462,9 +483,7 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	eqCompare(t, "catch-up", want, eqIndexData(t, cuIdx))
-	if n := eqCompareUndo(t, "catch-up", wantUndo, eqUndoData(t, cuIdx)); n == 0 {
-		t.Fatal("the live index and the catch-up hold no undo record of the same height")
-	}
+	eqNoUndo(t, "catch-up", cuIdx)
 
 	// Catch-up next to btcd's own transaction index.
 	var txIdx *indexers.ElectrumIndex
@@ -472,6 +491,7 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 		return []btcdindexers.Indexer{btcdindexers.NewTxIndex(db)}
 	})
 	eqCompare(t, "catch-up next to btcd's transaction index", want, eqIndexData(t, txIdx))
+	eqNoUndo(t, "catch-up next to btcd's transaction index", txIdx)
 
 	// Interrupted after about half of the blocks were read, then resumed;
 	// once with one batch, once with batches of a few blocks each.
@@ -480,18 +500,21 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 	var resumedIdx *indexers.ElectrumIndex
 	eqOpen(t, idir, indexers.Options{}, &resumedIdx, nil)
 	eqCompare(t, "interrupted and resumed catch-up", want, eqIndexData(t, resumedIdx))
+	eqNoUndo(t, "interrupted and resumed catch-up", resumedIdx)
 	small := indexers.Options{BatchBytes: 8 << 10}
 	mid = eqInterruptedOpen(t, ldir, wantHeight, int64(wantHeight), small)
 	t.Logf("interrupted at height %d of %d with small batches", mid.Height, wantHeight)
 	var resumedSmallIdx *indexers.ElectrumIndex
 	eqOpen(t, ldir, small, &resumedSmallIdx, nil)
 	eqCompare(t, "interrupted and resumed catch-up in small batches", want, eqIndexData(t, resumedSmallIdx))
+	eqNoUndo(t, "interrupted and resumed catch-up in small batches", resumedSmallIdx)
 
 	// Interrupted, then the chain reorganizes below the index tip while
 	// the index is off, then the index is enabled again: it must undo its
 	// blocks off the abandoned branch and catch up to what a fresh index
-	// holds. The interrupted catch-up wrote no undo record for blocks that
-	// far below its target: they are undone from the blocks.
+	// holds. The interrupted catch-up wrote no undo record (its blocks were
+	// on disk at its start): they are undone from the blocks, and the
+	// index is not rebuilt.
 	// Interrupted among the blocks with transactions, above the coinbases
 	// maturing, so that the blocks undone spend outputs.
 	window := indexers.Options{UndoBlocks: 2}
@@ -517,10 +540,17 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 		t.Fatal("the reorganization left the interrupted index tip on the main chain")
 	}
 	var rIdx *indexers.ElectrumIndex
-	if err := rh.Reopen(eqFactory(jdir, window, &rIdx)); err != nil {
+	rCommits := &commitLog{}
+	rOpts := window
+	rOpts.OnCommit = rCommits.add
+	if err := rh.Reopen(eqFactory(jdir, rOpts, &rIdx)); err != nil {
 		t.Fatal(err)
 	}
+	if eqRebuilt(rCommits.take()) {
+		t.Fatal("interrupted, reorganized below its tip, resumed: the index was rebuilt instead of undone")
+	}
 	eqCompare(t, "interrupted, reorganized below its tip, resumed", eqFreshData(t, rh), eqIndexData(t, rIdx))
+	eqNoUndo(t, "interrupted, reorganized below its tip, resumed", rIdx)
 	verifyIndexOK(t, rh, rIdx, "interrupted, reorganized below its tip, resumed")
 
 	// Stale: disabled across a reorganization.
@@ -540,6 +570,23 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Every block of the first phase was connected while the
+			// writer ran: the restart keeps the records of the window.
+			kept := eqHeights(1, stale.Height)
+			if opts.UndoBlocks > 0 {
+				kept = eqHeights(stale.Height-int32(opts.UndoBlocks)+1, stale.Height)
+			}
+			if hs := undoHeights(t, stIdx); fmt.Sprint(hs) != fmt.Sprint(kept) {
+				t.Fatalf("undo records at %v after the restart, want %v", hs, kept)
+			}
+			staleChain := make([]chainhash.Hash, stale.Height+1)
+			for height := range staleChain {
+				hash, err := st.Chain.BlockHashByHeight(int32(height))
+				if err != nil {
+					t.Fatal(err)
+				}
+				staleChain[height] = *hash
+			}
 			if err := st.Reopen(nil); err != nil {
 				t.Fatal(err)
 			}
@@ -551,11 +598,35 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 				t.Fatalf("index tip %d %v is on the main chain: the scenario did not leave it stale",
 					stale.Height, stale.Hash)
 			}
-			if err := st.Reopen(eqFactory(dir, opts, &stIdx)); err != nil {
+			fork := stale.Height
+			for !st.Chain.MainChainHasBlock(&staleChain[fork]) {
+				fork--
+			}
+			if opts.UndoBlocks > 0 && int(stale.Height-fork) <= opts.UndoBlocks {
+				t.Fatalf("the stale branch of %d blocks is within the undo window %d: no undo reads blocks",
+					stale.Height-fork, opts.UndoBlocks)
+			}
+			commits := &commitLog{}
+			reopts := opts
+			reopts.OnCommit = commits.add
+			if err := st.Reopen(eqFactory(dir, reopts, &stIdx)); err != nil {
 				t.Fatal(err)
 			}
+			if eqRebuilt(commits.take()) {
+				t.Fatal("the stale index was rebuilt instead of undone")
+			}
 			eqCompare(t, "index re-enabled after a reorganization", want, eqIndexData(t, stIdx))
-			eqCompareUndo(t, "index re-enabled after a reorganization", wantUndo, eqUndoData(t, stIdx))
+			// The records of the first phase below the branch stay (the
+			// window keeps those of the whole phase, or none below the
+			// branch); the blocks caught up at the start get none.
+			undo := mainChainUndo(t, "index re-enabled after a reorganization", st.Chain, eqUndoData(t, stIdx))
+			var wantHs []int32
+			if opts.UndoBlocks == 0 {
+				wantHs = eqHeights(1, fork)
+			}
+			if hs := undoHeights(t, stIdx); fmt.Sprint(hs) != fmt.Sprint(wantHs) || len(undo) != len(wantHs) {
+				t.Fatalf("undo records at %v after the re-enabling, want %v (branch from %d)", hs, wantHs, fork)
+			}
 		})
 	}
 }
@@ -567,10 +638,11 @@ func TestEquivalenceLiveCatchUpInterruptedStale(t *testing.T) {
 // undoes min(d, 3) blocks from their records and the older ones from the
 // blocks in btcd's files, their spent outputs rebuilt from the index. After
 // every step every row of the index equals, byte for byte, that of an index
-// built from scratch on the new chain, and the undo records both hold are
-// equal. Last, without a restart, blocks connected while the index runs keep
-// their records deeper than the window, and a deep reorganization undoes
-// them from the records.
+// built from scratch on the new chain (which holds no undo record: its
+// blocks were on disk at its start), and every undo record the index holds
+// is the record of the main chain's block at its height. Last, without a
+// restart, blocks connected while the index runs keep their records deeper
+// than the window, and a deep reorganization undoes them from the records.
 func TestUndoBothWaysEqualsFreshIndex(t *testing.T) {
 	const window = 3
 	var idx *indexers.ElectrumIndex
@@ -620,8 +692,11 @@ func TestUndoBothWaysEqualsFreshIndex(t *testing.T) {
 	check := func(step string) {
 		t.Helper()
 		fresh, freshUndo := eqFreshDataUndo(t, h)
+		if len(freshUndo) != 0 {
+			t.Fatalf("%s: a fresh index holds %d undo records, want none", step, len(freshUndo))
+		}
 		eqCompare(t, step, fresh, eqIndexData(t, idx))
-		eqCompareUndo(t, step, freshUndo, eqUndoData(t, idx))
+		mainChainUndo(t, step, h.Chain, eqUndoData(t, idx))
 	}
 	var invalidated chainhash.Hash
 	steps := []struct {
@@ -673,7 +748,7 @@ func TestUndoBothWaysEqualsFreshIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if hs := undoHeights(t, idx); len(hs) < window {
+	if hs := undoHeights(t, idx); len(hs) != window+6 {
 		t.Fatalf("undo records at %v after 6 blocks", hs)
 	}
 	if _, err := h.Reorg(rng, 8, branch); err != nil {
@@ -760,14 +835,7 @@ func TestIndexAheadOfChainReconciledAtStart(t *testing.T) {
 		c.check("reorganized after the reopening", nil)
 		return r
 	}
-	rebuilt := func(commits []indexers.Commit) bool {
-		for _, c := range commits {
-			if c.Tip.Height < 0 {
-				return true
-			}
-		}
-		return false
-	}
+	rebuilt := eqRebuilt
 
 	t.Run("invalidated while the index was off", func(t *testing.T) {
 		dir := t.TempDir()
@@ -803,14 +871,15 @@ func TestIndexAheadOfChainReconciledAtStart(t *testing.T) {
 	// blocks earlier than the store. Blocks the index connected while it
 	// ran have undo records, which need no block, whatever the window (the
 	// three blocks are minutes younger than the records' retention). Blocks
-	// the index caught up at its start have records within the window
-	// only; beyond it, the block to undo is not in btcd's files, and the
-	// index is rebuilt.
+	// the index caught up at its start have none, whatever the window:
+	// btcd had them on disk then, and a real crash cannot take them. Should
+	// btcd lose them anyway, as here, the block to undo is not in btcd's
+	// files, and the index is rebuilt.
 	for _, c := range []struct {
 		window  int
 		running bool
 		rebuild bool
-	}{{1, true, false}, {5, false, false}, {1, false, true}} {
+	}{{1, true, false}, {5, false, true}} {
 		name := fmt.Sprintf("blocks lost by btcd, undo window %d, connected while running %v", c.window, c.running)
 		t.Run(name, func(t *testing.T) {
 			adir, bdir := t.TempDir(), t.TempDir()
@@ -843,10 +912,20 @@ func TestIndexAheadOfChainReconciledAtStart(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if tip, _ := aIdx.Tip(); tip.Hash != lost[2] {
+			tip, _ := aIdx.Tip()
+			if tip.Hash != lost[2] {
 				t.Fatalf("index at %d %v, not at the last block", tip.Height, tip.Hash)
 			}
-			records := len(undoHeights(t, aIdx))
+			hs := undoHeights(t, aIdx)
+			records := len(hs)
+			// The lost blocks have records if and only if btcd connected
+			// them while the writer ran.
+			for i := range lost {
+				height := tip.Height - int32(len(lost)-1-i)
+				if has := slices.Contains(hs, height); has != c.running {
+					t.Fatalf("lost block %d: undo record %v, want %v (records at %v)", height, has, c.running, hs)
+				}
+			}
 			if err := a.Close(); err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,10 @@
 package indexers
 
-import "github.com/syndtr/goleveldb/leveldb"
+import (
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/syndtr/goleveldb/leveldb"
+)
 
 // Internals exposed to the external tests of this package (which import
 // internal/testchain, itself an importer of this package). Helpers of one
@@ -19,6 +23,13 @@ var (
 
 // UndoKey is the key of the undo record of the block at height.
 func UndoKey(height int32) []byte { return undoKey(height) }
+
+// UndoRecordOf is the undo record the writer gives block, at its height,
+// with btcd's spent outputs stxos: the one a block connected while the
+// writer runs carries.
+func UndoRecordOf(block *btcutil.Block, stxos []blockchain.SpentTxOut) []byte {
+	return undoRecord(planBlock(block, stxos, block.Height() == 0))
+}
 
 // Store is the index's store, for tests that read or damage its rows.
 func (idx *ElectrumIndex) Store() *leveldb.DB { return idx.store }

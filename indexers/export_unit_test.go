@@ -184,7 +184,7 @@ const SchemaVersion = schemaVersion
 // over, for BenchmarkConnectBlock: the index holds the chain up to the
 // block's parent, and each Connect indexes the block as the writer does at
 // the tip (plan, assembly into one batch with the undo record, commit);
-// Undo takes it away again.
+// Undo takes it away again, from that record.
 type TipBench struct {
 	w      *writer
 	height int32
@@ -205,7 +205,14 @@ func (idx *ElectrumIndex) NewTipBench(chain *blockchain.BlockChain) (*TipBench, 
 	if err := b.w.pass(b.stop); err != nil {
 		return nil, err
 	}
-	return b, b.Undo()
+	if err := b.Undo(); err != nil {
+		return nil, err
+	}
+	// The writer of a node gives the block btcd connects at the tip an
+	// undo record: start the writer at the block's parent, so that the
+	// block is not one btcd had on disk at its start.
+	b.w.start = b.w.tip.tip()
+	return b, nil
 }
 
 // Connect indexes block, the chain's tip block, with its spent outputs

@@ -85,7 +85,6 @@ type assembly struct {
 	b       *leveldb.Batch
 	tr      *leveldb.Transaction
 	large   bool
-	onDisk  bool  // the main chain's blocks up to the writer's start were on disk at start
 	err     error // the first write error of tr
 	written int   // bytes put or deleted in this batch
 	ops     int   // rows put or deleted in this batch
@@ -235,7 +234,6 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	a := &assembly{b: new(leveldb.Batch), utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: w.tip,
 		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
 		txids: make(map[chainhash.Hash]struct{})}
-
 	defer a.discard()
 	if a.large {
 		defer limitMemory(w.idx.opts.CatchUpMemory)()

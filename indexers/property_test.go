@@ -23,9 +23,9 @@ import (
 )
 
 // propUndoBlocks is the undo window of the property tests' indexes. Every
-// block the writer indexes while it runs keeps an undo record until it is
-// both that deep and minutes old; a restart of the index drops the records
-// of blocks that deep. So after a restart, reorganizations up to
+// block btcd connects while the writer runs keeps an undo record until it
+// is both that deep and minutes old (blocks on disk at the writer's start
+// get none); a restart of the index drops the records of blocks that deep. So after a restart, reorganizations up to
 // propMaxDepth deep undo their newest blocks from undo records and the
 // older ones from the blocks in btcd's files.
 const propUndoBlocks = 2
