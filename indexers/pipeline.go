@@ -211,8 +211,22 @@ func (a *assembly) flushUtxo() {
 }
 
 // catchUp indexes the main chain's blocks from..to onto the index tip. It
-// returns errChainMoved when a block no longer extends the tip.
+// returns errChainMoved when a block no longer extends the tip. A large
+// catch-up runs under a soft memory limit, lifted once its batches are
+// garbage.
 func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
+	var targetTxs uint64
+	if best := w.chain.BestSnapshot(); best.Height == to && best.TotalTxns > w.tip.txCount {
+		targetTxs = best.TotalTxns - w.tip.txCount
+	}
+	if targetTxs >= largeCatchUp {
+		defer limitMemory(w.idx.opts.CatchUpMemory)()
+	}
+	return w.catchUpTxs(from, to, targetTxs, stop)
+}
+
+// catchUpTxs is catchUp of blocks holding targetTxs transactions.
+func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct{}) error {
 	quit := make(chan struct{})
 	defer close(quit)
 	halt := make(chan struct{})
@@ -224,10 +238,6 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 		close(halt)
 	}()
 	futures := w.fetcher(from, to, halt)
-	var targetTxs uint64
-	if best := w.chain.BestSnapshot(); best.Height == to && best.TotalTxns > w.tip.txCount {
-		targetTxs = best.TotalTxns - w.tip.txCount
-	}
 	w.idx.progress.begin(from, to, targetTxs)
 	defer w.idx.progress.end()
 
@@ -235,9 +245,6 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
 		txids: make(map[chainhash.Hash]struct{})}
 	defer a.discard()
-	if a.large {
-		defer limitMemory(w.idx.opts.CatchUpMemory)()
-	}
 	var err error
 	for c := range futures {
 		f := <-c
