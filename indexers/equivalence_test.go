@@ -1035,9 +1035,20 @@ func TestLegacyRowsInBlockDatabaseRemoved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An older version's base beside the store goes too.
+	base := filepath.Join(filepath.Dir(eqStoreDir(dir)), indexers.LegacyBaseDir)
+	if err := os.MkdirAll(base, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(base, "CURRENT"), []byte("MANIFEST-000001\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var reopened *indexers.ElectrumIndex
 	if err := h.Reopen(eqFactory(dir, indexers.Options{}, &reopened)); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(base); !os.IsNotExist(err) {
+		t.Errorf("the legacy base %s survived: %v", base, err)
 	}
 	err = h.DB.View(func(dbTx database.Tx) error {
 		meta := dbTx.Metadata()

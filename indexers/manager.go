@@ -37,7 +37,7 @@ func NewManager(db database.DB, electrum *ElectrumIndex, others ...btcdindexers.
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
 	if m.electrum != nil {
-		if err := removeLegacyRows(m.db, interrupt); err != nil {
+		if err := m.electrum.removeLegacy(interrupt); err != nil {
 			return err
 		}
 		if err := m.electrum.start(chain, interrupt); err != nil {

@@ -77,6 +77,20 @@ func removeLegacyRows(db database.DB, interrupt <-chan struct{}) error {
 	return nil
 }
 
+// removeLegacy deletes an older version's rows from btcd's database and its
+// base beside the index's store.
+func (idx *ElectrumIndex) removeLegacy(interrupt <-chan struct{}) error {
+	if err := removeLegacyRows(idx.db, interrupt); err != nil {
+		return err
+	}
+	base := filepath.Join(filepath.Dir(idx.opts.Dir), LegacyBaseDir)
+	if _, err := os.Stat(base); err != nil {
+		return nil
+	}
+	log.Infof("Electrum index: deleting %s, an older version's part of the index", base)
+	return os.RemoveAll(base)
+}
+
 // ElectrumIndexInitialized reports whether the index's store exists in dir.
 func ElectrumIndexInitialized(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "CURRENT"))
