@@ -37,26 +37,11 @@ func verifyIndexOK(t testing.TB, h *testchain.Harness, idx *indexers.ElectrumInd
 	return res
 }
 
-// storeRows returns every row of the index's store.
-func storeRows(t testing.TB, idx *indexers.ElectrumIndex) map[string][]byte {
-	t.Helper()
-	rows := make(map[string][]byte)
-	it := idx.Store().NewIterator(nil, nil)
-	defer it.Release()
-	for it.Next() {
-		rows[string(it.Key())] = bytes.Clone(it.Value())
-	}
-	if err := it.Error(); err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
-
 // storedRows counts the index's rows, without its bookkeeping entries
 // (schema version, size, tip) and undo records.
 func storedRows(t testing.TB, idx *indexers.ElectrumIndex) int64 {
 	n := int64(0)
-	for k := range storeRows(t, idx) {
+	for k := range indexRows(t, idx) {
 		if k != string(indexers.VersionKey) && k != string(indexers.StatsKey) && k != string(indexers.TipKey) &&
 			!bytes.HasPrefix([]byte(k), eqUndoPrefix) {
 			n++
@@ -212,7 +197,7 @@ func TestVerifyReportsCorruptRows(t *testing.T) {
 		}
 	}
 	verifyIndexOK(t, h, idx, "before")
-	rows := storeRows(t, idx)
+	rows := indexRows(t, idx)
 	// pick returns a row of a table from a block above the mature coins.
 	pick := func(tag byte) ([]byte, []byte) {
 		for k, v := range rows {
