@@ -92,7 +92,7 @@ fuzz-short:
 
 # The long forms of the reliability tests (docs/RELIABILITY.md): 200 SIGKILLs
 # of the node binary and 1,000 reorganizations under subscribed sessions
-# (make test runs 10 and 50). SOAK_SEED repeats a run's random choices.
+# (make test runs 11 and 50). SOAK_SEED repeats a run's random choices.
 SOAK_KILLS  ?= 200
 SOAK_REORGS ?= 1000
 soak:

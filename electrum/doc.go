@@ -24,10 +24,10 @@
 // headers, the Electrum index's reads, the mempool overlay and the relay
 // policy. IndexBackend (adapter.go) assembles a Backend from the project's
 // real parts. The node pushes events with Server.NotifyTip,
-// Server.NotifyScriptHashes (indexers.(*ElectrumIndex).Touched of each
-// connected or disconnected block) and Server.NotifyMempool; they only queue
-// and never block, so they are safe to call from btcd's chain notification
-// callback. One notifier goroutine coalesces what piled up, recomputes each
+// Server.NotifyScriptHashes (indexers.Commit.Touched of each commit of the
+// index's writer) and Server.NotifyMempool; they only queue and never block,
+// so they are safe to call from the index's commit callback or btcd's chain
+// notification callback. One notifier goroutine coalesces what piled up, recomputes each
 // changed status once and sends it to every subscribed session whose last
 // status differs (notify.go explains the ordering guarantee).
 //

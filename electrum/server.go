@@ -227,8 +227,8 @@ func (s *Server) NotifyTip(header wire.BlockHeader, height int32) {
 }
 
 // NotifyScriptHashes tells the server that the confirmed history of these
-// script hashes changed (indexers.(*ElectrumIndex).Touched of a connected
-// or disconnected block). It never blocks.
+// script hashes changed (indexers.Commit.Touched of a commit of the index's
+// writer). It never blocks.
 func (s *Server) NotifyScriptHashes(shs []indexers.ScriptHash) {
 	if len(shs) == 0 {
 		return
