@@ -229,15 +229,16 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		running = 1
 	}
 	gauge(descCatchUpOn, running)
-	if !p.Started.IsZero() {
-		gauge(descCatchUpHeight, float64(p.Height), "committed")
-		gauge(descCatchUpHeight, float64(p.Target), "target")
-		gauge(descCatchUpTxs, float64(p.Txs), "committed")
-		gauge(descCatchUpTxs, float64(p.TargetTxs), "target")
-		gauge(descCatchUpWrites, float64(p.Writes))
-		gauge(descCatchUpRate, p.Rate)
-		gauge(descCatchUpETA, p.ETA.Seconds())
-	}
+	// The catch-up series are served from the start, all zero until the
+	// writer first catches up more than one block, so dashboards and
+	// alerts never see them appear or vanish.
+	gauge(descCatchUpHeight, float64(p.Height), "committed")
+	gauge(descCatchUpHeight, float64(p.Target), "target")
+	gauge(descCatchUpTxs, float64(p.Txs), "committed")
+	gauge(descCatchUpTxs, float64(p.TargetTxs), "target")
+	gauge(descCatchUpWrites, float64(p.Writes))
+	gauge(descCatchUpRate, p.Rate)
+	gauge(descCatchUpETA, p.ETA.Seconds())
 }
 
 // observeBlock records one block the Electrum index's writer indexed.
