@@ -23,7 +23,7 @@ const DefaultUndoBlocks = 288
 
 // DefaultBatchBytes is the size of a catch-up batch (its rows' keys and
 // values) unless Options say otherwise.
-const DefaultBatchBytes = 64 << 20
+const DefaultBatchBytes = 16 << 20
 
 // DefaultProgressInterval is the default interval of the catch-up's
 // progress log line.

@@ -2,6 +2,8 @@ package indexers
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/binary"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -32,8 +34,8 @@ type fetched struct {
 // reports All.
 const maxTouched = 50000
 
-// largeCatchUp is the number of transactions from which a catch-up writes
-// its batches as leveldb transactions (assembly).
+// largeCatchUp is the number of transactions from which a catch-up runs
+// under a memory limit (limitMemory).
 const largeCatchUp = 100000
 
 // fetcher plans the blocks from..to in parallel and delivers them in
@@ -72,23 +74,22 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 	return fetched{plan: p, took: time.Since(start)}
 }
 
-// assembly is the batch being assembled and what it will commit. It is the
-// rowWriter of its blocks: unspent rows wait in utxo until the commit, so
-// that an output created and spent inside the batch is never written, and
-// then go in key order, which leveldb inserts faster.
+// assembly is a batch being assembled, then committed. It is the
+// rowWriter of its blocks. Rows are kept until the commit and written in
+// key order, which leveldb's memtable takes several times faster than
+// rows in block order: unspent-output rows in a map, so that an output
+// created and spent inside the batch is never written, the others in
+// rows.
 //
-// A batch at the tip is a leveldb.Batch, written with the store's journal.
-// A large catch-up writes each batch into a leveldb transaction as it is
-// assembled (tr): its rows go to new tables as they fill, not to the
-// journal, and none is visible before the commit.
+// A full batch (BatchBytes) is written as a leveldb transaction: its rows
+// go to new tables, not through the journal and the memtable again, and
+// none is visible before the commit. Any other batch, a block at the tip or
+// the last of a catch-up, is a leveldb.Batch, written with the journal.
 type assembly struct {
-	b       *leveldb.Batch
-	tr      *leveldb.Transaction
-	large   bool
-	err     error // the first write error of tr
-	written int   // bytes put or deleted in this batch
-	ops     int   // rows put or deleted in this batch
+	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp
+	spent   []utxoWrite // the unspent-output rows, once sorted
+	full    bool // set by seal
 	tip     memTip
 	began   time.Time // when the first block of the batch was fetched
 	blocks  int
@@ -105,67 +106,41 @@ type utxoOp struct {
 	val [utxoValLen]byte
 }
 
+// utxoWrite is an unspent-output row of a sorted batch.
+type utxoWrite struct {
+	key [utxoKeyLen]byte
+	op  utxoOp
+}
+
 // utxoOpBytes is what an entry of assembly.utxo counts toward BatchBytes.
 const utxoOpBytes = utxoKeyLen + utxoValLen
 
+func newAssembly(tip memTip) *assembly {
+	return &assembly{utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: tip,
+		touched: make(map[ScriptHash]struct{}), txids: make(map[chainhash.Hash]struct{})}
+}
+
+// next returns the batch that follows a: a's tip, with the buffers of
+// spare (a committed batch, or nil) reused.
+func (a *assembly) next(spare *assembly) *assembly {
+	if spare == nil {
+		return newAssembly(a.tip)
+	}
+	spare.rows.reset()
+	spare.spent = spare.spent[:0]
+	clear(spare.utxo)
+	clear(spare.touched)
+	spare.txids = make(map[chainhash.Hash]struct{})
+	spare.tip, spare.full = a.tip, false
+	spare.blocks, spare.txs, spare.all = 0, 0, false
+	return spare
+}
+
 func (a *assembly) copiesRows() {}
-
-// put and del write into the batch or the transaction.
-func (a *assembly) put(k, v []byte) {
-	a.written += len(k) + len(v)
-	a.ops++
-	if a.tr == nil {
-		a.b.Put(k, v)
-	} else if err := a.tr.Put(k, v, nil); err != nil && a.err == nil {
-		a.err = err
-	}
-}
-
-func (a *assembly) del(k []byte) {
-	a.written += len(k)
-	a.ops++
-	if a.tr == nil {
-		a.b.Delete(k)
-	} else if err := a.tr.Delete(k, nil); err != nil && a.err == nil {
-		a.err = err
-	}
-}
-
-// open starts a batch: a transaction when the catch-up is large.
-func (a *assembly) open(store *leveldb.DB) error {
-	if !a.large || a.tr != nil {
-		return nil
-	}
-	tr, err := store.OpenTransaction()
-	a.tr = tr
-	return err
-}
-
-// write commits the batch.
-func (a *assembly) write(store *leveldb.DB) error {
-	if a.tr == nil {
-		return store.Write(a.b, nil)
-	}
-	tr := a.tr
-	a.tr = nil
-	if a.err != nil {
-		tr.Discard()
-		return a.err
-	}
-	return tr.Commit()
-}
-
-// discard drops an open transaction.
-func (a *assembly) discard() {
-	if a.tr != nil {
-		a.tr.Discard()
-		a.tr = nil
-	}
-}
 
 func (a *assembly) Put(k, v []byte) error {
 	if len(k) != utxoKeyLen || k[2] != tagUtxo || len(v) != utxoValLen {
-		a.put(k, v)
+		a.rows.add(k, v, false)
 		return nil
 	}
 	op := utxoOp{put: true}
@@ -176,7 +151,7 @@ func (a *assembly) Put(k, v []byte) error {
 
 func (a *assembly) Delete(k []byte) error {
 	if len(k) != utxoKeyLen || k[2] != tagUtxo {
-		a.del(k)
+		a.rows.add(k, nil, true)
 		return nil
 	}
 	key := [utxoKeyLen]byte(k)
@@ -189,25 +164,139 @@ func (a *assembly) Delete(k []byte) error {
 	return nil
 }
 
-// size is what the batch holds, as BatchBytes counts it.
-func (a *assembly) size() int { return a.written + len(a.utxo)*utxoOpBytes }
+// del deletes a row outside the unspent-output table.
+func (a *assembly) del(k []byte) { a.rows.add(k, nil, true) }
 
-// flushUtxo moves the unspent rows into the batch, in key order.
-func (a *assembly) flushUtxo() {
-	keys := make([][utxoKeyLen]byte, 0, len(a.utxo))
-	for k := range a.utxo {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(x, y [utxoKeyLen]byte) int { return bytes.Compare(x[:], y[:]) })
-	for i := range keys {
-		op := a.utxo[keys[i]]
-		if op.put {
-			a.put(keys[i][:], op.val[:])
-		} else {
-			a.del(keys[i][:])
-		}
+// size is what the batch holds, as BatchBytes counts it.
+func (a *assembly) size() int { return a.rows.size() + len(a.utxo)*utxoOpBytes }
+
+// ops is the number of rows the batch puts or deletes.
+func (a *assembly) ops() int { return len(a.rows.recs) + len(a.utxo) + len(a.spent) }
+
+// sort puts the batch's rows in key order, the unspent-output rows in
+// spent (the map is emptied), for write.
+func (a *assembly) sort() {
+	a.rows.sort()
+	a.spent = a.spent[:0]
+	for k, op := range a.utxo {
+		a.spent = append(a.spent, utxoWrite{key: k, op: op})
 	}
 	clear(a.utxo)
+	slices.SortFunc(a.spent, func(x, y utxoWrite) int { return compareKeys(x.key[:], y.key[:]) })
+}
+
+// write writes the sorted batch's rows into a transaction when the batch
+// is full, else into b and then the store, and commits them.
+func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
+	if !a.full {
+		b.Reset()
+		a.each(b.Put, b.Delete)
+		return store.Write(b, nil)
+	}
+	tr, err := store.OpenTransaction()
+	if err != nil {
+		return err
+	}
+	a.each(func(k, v []byte) {
+		if err == nil {
+			err = tr.Put(k, v, nil)
+		}
+	}, func(k []byte) {
+		if err == nil {
+			err = tr.Delete(k, nil)
+		}
+	})
+	if err != nil {
+		tr.Discard()
+		return err
+	}
+	return tr.Commit()
+}
+
+// each passes the sorted batch's rows to put and del.
+func (a *assembly) each(put func(k, v []byte), del func(k []byte)) {
+	a.rows.each(put, del)
+	for i := range a.spent {
+		if u := &a.spent[i]; u.op.put {
+			put(u.key[:], u.op.val[:])
+		} else {
+			del(u.key[:])
+		}
+	}
+}
+
+// rowBuf holds rows in one arena without pointers, for the garbage
+// collector not to scan, and a record per row to sort them by.
+type rowBuf struct {
+	arena []byte
+	recs  []rowRec
+}
+
+// rowRec is a row of a rowBuf: its key at arena[off:], its value right
+// after the key. Rows are added at growing offsets, so off also orders two
+// writes of one key.
+type rowRec struct {
+	off  uint32
+	vlen uint32
+	klen uint8
+	del  bool
+}
+
+// rowRecBytes is what a rowRec counts toward BatchBytes.
+const rowRecBytes = 12
+
+// maxRowBuf bounds a rowBuf's arena, which uint32 offsets address; a batch
+// is committed before it grows past it.
+const maxRowBuf = 1 << 31
+
+func (r *rowBuf) add(k, v []byte, del bool) {
+	r.recs = append(r.recs, rowRec{off: uint32(len(r.arena)), vlen: uint32(len(v)), klen: uint8(len(k)), del: del})
+	r.arena = append(append(r.arena, k...), v...)
+}
+
+func (r *rowBuf) key(x rowRec) []byte { return r.arena[x.off : x.off+uint32(x.klen)] }
+
+func (r *rowBuf) size() int { return len(r.arena) + len(r.recs)*rowRecBytes }
+
+func (r *rowBuf) reset() {
+	r.arena, r.recs = r.arena[:0], r.recs[:0]
+}
+
+// sort orders the rows by key, and two writes of one key as they were
+// made.
+func (r *rowBuf) sort() {
+	slices.SortFunc(r.recs, func(x, y rowRec) int {
+		if c := compareKeys(r.key(x), r.key(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+}
+
+// each passes the rows in their order to put and del.
+func (r *rowBuf) each(put func(k, v []byte), del func(k []byte)) {
+	for _, x := range r.recs {
+		k := r.key(x)
+		if x.del {
+			del(k)
+		} else {
+			end := x.off + uint32(x.klen) + x.vlen
+			put(k, r.arena[x.off+uint32(x.klen):end:end])
+		}
+	}
+}
+
+// compareKeys orders keys as leveldb does. Keys of one table share their
+// three-byte prefix, and the next bytes are hash or height bytes, so their
+// first eight bytes as one integer settle almost every comparison.
+func compareKeys(x, y []byte) int {
+	if len(x) >= 8 && len(y) >= 8 {
+		if a, b := binary.BigEndian.Uint64(x), binary.BigEndian.Uint64(y); a != b {
+			return cmp.Compare(a, b)
+		}
+		return bytes.Compare(x[8:], y[8:])
+	}
+	return bytes.Compare(x, y)
 }
 
 // catchUp indexes the main chain's blocks from..to onto the index tip. It
@@ -225,7 +314,9 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	return w.catchUpTxs(from, to, targetTxs, stop)
 }
 
-// catchUpTxs is catchUp of blocks holding targetTxs transactions.
+// catchUpTxs is catchUp of blocks holding targetTxs transactions. The
+// blocks are assembled into batches here while a committer writes the
+// batches before them.
 func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct{}) error {
 	quit := make(chan struct{})
 	defer close(quit)
@@ -240,11 +331,19 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	futures := w.fetcher(from, to, halt)
 	w.idx.progress.begin(from, to, targetTxs)
 	defer w.idx.progress.end()
+	defer func() {
+		// Drain the planned blocks still in flight.
+		go func() {
+			for c := range futures {
+				if f := <-c; f.plan != nil {
+					planPool.Put(f.plan.bufs)
+				}
+			}
+		}()
+	}()
 
-	a := &assembly{b: new(leveldb.Batch), utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: w.tip,
-		large: targetTxs >= largeCatchUp, touched: make(map[ScriptHash]struct{}),
-		txids: make(map[chainhash.Hash]struct{})}
-	defer a.discard()
+	cm := w.startCommitter()
+	a := newAssembly(w.tip)
 	var err error
 	for c := range futures {
 		f := <-c
@@ -264,32 +363,103 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 			err = errChainMoved
 			break
 		}
-		if err = a.open(w.idx.store); err != nil {
-			planPool.Put(p.bufs)
-			return err
-		}
 		w.assemble(a, p, f.took)
 		planPool.Put(p.bufs)
-		if a.blocks > 0 && (a.size() >= w.idx.opts.BatchBytes || p.height == to) {
-			if cerr := w.commit(a); cerr != nil {
-				return cerr
+		if a.size() >= w.idx.opts.BatchBytes || len(a.rows.arena) >= maxRowBuf/2 || p.height == to {
+			if !cm.send(w.seal(a)) {
+				a = nil
+				break
 			}
+			a = a.next(cm.spare())
 		}
 	}
-	// Drain the planned blocks still in flight.
-	go func() {
-		for c := range futures {
-			if f := <-c; f.plan != nil {
-				planPool.Put(f.plan.bufs)
-			}
-		}
-	}()
-	if a.blocks > 0 {
-		if cerr := w.commit(a); cerr != nil {
-			return cerr
-		}
+	if a != nil && a.blocks > 0 {
+		cm.send(w.seal(a))
+	}
+	if cerr := cm.finish(); cerr != nil {
+		return cerr
 	}
 	return err
+}
+
+// seal completes a batch with the undo records it prunes, the tip and the
+// index's size, and sorts it, here rather than in the committer, which
+// has the most work of the pipeline.
+func (w *writer) seal(a *assembly) *assembly {
+	a.full = a.size() >= w.idx.opts.BatchBytes
+	w.pruneUndo(a.del, a.tip.height, time.Now())
+	a.rows.add(tipKey, tipVal(&a.tip.hash, a.tip.height), false)
+	a.rows.add(statsKey, encodeStats(a.tip.stats), false)
+	a.sort()
+	return a
+}
+
+// committer commits sealed batches in order on a goroutine of its own, so
+// that a batch is written while the next is assembled, and hands their
+// buffers back for reuse: a batch is sent once the one before it is
+// written, so two batches live at most. After a failed commit it commits
+// no more.
+type committer struct {
+	in     chan *assembly
+	spares chan *assembly
+	failed chan struct{}
+	done   chan error
+}
+
+func (w *writer) startCommitter() *committer {
+	c := &committer{in: make(chan *assembly), spares: make(chan *assembly, 1),
+		failed: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		var err error
+		b := new(leveldb.Batch)
+		for a := range c.in {
+			if err != nil {
+				continue
+			}
+			if err = w.commit(a, b); err != nil {
+				close(c.failed)
+				continue
+			}
+			select {
+			case c.spares <- a:
+			default:
+			}
+		}
+		c.done <- err
+	}()
+	return c
+}
+
+// send queues a sealed batch; false when an earlier commit failed.
+func (c *committer) send(a *assembly) bool {
+	select {
+	case <-c.failed:
+		return false
+	default:
+	}
+	select {
+	case c.in <- a:
+		return true
+	case <-c.failed:
+		return false
+	}
+}
+
+// spare returns a committed batch to reuse, or nil.
+func (c *committer) spare() *assembly {
+	select {
+	case a := <-c.spares:
+		return a
+	default:
+		return nil
+	}
+}
+
+// finish waits for the queued batches' commits and returns the first
+// error.
+func (c *committer) finish() error {
+	close(c.in)
+	return <-c.done
 }
 
 // onDiskAtStart reports whether the block was on disk when the writer
@@ -307,7 +477,7 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 	start := time.Now()
 	delta := applyConnect(a, p, a.tip.txCount)
 	if !w.onDiskAtStart(p) {
-		a.put(undoKey(p.height), undoRecord(p))
+		a.rows.add(undoKey(p.height), undoRecord(p), false)
 		w.recent = append(w.recent, undoRef{height: p.height, at: start})
 	}
 	if a.blocks == 0 {
@@ -335,14 +505,11 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 	}
 }
 
-// commit writes the batch with the new tip and size and publishes them.
-func (w *writer) commit(a *assembly) error {
-	start := time.Now()
-	a.flushUtxo()
-	w.pruneUndo(a.del, a.tip.height, start)
-	a.put(tipKey, tipVal(&a.tip.hash, a.tip.height))
-	a.put(statsKey, encodeStats(a.tip.stats))
-	if err := a.write(w.idx.store); err != nil {
+// commit writes a sealed batch and publishes its tip. It runs on the
+// committer's goroutine; b is its scratch leveldb.Batch.
+func (w *writer) commit(a *assembly, b *leveldb.Batch) error {
+	ops := a.ops()
+	if err := a.write(w.idx.store, b); err != nil {
 		return err
 	}
 	w.tip = a.tip
@@ -353,9 +520,8 @@ func (w *writer) commit(a *assembly) error {
 			c.Touched = append(c.Touched, sh)
 		}
 		c.Confirmed = a.txids
-		a.txids = make(map[chainhash.Hash]struct{})
 	}
-	w.idx.progress.committed(a.tip.height, a.txs, a.ops)
+	w.idx.progress.committed(a.tip.height, a.txs, ops)
 	if !w.idx.progress.long() {
 		// From reading the first block to the commit's end.
 		took := time.Since(a.began).Round(time.Microsecond)
@@ -367,9 +533,6 @@ func (w *writer) commit(a *assembly) error {
 	}
 	w.idx.progress.maybeLog(w.idx.opts.ProgressInterval)
 	w.idx.committed(c)
-	a.b.Reset()
-	a.blocks, a.txs, a.all, a.written, a.ops = 0, 0, false, 0, 0
-	clear(a.touched)
 	return nil
 }
 

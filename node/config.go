@@ -161,7 +161,7 @@ type Config struct {
 	ElectrumCache        int           `long:"electrumcache" description:"Memory in MiB for the block cache of the Electrum index's store"`
 	ElectrumUndoBlocks   int           `long:"electrumundoblocks" description:"How many of the newest blocks keep an undo record in the Electrum index (older blocks are undone from the block files, more slowly)"`
 	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
-	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" description:"Size in KiB of the Electrum index's catch-up batches (0: the default, 65536); small batches commit often"`
+	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" description:"Size in KiB of the Electrum index's catch-up batches (0: the default, 16384); small batches commit often"`
 	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB a large catch-up of the Electrum index (building it on an existing datadir, or a long way behind the chain) may take on top of what the node holds when it starts: the Go garbage collector's soft limit meanwhile (GOMEMLIMIT, when set, takes precedence)"`
 
 	// BtcdOptions are btcd's index, filter and network routing options
