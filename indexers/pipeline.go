@@ -89,7 +89,7 @@ type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp
 	spent   []utxoWrite // the unspent-output rows, once sorted
-	full    bool // set by seal
+	full    bool        // set by seal
 	tip     memTip
 	began   time.Time // when the first block of the batch was fetched
 	blocks  int
