@@ -83,6 +83,12 @@ type Config struct {
 	// one address. Nil exempts nothing (the node's
 	// --electrumexemptnets defaults to loopback).
 	ExemptNets []*net.IPNet
+	// ThrottleExempt charges sessions from ExemptNets with cost and
+	// throttles them like any other (each on its own cost). By default they
+	// are not: the operator's own wallets and tools on loopback are never
+	// slowed. Set it when a public reverse proxy forwards from an exempt
+	// address without passing the client's.
+	ThrottleExempt bool
 
 	// MaxRecv is the largest request message in bytes (default 1,000,000).
 	MaxRecv int

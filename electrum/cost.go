@@ -14,7 +14,7 @@ import (
 
 // charge adds c to the session's cost and to its subnet's (subnet.go).
 func (ss *session) charge(c float64) {
-	if !ss.srv.cfg.throttled() {
+	if ss.free {
 		return
 	}
 	now := time.Now()
@@ -64,10 +64,15 @@ func (ss *session) currentCost() float64 {
 // means it was disconnected.
 func (ss *session) checkHardLimit() bool {
 	cfg := &ss.srv.cfg
-	if !cfg.throttled() || ss.currentCost() < cfg.CostHardLimit {
+	if ss.free {
 		return true
 	}
-	ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage", ss.id, ss.ipKey)
+	cost := ss.currentCost()
+	if cost < cfg.CostHardLimit {
+		return true
+	}
+	ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
+		ss.id, ss.ipKey, cost, cfg.CostHardLimit)
 	ss.setCloseReason(reasonCost)
 	ss.sendAndClose(encodeResponse(true, nil, nil, rpcErrorf(codeExcessiveUsage, "excessive resource usage")))
 	return false
@@ -78,7 +83,7 @@ func (ss *session) checkHardLimit() bool {
 // the session once the answer is written.
 func (ss *session) throttle(ctx context.Context) *RPCError {
 	cfg := &ss.srv.cfg
-	if !cfg.throttled() {
+	if ss.free {
 		return nil
 	}
 	cost := ss.currentCost()
@@ -88,9 +93,16 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 	if cost >= cfg.CostHardLimit {
 		ss.overLimit.Store(true)
 		ss.setCloseReason(reasonCost)
+		ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
+			ss.id, ss.ipKey, cost, cfg.CostHardLimit)
 		return rpcErrorf(codeExcessiveUsage, "excessive resource usage")
 	}
 	ss.srv.counters.throttled.Add(1)
+	if !ss.slowed.Swap(true) {
+		ss.srv.counters.sessionsSlowed.Add(1)
+		ss.srv.logf("electrum: session %d (%s) slowed: cost %.0f over the soft limit %.0f", ss.id, ss.ipKey,
+			cost, cfg.CostSoftLimit)
+	}
 	frac := (cost - cfg.CostSoftLimit) / (cfg.CostHardLimit - cfg.CostSoftLimit)
 	t := time.NewTimer(time.Duration(frac * float64(cfg.RequestSleep)))
 	defer t.Stop()
@@ -107,10 +119,10 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 func (ss *session) enterGate(ctx context.Context) (func(), error) {
 	cfg := &ss.srv.cfg
 	cost := 0.0
-	if cfg.throttled() {
+	if !ss.free {
 		cost = ss.currentCost()
 	}
-	return ss.srv.gate.enter(ctx, cost, cfg.throttled() && cost >= cfg.CostSoftLimit, len(ss.sem) <= 1)
+	return ss.srv.gate.enter(ctx, cost, !ss.free && cost >= cfg.CostSoftLimit, len(ss.sem) <= 1)
 }
 
 // pauseReading delays reading a session's next message after one refused
@@ -121,7 +133,7 @@ func (ss *session) enterGate(ctx context.Context) (func(), error) {
 // the session ended meanwhile.
 func (ss *session) pauseReading() bool {
 	cfg := &ss.srv.cfg
-	if !cfg.throttled() {
+	if ss.free {
 		return true
 	}
 	cost := ss.currentCost()

@@ -64,7 +64,8 @@
 // subnet (/24, /48; subnet.go), and a session is throttled on the larger of
 // its own and its subnet's. Config.ExemptNets (the node's default: loopback,
 // where a reverse proxy or Tor daemon forwards every client from) lifts the
-// per-IP limits and the subnet grouping.
+// per-IP limits, the subnet grouping and, unless Config.ThrottleExempt, cost
+// throttling.
 //
 // # Operators
 //

@@ -212,3 +212,70 @@ func TestSubnetKey(t *testing.T) {
 		t.Errorf("unparsed address grouped as %q", got)
 	}
 }
+
+// TestExemptSessionsNotThrottled checks cost throttling against the exempt
+// networks: a session from them is never charged, slowed or disconnected by
+// cost unless ThrottleExempt is set, and then it is, on its own cost; a
+// session slowed by cost is counted and logged once however many of its
+// requests are delayed, and a disconnection at the hard limit is logged with
+// its cost.
+func TestExemptSessionsNotThrottled(t *testing.T) {
+	const calls = 12 // each error costs 100
+	limits := func(logs *logLines, throttleExempt bool) func(c *Config) {
+		return func(c *Config) {
+			c.ExemptNets = loopbackNets(t)
+			c.ThrottleExempt = throttleExempt
+			c.CostSoftLimit = 250
+			c.CostHardLimit = 1050
+			c.RequestSleep = time.Millisecond
+			c.Logf = logs.logf
+		}
+	}
+	t.Run("exempt", func(t *testing.T) {
+		var logs logLines
+		fx := newFixture(t, limits(&logs, false))
+		c := fx.client(t, "1.4")
+		for i := 0; i < calls; i++ {
+			if _, rerr := c.call("no.such.method"); rerr == nil || rerr.Code != codeMethodNotFound {
+				t.Fatalf("call %d of an exempt session: %v", i, rerr)
+			}
+		}
+		c.must(nil, "server.ping")
+		for _, s := range fx.s.Sessions() {
+			if !s.Exempt || s.Cost != 0 {
+				t.Fatalf("exempt session %+v: charged", s)
+			}
+		}
+		if st := fx.s.Stats(); st.Throttled != 0 || st.SessionsThrottled != 0 || st.Disconnected[DisconnectCost.String()] != 0 {
+			t.Fatalf("exempt session throttled: %+v", st)
+		}
+		if l := logs.matching("slowed"); len(l) != 0 {
+			t.Fatalf("logged: %q", l)
+		}
+	})
+	t.Run("throttle exempt", func(t *testing.T) {
+		var logs logLines
+		fx := newFixture(t, limits(&logs, true))
+		c := fx.client(t, "1.4")
+		var last *RPCError
+		for i := 0; i < calls; i++ {
+			if _, last = c.call("no.such.method"); last != nil && last.Code == codeExcessiveUsage {
+				break
+			}
+		}
+		if last == nil || last.Code != codeExcessiveUsage || !c.closedByServer() {
+			t.Fatalf("exempt session under ThrottleExempt not stopped at the hard limit: %v", last)
+		}
+		st := fx.s.Stats()
+		if st.Throttled < 2 || st.SessionsThrottled != 1 || st.Disconnected[DisconnectCost.String()] != 1 {
+			t.Fatalf("stats: %+v", st)
+		}
+		slowed := logs.matching("slowed: cost")
+		if len(slowed) != 1 || !strings.Contains(slowed[0], "127.0.0.1") || !strings.Contains(slowed[0], "soft limit 250") {
+			t.Fatalf("slowed log lines: %q", slowed)
+		}
+		if l := logs.matching("disconnected: excessive resource usage (cost"); len(l) != 1 || !strings.Contains(l[0], "hard limit 1050") {
+			t.Fatalf("disconnection log lines: %q", l)
+		}
+	})
+}

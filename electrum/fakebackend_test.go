@@ -34,6 +34,9 @@ type fakeBackend struct {
 	// entries (at height 1) on top of their real history, to exercise
 	// history limits without building thousands of transactions.
 	extraHistory map[indexers.ScriptHash]int
+	// extraUnspent gives script hashes that many additional confirmed
+	// unspent outputs (of made-up transactions).
+	extraUnspent map[indexers.ScriptHash]int
 }
 
 // newFakeBackend returns a chain holding only the regtest genesis block.
@@ -45,6 +48,7 @@ func newFakeBackend() *fakeBackend {
 		fees:   make(map[chainhash.Hash]int64),
 
 		extraHistory: make(map[indexers.ScriptHash]int),
+		extraUnspent: make(map[indexers.ScriptHash]int),
 	}
 }
 
@@ -257,6 +261,13 @@ func (f *fakeBackend) History(sh indexers.ScriptHash, limit int) ([]indexers.His
 	return out, f.tipLocked(), nil
 }
 
+// setExtraUnspent gives sh n extra confirmed unspent outputs.
+func (f *fakeBackend) setExtraUnspent(sh indexers.ScriptHash, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.extraUnspent[sh] = n
+}
+
 // spentInChainLocked reports whether a confirmed transaction spends op.
 func (f *fakeBackend) spentInChainLocked(op wire.OutPoint) bool {
 	for _, b := range f.blocks[1:] {
@@ -289,6 +300,11 @@ func (f *fakeBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Uns
 				}
 			}
 		}
+	}
+	for i := 0; i < f.extraUnspent[sh]; i++ {
+		var id chainhash.Hash
+		id[0], id[1], id[2] = byte(i), byte(i>>8), 0xdd
+		out = append(out, indexers.Unspent{TxHash: id, Height: 1, Value: 1000})
 	}
 	if limit > 0 && len(out) > limit {
 		return nil, f.tipLocked(), indexers.ErrHistoryTooLarge

@@ -3,6 +3,7 @@ package electrum
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -96,6 +97,25 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 	fx.f.setExtraHistory(fx.shB, limit-2)
 	if _, rerr := c.call("blockchain.scripthash.get_history", fx.shB.String()); rerr == nil || rerr.Message != "history too large" {
 		t.Fatalf("history over the limit with mempool: %v", rerr)
+	}
+	// An unspent list over the limit is a response too large, not a
+	// history too large: the history of C is short.
+	fx.f.setExtraUnspent(fx.shC, fx.s.cfg.unspentLimit()+1)
+	if _, rerr := c.call("blockchain.scripthash.listunspent", fx.shC.String()); rerr == nil || rerr.Code != codeInvalidRequest ||
+		rerr.Message != fmt.Sprintf("response too large (over %d bytes)", minMaxSend) {
+		t.Fatalf("listunspent over the limit: %v", rerr)
+	}
+	c.must(nil, "blockchain.scripthash.get_history", fx.shC.String())
+	fx.f.setExtraUnspent(fx.shC, 0)
+	own, _, err := fx.f.Unspent(fx.shC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.f.setExtraUnspent(fx.shC, fx.s.cfg.unspentLimit()-len(own)-len(fx.f.MempoolUnspent(fx.shC)))
+	var utxos []json.RawMessage
+	c.must(&utxos, "blockchain.scripthash.listunspent", fx.shC.String())
+	if len(utxos) != fx.s.cfg.unspentLimit() {
+		t.Fatalf("unspent list at the limit has %d entries, want %d", len(utxos), fx.s.cfg.unspentLimit())
 	}
 	// The session is still served.
 	c.must(nil, "server.ping")

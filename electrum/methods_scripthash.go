@@ -253,6 +253,12 @@ func hGetMempool(_ context.Context, ss *session, args []json.RawMessage) (any, e
 	return mempoolItems(es), nil
 }
 
+// responseTooLarge is the refusal of an unspent list over MaxSend: it is
+// the answer that is too large, not the script's history.
+func responseTooLarge(ss *session) *RPCError {
+	return rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)
+}
+
 // hListUnspent returns confirmed unspent outputs not spent in the mempool,
 // then unconfirmed outputs (height 0).
 func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
@@ -269,7 +275,7 @@ func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any
 		utxos, tip, err := b.Unspent(sh, limit)
 		if err != nil {
 			if errors.Is(err, indexers.ErrHistoryTooLarge) {
-				return nil, err
+				return nil, responseTooLarge(ss)
 			}
 			return nil, internal("unspent", err)
 		}
@@ -278,7 +284,7 @@ func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any
 			continue
 		}
 		if len(utxos)+len(mem) > limit {
-			return nil, indexers.ErrHistoryTooLarge
+			return nil, responseTooLarge(ss)
 		}
 		ss.charge(float64(len(utxos)+len(mem)) / 50)
 		release, err := ss.srv.reserveBuild(ctx, len(utxos)+len(mem), unspentEntryLen)

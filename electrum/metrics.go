@@ -148,6 +148,9 @@ func (s *Server) scrapedCollectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "electrum_requests_throttled_total", Help: "Electrum requests delayed because their session's (or subnet's) cost was over the soft limit.",
 		}, func() float64 { return float64(s.counters.throttled.Load()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "electrum_sessions_throttled_total", Help: "Electrum sessions whose requests were delayed at least once because their (or their subnet's) cost was over the soft limit; each is logged once.",
+		}, func() float64 { return float64(s.counters.sessionsSlowed.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "electrum_cost_groups", Help: "Subnets whose sessions' cost is being accounted (open sessions or cost not yet decayed).",
 		}, func() float64 { return float64(s.groups.len()) }),

@@ -98,8 +98,9 @@ const reasonCost = DisconnectCost
 type counters struct {
 	refused      [numRefusalReasons]atomic.Uint64
 	disconnected [numDisconnectReasons]atomic.Uint64
-	// throttled counts requests delayed above CostSoftLimit.
-	throttled atomic.Uint64
+	// throttled counts requests delayed above CostSoftLimit,
+	// sessionsSlowed the sessions delayed at least once.
+	throttled, sessionsSlowed atomic.Uint64
 	// subsRefused counts subscriptions refused by a limit.
 	subsRefused atomic.Uint64
 	// bytesIn and bytesOut count frame bytes by transport.
@@ -115,8 +116,9 @@ type Stats struct {
 	Refused map[string]uint64
 	// Disconnected counts ended sessions, by DisconnectReason.String.
 	Disconnected map[string]uint64
-	// Throttled counts requests delayed by cost-based throttling.
-	Throttled uint64
+	// Throttled counts requests delayed by cost-based throttling,
+	// SessionsThrottled the sessions delayed at least once.
+	Throttled, SessionsThrottled uint64
 	// SubscriptionsRefused counts subscriptions refused by a limit.
 	SubscriptionsRefused uint64
 }
@@ -131,6 +133,7 @@ func (s *Server) Stats() Stats {
 		st.Disconnected[r.String()] = s.counters.disconnected[r].Load()
 	}
 	st.Throttled = s.counters.throttled.Load()
+	st.SessionsThrottled = s.counters.sessionsSlowed.Load()
 	st.SubscriptionsRefused = s.counters.subsRefused.Load()
 	return st
 }

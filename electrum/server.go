@@ -307,6 +307,7 @@ func (s *Server) admit(ss *session) (*RPCError, RefusalReason) {
 	st.sessions++
 	s.nextID++
 	ss.id = s.nextID
+	ss.free = !s.cfg.throttled() || (ss.exempt && !s.cfg.ThrottleExempt)
 	if !ss.exempt && s.cfg.throttled() {
 		ss.group = s.groups.join(subnetKey(ss.ip, ss.ipKey), ss.started, s.cfg.groupDecay())
 	}

@@ -30,6 +30,13 @@ type session struct {
 	// group is the session's subnet cost group (subnet.go); nil for
 	// exempt sessions and when throttling is off.
 	group *costGroup
+	// free is set for a session that is never charged or throttled: one
+	// from ExemptNets unless Config.ThrottleExempt, or any when throttling
+	// is off.
+	free bool
+	// slowed is set once the session was first delayed by its cost (it
+	// is logged and counted once).
+	slowed atomic.Bool
 
 	// bytesIn and bytesOut count the frame bytes read and written.
 	bytesIn, bytesOut atomic.Uint64

@@ -15,8 +15,9 @@ import (
 // its cost after its sessions close, so reconnecting does not reset it.
 //
 // Sessions from ExemptNets (a reverse proxy or a Tor daemon on loopback,
-// where every client shares one address) are in no group: each is
-// throttled on its own cost only.
+// where every client shares one address) are in no group: with
+// Config.ThrottleExempt each is throttled on its own cost only, else not
+// at all.
 
 // Subnet prefix lengths that group sessions for cost.
 const (

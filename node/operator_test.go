@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -151,7 +152,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 }
 
-// TestElectrumExemptNetsOnNode runs the per-IP session limit on a real node: by default loopback (a reverse proxy or Tor daemon) is exempt and many sessions are served; with --electrumexemptnets=none the limit applies, and the refusal shows in getelectruminfo.
+// TestElectrumExemptNetsOnNode runs the per-IP session limit and cost throttling on a real node: by default loopback (a reverse proxy, a Tor daemon, the operator's tools) is exempt, many sessions are served and none is slowed by cost; with --electrumthrottleexempt a loopback session is stopped at the hard cost limit; with --electrumexemptnets=none the per-IP limit applies, and the refusal shows in getelectruminfo.
 func TestElectrumExemptNetsOnNode(t *testing.T) {
 	t.Run("default exempts loopback", func(t *testing.T) {
 		cfg := testConfig(t, t.TempDir(), true)
@@ -163,6 +164,44 @@ func TestElectrumExemptNetsOnNode(t *testing.T) {
 		}
 		if info := (rpcBackend{n}).ElectrumInfo(); info.Sessions != 6 || info.Refused["max_sessions_per_ip"] != 0 {
 			t.Fatalf("getelectruminfo %+v", info)
+		}
+	})
+	// Cost: a session from loopback is never throttled by default, and is
+	// with --electrumthrottleexempt.
+	costly := func(t *testing.T, throttleExempt bool) *electrumClient {
+		cfg := testConfig(t, t.TempDir(), true)
+		cfg.Electrum.CostSoftLimit = 5
+		cfg.Electrum.CostHardLimit = 20
+		cfg.Electrum.RequestSleep = 10 * time.Millisecond
+		cfg.Electrum.ThrottleExempt = throttleExempt
+		n := startNode(t, cfg)
+		c := dialElectrum(t, n)
+		c.call("server.version", "tool", "1.4")
+		return c
+	}
+	t.Run("loopback not throttled", func(t *testing.T) {
+		c := costly(t, false)
+		for i := 0; i < 60; i++ {
+			c.call("blockchain.scripthash.get_balance", strings.Repeat("00", 32))
+		}
+	})
+	t.Run("throttle exempt", func(t *testing.T) {
+		c := costly(t, true)
+		for i := 0; ; i++ {
+			if i == 60 {
+				t.Fatal("never stopped at the hard cost limit")
+			}
+			req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.get_balance","params":["%s"]}`+"\n", i, strings.Repeat("00", 32))
+			if _, err := c.conn.Write([]byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			msg := c.read()
+			if e, _ := msg["error"].(map[string]any); e != nil {
+				if e["code"] != float64(-101) {
+					t.Fatalf("error %v", e)
+				}
+				break
+			}
 		}
 	})
 	t.Run("none", func(t *testing.T) {

@@ -120,6 +120,7 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		RequestSleep:      l.RequestSleep,
 		BandwidthUnit:     l.BandwidthUnit,
 		ExemptNets:        l.exemptNets,
+		ThrottleExempt:    l.ThrottleExempt,
 		Logf:              subsystemLoggers["ESRV"].Infof,
 	}
 	if len(ec.TLSListen)+len(ec.WSSListen) > 0 {
