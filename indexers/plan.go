@@ -122,23 +122,49 @@ func planBlockRaw(block *btcutil.Block, raw []byte, stxos []blockchain.SpentTxOu
 	}
 	bufs.txs = resize(bufs.txs, len(txs))
 	clear(bufs.txs)
-	p := &blockPlan{hash: *block.Hash(), prev: block.MsgBlock().Header.PrevBlock, height: height,
-		txs: bufs.txs, bufs: bufs}
+	pl := &planner{
+		p: &blockPlan{hash: *block.Hash(), prev: block.MsgBlock().Header.PrevBlock, height: height,
+			txs: bufs.txs, bufs: bufs},
+		txs: txs, raw: raw, stxos: stxos, genesis: genesis,
+	}
+	pl.layout()
+	parallelFor(len(txs), pl.planTx)
+	pl.p.hist = blockHistory(pl.p, bufs.hist[:0])
+	bufs.hist = pl.p.hist
+	return pl.p
+}
 
-	// Where each transaction's spent outputs start, and which outpoints
-	// are created and spent inside this block: those never become rows.
-	// Every transaction's rows are slices of three block-wide arrays, so
-	// a block costs three allocations instead of several per transaction.
-	bufs.stxoStart = resize(bufs.stxoStart, len(txs)+1)
-	bufs.outStart = resize(bufs.outStart, len(txs)+1)
-	stxoStart, outStart := bufs.stxoStart, bufs.outStart
-	var sameBlock map[wire.OutPoint]struct{}
+// planner builds one blockPlan. Every transaction's rows are slices of
+// block-wide arrays (bufs), so a block costs a few allocations instead of
+// several per transaction.
+type planner struct {
+	p       *blockPlan
+	txs     []*btcutil.Tx
+	raw     []byte
+	stxos   []blockchain.SpentTxOut
+	genesis bool
+
+	// stxoStart[i] and outStart[i] are where transaction i's spent outputs
+	// and outputs start in the block-wide arrays.
+	stxoStart, outStart []int
+	// sameBlock holds the outpoints created and spent inside the block:
+	// those never become rows.
+	sameBlock map[wire.OutPoint]struct{}
+}
+
+// layout sets every transaction's offset and size in the serialized block,
+// where its rows start in the block-wide arrays, and which outpoints the
+// block both creates and spends.
+func (pl *planner) layout() {
+	p, bufs, height := pl.p, pl.p.bufs, pl.p.height
+	bufs.stxoStart = resize(bufs.stxoStart, len(pl.txs)+1)
+	bufs.outStart = resize(bufs.outStart, len(pl.txs)+1)
+	pl.stxoStart, pl.outStart = bufs.stxoStart, bufs.outStart
 	n, outs := 0, 0
-	// Offsets of the transactions inside the serialized block.
-	off := uint32(blockHeaderLen + wire.VarIntSerializeSize(uint64(len(txs))))
-	for i, tx := range txs {
-		stxoStart[i] = n
-		outStart[i] = outs
+	off := uint32(blockHeaderLen + wire.VarIntSerializeSize(uint64(len(pl.txs))))
+	for i, tx := range pl.txs {
+		pl.stxoStart[i] = n
+		pl.outStart[i] = outs
 		outs += len(tx.MsgTx().TxOut)
 		p.txs[i].offset = off
 		p.txs[i].size = uint32(tx.MsgTx().SerializeSize())
@@ -147,111 +173,104 @@ func planBlockRaw(block *btcutil.Block, raw []byte, stxos []blockchain.SpentTxOu
 			continue
 		}
 		for _, in := range tx.MsgTx().TxIn {
-			if n < len(stxos) && stxos[n].Height == height {
-				if sameBlock == nil {
-					sameBlock = make(map[wire.OutPoint]struct{})
+			if n < len(pl.stxos) && pl.stxos[n].Height == height {
+				if pl.sameBlock == nil {
+					pl.sameBlock = make(map[wire.OutPoint]struct{})
 				}
-				sameBlock[in.PreviousOutPoint] = struct{}{}
+				pl.sameBlock[in.PreviousOutPoint] = struct{}{}
 			}
 			n++
 		}
 	}
-	stxoStart[len(txs)] = n
-	outStart[len(txs)] = outs
-	if n != len(stxos) {
+	pl.stxoStart[len(pl.txs)] = n
+	pl.outStart[len(pl.txs)] = outs
+	if n != len(pl.stxos) {
 		panic(fmt.Sprintf("electrum index: block %v at height %d has %d inputs but %d spent outputs",
-			p.hash, height, n, len(stxos)))
+			p.hash, height, n, len(pl.stxos)))
+	}
+	if pl.raw != nil && int(off) != len(pl.raw) {
+		panic(fmt.Sprintf("electrum index: block %v at height %d is %d bytes, its transactions end at %d",
+			p.hash, height, len(pl.raw), off))
 	}
 	bufs.funds = resize(bufs.funds, outs)
 	bufs.spends = resize(bufs.spends, n)
 	bufs.scripts = resize(bufs.scripts, outs+n)
-	fundArr, spendArr, scriptArr := bufs.funds, bufs.spends, bufs.scripts
+}
 
-	if raw != nil && int(off) != len(raw) {
-		panic(fmt.Sprintf("electrum index: block %v at height %d is %d bytes, its transactions end at %d",
-			p.hash, height, len(raw), off))
-	}
-
-	planTx := func(i int, buf *[]byte) {
-		tx := txs[i]
-		tp := &p.txs[i]
-		msg := tx.MsgTx()
-		if raw != nil {
-			tp.txid = txidOf(raw[tp.offset:tp.offset+tp.size], msg, buf)
-		} else {
-			tp.txid = *tx.Hash()
-		}
-		o0, o1 := outStart[i], outStart[i+1]
-		s0, s1 := stxoStart[i], stxoStart[i+1]
-		tp.funds = fundArr[o0:o0:o1]
-		tp.spends = spendArr[s0:s0:s1]
-		tp.scripts = scriptArr[o0+s0 : o0+s0 : o1+s1]
-		var set map[ScriptHash]struct{}
-		if genesis {
-			// The genesis coinbase is not spendable and not indexed.
-			return
-		}
-		for vout, out := range msg.TxOut {
-			if txscript.IsUnspendable(out.PkScript) {
-				continue
-			}
-			sh := ScriptHashFromScript(out.PkScript)
-			tp.addScript(sh, &set)
-			op := wire.OutPoint{Hash: tp.txid, Index: uint32(vout)}
-			if _, spent := sameBlock[op]; spent {
-				continue
-			}
-			tp.funds = append(tp.funds, fundRow{script: sh, vout: uint32(vout), value: out.Value})
-		}
-		tp.nFund = len(tp.scripts)
-		if i == 0 {
-			return
-		}
-		for j, in := range msg.TxIn {
-			st := &stxos[stxoStart[i]+j]
-			sh := ScriptHashFromScript(st.PkScript)
-			tp.addScript(sh, &set)
-			if st.Height == height {
-				continue
-			}
-			tp.spends = append(tp.spends, spendRow{
-				script: sh, height: st.Height, prev: in.PreviousOutPoint, value: st.Amount,
-			})
-		}
-	}
-
-	workers := runtime.GOMAXPROCS(0)
-	if workers <= 1 || len(txs) < minParallelTxs {
-		var buf []byte
-		for i := range txs {
-			planTx(i, &buf)
-		}
+// planTx fills in transaction i's plan; buf is scratch space of the calling
+// goroutine.
+func (pl *planner) planTx(i int, buf *[]byte) {
+	tx, tp, bufs := pl.txs[i], &pl.p.txs[i], pl.p.bufs
+	msg := tx.MsgTx()
+	if pl.raw != nil {
+		tp.txid = txidOf(pl.raw[tp.offset:tp.offset+tp.size], msg, buf)
 	} else {
-		var wg sync.WaitGroup
-		chunk := (len(txs) + workers - 1) / workers
-		for w := 0; w < workers; w++ {
-			lo, hi := w*chunk, (w+1)*chunk
-			if hi > len(txs) {
-				hi = len(txs)
-			}
-			if lo >= hi {
-				break
-			}
-			wg.Add(1)
-			go func(lo, hi int) {
-				defer wg.Done()
-				var buf []byte
-				for i := lo; i < hi; i++ {
-					planTx(i, &buf)
-				}
-			}(lo, hi)
-		}
-		wg.Wait()
+		tp.txid = *tx.Hash()
 	}
-	p.hist = blockHistory(p, bufs.hist[:0])
-	bufs.hist = p.hist
+	o0, o1 := pl.outStart[i], pl.outStart[i+1]
+	s0, s1 := pl.stxoStart[i], pl.stxoStart[i+1]
+	tp.funds = bufs.funds[o0:o0:o1]
+	tp.spends = bufs.spends[s0:s0:s1]
+	tp.scripts = bufs.scripts[o0+s0 : o0+s0 : o1+s1]
+	if pl.genesis {
+		// The genesis coinbase is not spendable and not indexed.
+		return
+	}
+	var set map[ScriptHash]struct{}
+	for vout, out := range msg.TxOut {
+		if txscript.IsUnspendable(out.PkScript) {
+			continue
+		}
+		sh := ScriptHashFromScript(out.PkScript)
+		tp.addScript(sh, &set)
+		op := wire.OutPoint{Hash: tp.txid, Index: uint32(vout)}
+		if _, spent := pl.sameBlock[op]; spent {
+			continue
+		}
+		tp.funds = append(tp.funds, fundRow{script: sh, vout: uint32(vout), value: out.Value})
+	}
+	tp.nFund = len(tp.scripts)
+	if i == 0 {
+		return
+	}
+	for j, in := range msg.TxIn {
+		st := &pl.stxos[s0+j]
+		sh := ScriptHashFromScript(st.PkScript)
+		tp.addScript(sh, &set)
+		if st.Height == pl.p.height {
+			continue
+		}
+		tp.spends = append(tp.spends, spendRow{
+			script: sh, height: st.Height, prev: in.PreviousOutPoint, value: st.Amount,
+		})
+	}
+}
 
-	return p
+// parallelFor calls fn(i, buf) for every i below n, spread over the cores in
+// contiguous ranges; buf is scratch space of one goroutine.
+func parallelFor(n int, fn func(i int, buf *[]byte)) {
+	workers := runtime.GOMAXPROCS(0)
+	if workers <= 1 || n < minParallelTxs {
+		var buf []byte
+		for i := 0; i < n; i++ {
+			fn(i, &buf)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	chunk := (n + workers - 1) / workers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := lo; i < hi; i++ {
+				fn(i, &buf)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // txidOf returns the txid of msg, whose serialization is b: the double

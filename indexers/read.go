@@ -49,9 +49,9 @@ func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
 
 // historyNumsWith returns the txpos of hx's history after position from (all
 // when from is nil), failing with ErrHistoryTooLarge past room entries (room
-// < 0: no bound). It reads with cursor c of the metadata bucket, which the
-// caller goes on using (for the history's chunks, or the next scripts of
-// one view): creating an ffldb cursor costs more than a seek.
+// < 0: no bound). It reads with cursor c, which the caller goes on using
+// (for the history's chunks, or the next scripts of one view): creating a
+// cursor costs more than a seek.
 func historyNumsWith(c cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
 	pre := histPrefix(hx)
 	seek := pre

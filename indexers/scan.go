@@ -11,9 +11,7 @@ import (
 // A script with tens of thousands of unspent outputs takes tens of
 // milliseconds to read with one cursor, most of it leveldb stepping from
 // row to row and loading table blocks. Such lists are read by several
-// cursors of the same view at once, each over its own range of heights:
-// ffldb hands out cursors of one transaction to concurrent readers (it
-// tracks them under a lock), and every cursor reads the view's snapshot.
+// cursors of the same snapshot at once, each over its own range of heights.
 const (
 	// scanSplitAfter is how many rows one cursor reads before the rest of
 	// the list is split; shorter lists pay for no goroutine.
@@ -52,8 +50,49 @@ type utxoScan struct {
 // parts, before any row of part 1 or later is handed to row. row is called
 // concurrently for different parts, never for one part.
 func (s *utxoScan) run(c cursor, newPart func(n int), row func(part int, r *utxoRow)) {
+	first, more := s.readHead(c, row)
+	if !more {
+		newPart(1)
+		return
+	}
+	span := int64(s.top) - int64(first) + 1
+	ranges := int(min(max(span, 1), scanRanges))
+	newPart(1 + ranges)
+	bound := func(i int) int32 {
+		if i >= ranges {
+			return -1 // open
+		}
+		return first + int32(span*int64(i)/int64(ranges))
+	}
+	var (
+		next atomic.Int32
+		wg   sync.WaitGroup
+	)
+	work := func(c cursor) {
+		defer wg.Done()
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= ranges || s.over.Load() {
+				return
+			}
+			s.readRange(c, bound(i), bound(i+1), func(r *utxoRow) { row(1+i, r) })
+		}
+	}
+	workers := scanWorkers()
+	wg.Add(workers)
+	for w := 1; w < workers; w++ {
+		go work(s.r.Cursor())
+	}
+	work(c)
+	wg.Wait()
+}
+
+// readHead reads part 0 with c: the first s.split rows and the rest of the
+// height they end in. more reports that rows remain, from height first on,
+// with c positioned at the first of them.
+func (s *utxoScan) readHead(c cursor, row func(part int, r *utxoRow)) (first int32, more bool) {
 	pre := utxoPrefix(s.hx)
-	first := int32(-1) // height of the first row after the split
+	first = -1 // height of the first row after the split
 	n := 0
 	for ok := c.Seek(pre); ok; ok = c.Next() {
 		k := c.Key()
@@ -75,76 +114,49 @@ func (s *utxoScan) run(c cursor, newPart func(n int), row func(part int, r *utxo
 			first = r.height
 		}
 		if !s.count(1) {
-			newPart(1)
-			return
+			return 0, false
 		}
 		row(0, &r)
 		n++
 	}
 	if n < s.split || first < 0 || s.over.Load() {
-		newPart(1)
-		return
+		return 0, false
 	}
 	// Did the loop stop on a row of a later height, or at the end?
 	k := c.Key()
 	if k == nil || !bytes.HasPrefix(k, pre) {
-		newPart(1)
-		return
+		return 0, false
 	}
-	first = int32(binary.BigEndian.Uint32(k[pfx+hashXLen:]))
-	span := int64(s.top) - int64(first) + 1
-	ranges := int(min(max(span, 1), scanRanges))
-	newPart(1 + ranges)
-	bound := func(i int) int32 {
-		if i >= ranges {
-			return -1 // open
+	return int32(binary.BigEndian.Uint32(k[pfx+hashXLen:])), true
+}
+
+// readRange reads with c the rows of heights lo up to hi (exclusive; -1:
+// open).
+func (s *utxoScan) readRange(c cursor, lo, hi int32, row func(r *utxoRow)) {
+	pre := utxoPrefix(s.hx)
+	key := make([]byte, len(pre)+4)
+	copy(key, pre)
+	binary.BigEndian.PutUint32(key[len(pre):], uint32(lo))
+	rows := 0
+	for ok := c.Seek(key); ok; ok = c.Next() {
+		k := c.Key()
+		if !bytes.HasPrefix(k, pre) {
+			break
 		}
-		return first + int32(span*int64(i)/int64(ranges))
-	}
-	var (
-		next atomic.Int32
-		wg   sync.WaitGroup
-	)
-	work := func(c cursor) {
-		defer wg.Done()
-		key := make([]byte, len(pre)+4)
-		copy(key, pre)
-		for {
-			i := int(next.Add(1)) - 1
-			if i >= ranges || s.over.Load() {
-				return
-			}
-			lo, hi := bound(i), bound(i+1)
-			binary.BigEndian.PutUint32(key[len(pre):], uint32(lo))
-			rows := 0
-			for ok := c.Seek(key); ok; ok = c.Next() {
-				k := c.Key()
-				if !bytes.HasPrefix(k, pre) {
-					break
-				}
-				rows++
-				yieldEvery(rows)
-				r, ok := decodeUtxo(k, c.Value())
-				if !ok {
-					continue
-				}
-				if hi >= 0 && r.height >= hi {
-					break
-				}
-				if !s.count(1) {
-					return
-				}
-				row(1+i, &r)
-			}
+		rows++
+		yieldEvery(rows)
+		r, ok := decodeUtxo(k, c.Value())
+		if !ok {
+			continue
 		}
+		if hi >= 0 && r.height >= hi {
+			break
+		}
+		if !s.count(1) {
+			return
+		}
+		row(&r)
 	}
-	workers := scanWorkers()
-	wg.Add(workers)
-	for w := 1; w < workers; w++ {
-		go work(s.r.Cursor())
-	}
-	work(c)
-	wg.Wait()
 }
 
 // count adds n rows and reports whether the list is still within the limit.
