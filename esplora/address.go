@@ -1,0 +1,479 @@
+package esplora
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sync"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+)
+
+// errTooPopular is electrs' answer for a script whose history or unspent
+// set exceeds the server's limit.
+var errTooPopular = badRequest("Too many history entries")
+
+// tipRetries bounds how often a read of two parts of the index is retried
+// when a block came between them.
+const tipRetries = 5
+
+// otherNets are the networks an address of another network is recognised
+// from, to say so rather than call it invalid.
+var otherNets = []*chaincfg.Params{&chaincfg.MainNetParams, &chaincfg.TestNet3Params,
+	&chaincfg.TestNet4Params, &chaincfg.SigNetParams, &chaincfg.RegressionNetParams, &chaincfg.SimNetParams}
+
+// decodeAddress returns the output script of an address of the node's
+// network. As electrs, a regtest node also takes testnet addresses (they
+// share base58 prefixes, and wallets configured for testnet use them).
+func decodeAddress(s string, params *chaincfg.Params) ([]byte, error) {
+	accept := []*chaincfg.Params{params}
+	if params.Name == chaincfg.RegressionNetParams.Name {
+		accept = append(accept, &chaincfg.TestNet3Params)
+	}
+	for _, p := range accept {
+		if a, err := address.DecodeAddress(s, p); err == nil && a.IsForNet(p) && !isPubKey(a) {
+			script, err := txscript.PayToAddrScript(a)
+			if err != nil {
+				return nil, badRequest("Invalid Bitcoin address")
+			}
+			return script, nil
+		}
+	}
+	for _, p := range otherNets {
+		if a, err := address.DecodeAddress(s, p); err == nil && a.IsForNet(p) && !isPubKey(a) {
+			return nil, badRequest("Address on invalid network")
+		}
+	}
+	return nil, badRequest("Invalid Bitcoin address")
+}
+
+func isPubKey(a address.Address) bool {
+	_, ok := a.(*address.AddressPubKey)
+	return ok
+}
+
+// parseScript returns the script hash an address or scripthash path names,
+// and the script itself when the path gives it (an address).
+func (s *Server) parseScript(kind, str string) (indexers.ScriptHash, []byte, error) {
+	if kind == "address" {
+		script, err := decodeAddress(str, s.index.ChainParams())
+		if err != nil {
+			return indexers.ScriptHash{}, nil, err
+		}
+		return indexers.ScriptHashFromScript(script), script, nil
+	}
+	b, err := hex.DecodeString(str)
+	if err != nil {
+		return indexers.ScriptHash{}, nil, errInvalidHex
+	}
+	if len(b) != sha256.Size {
+		return indexers.ScriptHash{}, nil, badRequest("Invalid scripthash")
+	}
+	// Esplora's script hash is the SHA-256 in natural byte order, which is
+	// how the index holds it (Electrum shows it reversed).
+	var sh indexers.ScriptHash
+	copy(sh[:], b)
+	return sh, nil, nil
+}
+
+// scriptMatcher tells outputs paying a script from the others, learning
+// the script from the first output whose hash matches.
+type scriptMatcher struct {
+	sh     indexers.ScriptHash
+	script []byte
+}
+
+func (m *scriptMatcher) match(pkScript []byte) bool {
+	if m.script != nil {
+		return bytes.Equal(pkScript, m.script)
+	}
+	if sha256.Sum256(pkScript) == m.sh {
+		m.script = bytes.Clone(pkScript)
+		return true
+	}
+	return false
+}
+
+// scriptStats is chain_stats and mempool_stats, in the order serde_json
+// writes electrs' (its keys sorted).
+type scriptStats struct {
+	FundedTxoCount int   `json:"funded_txo_count"`
+	FundedTxoSum   int64 `json:"funded_txo_sum"`
+	SpentTxoCount  int   `json:"spent_txo_count"`
+	SpentTxoSum    int64 `json:"spent_txo_sum"`
+	TxCount        int   `json:"tx_count"`
+}
+
+// statsCacheEntries bounds the cached funded totals; statsCacheMin is the
+// shortest history worth caching (shorter ones are read in a few
+// milliseconds).
+const (
+	statsCacheEntries = 10_000
+	statsCacheMin     = 100
+)
+
+// fundedTotals are the outputs a script's confirmed history funds up to a
+// block: valid while that block is in the main chain at that height.
+type fundedTotals struct {
+	height int32
+	hash   chainhash.Hash
+	script []byte
+	count  int
+	sum    int64
+}
+
+// statsCache keeps fundedTotals of long histories, so a script's stats
+// after a new block read only that block's transactions.
+type statsCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[indexers.ScriptHash]fundedTotals
+}
+
+func newStatsCache(max int) *statsCache {
+	return &statsCache{max: max, m: make(map[indexers.ScriptHash]fundedTotals)}
+}
+
+func (c *statsCache) get(sh indexers.ScriptHash) (fundedTotals, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.m[sh]
+	return f, ok
+}
+
+func (c *statsCache) put(sh indexers.ScriptHash, f fundedTotals) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[sh]; !ok && len(c.m) >= c.max {
+		for k := range c.m { // evict one at random (map order)
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[sh] = f
+}
+
+// history reads a script's confirmed history within the server's limit.
+func (s *Server) history(sh indexers.ScriptHash) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	hist, tip, err := s.index.History(sh, s.cfg.MaxHistory)
+	if errors.Is(err, indexers.ErrHistoryTooLarge) {
+		return nil, tip, errTooPopular
+	}
+	return hist, tip, err
+}
+
+// chainStats derives a script's confirmed stats from its history and its
+// unspent outputs read at one tip: tx_count is the history's length; the
+// funded outputs are those of the history's transactions paying the
+// script (each transaction read once, or only those of new blocks when the
+// totals of a long history are cached); every spent output was funded in
+// the history, so spent = funded - unspent.
+func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (scriptStats, error) {
+	for attempt := 0; attempt < tipRetries; attempt++ {
+		hist, tip, err := s.history(sh)
+		if err != nil {
+			return scriptStats{}, err
+		}
+		uns, tip2, err := s.index.Unspent(sh, 0)
+		if err != nil {
+			return scriptStats{}, err
+		}
+		if tip != tip2 {
+			continue
+		}
+		m := &scriptMatcher{sh: sh, script: script}
+		var funded fundedTotals
+		start := 0
+		if f, ok := s.stats.get(sh); ok && f.height <= tip.Height {
+			if hash, err := s.chain.BlockHashByHeight(f.height); err == nil && *hash == f.hash {
+				funded = f
+				if m.script == nil {
+					m.script = f.script
+				}
+				for start < len(hist) && hist[start].Height <= f.height {
+					start++
+				}
+			}
+		}
+		for _, e := range hist[start:] {
+			if err := q.ctx.Err(); err != nil {
+				return scriptStats{}, err
+			}
+			c, err := s.readTx(e.TxHash)
+			if err != nil {
+				return scriptStats{}, err
+			}
+			if c == nil || !c.confirmed {
+				continue // reorganized away meanwhile: the tip check below retries
+			}
+			for _, o := range c.tx.TxOut {
+				if m.match(o.PkScript) {
+					funded.count++
+					funded.sum += o.Value
+				}
+			}
+		}
+		if !s.chain.MainChainHasBlock(&tip.Hash) {
+			continue
+		}
+		if len(hist) >= statsCacheMin {
+			s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
+				count: funded.count, sum: funded.sum})
+		}
+		var unspentSum int64
+		for _, u := range uns {
+			unspentSum += u.Value
+		}
+		return scriptStats{
+			FundedTxoCount: funded.count, FundedTxoSum: funded.sum,
+			SpentTxoCount: funded.count - len(uns), SpentTxoSum: funded.sum - unspentSum,
+			TxCount: len(hist),
+		}, nil
+	}
+	return scriptStats{}, errors.New("the chain kept moving while the stats were read")
+}
+
+// mempoolStats derives a script's unconfirmed stats from its mempool
+// transactions: their outputs paying it, and their inputs spending its
+// outputs (confirmed or unconfirmed).
+func (s *Server) mempoolStatsOf(q *request, sh indexers.ScriptHash, script []byte) (scriptStats, error) {
+	var st scriptStats
+	m := &scriptMatcher{sh: sh, script: script}
+	for _, c := range s.mempoolTxsOf(q, sh, 0) {
+		st.TxCount++
+		for _, o := range c.tx.TxOut {
+			if m.match(o.PkScript) {
+				st.FundedTxoCount++
+				st.FundedTxoSum += o.Value
+			}
+		}
+		for _, in := range c.tx.TxIn {
+			prev, err := s.prevOut(q, in.PreviousOutPoint)
+			if err != nil {
+				return st, err
+			}
+			if prev != nil && m.match(prev.PkScript) {
+				st.SpentTxoCount++
+				st.SpentTxoSum += prev.Value
+			}
+		}
+	}
+	return st, nil
+}
+
+// mempoolTxsOf returns up to limit (0: all) unconfirmed transactions
+// touching a script, in the Electrum server's mempool order.
+func (s *Server) mempoolTxsOf(q *request, sh indexers.ScriptHash, limit int) []*cachedTx {
+	var out []*cachedTx
+	for _, e := range s.index.MempoolEntries(sh) {
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+		raw, ok := s.index.MempoolTx(e.TxHash)
+		if !ok {
+			continue // mined or evicted since the view was read
+		}
+		c, err := parseCached(raw, false, indexers.TxLocation{})
+		if err != nil {
+			continue
+		}
+		q.txs[e.TxHash] = c
+		out = append(out, c)
+	}
+	return out
+}
+
+// GET /address/:address and /scripthash/:hash
+func (s *Server) scriptStats(q *request, kind, str string) (*reply, error) {
+	sh, script, err := s.parseScript(kind, str)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := s.chainStats(q, sh, script)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := s.mempoolStatsOf(q, sh, script)
+	if err != nil {
+		return nil, err
+	}
+	// The keys sorted, as serde_json writes electrs' answer.
+	type addressStats struct {
+		Address      string      `json:"address"`
+		ChainStats   scriptStats `json:"chain_stats"`
+		MempoolStats scriptStats `json:"mempool_stats"`
+	}
+	type scripthashStats struct {
+		ChainStats   scriptStats `json:"chain_stats"`
+		MempoolStats scriptStats `json:"mempool_stats"`
+		Scripthash   string      `json:"scripthash"`
+	}
+	if kind == "address" {
+		return jsonReply(addressStats{str, chain, mem}, ttlShort)
+	}
+	return jsonReply(scripthashStats{chain, mem, str}, ttlShort)
+}
+
+// chainPage returns up to 25 confirmed transactions of a script, newest
+// first, after lastSeen when given (none when lastSeen is not in the
+// history, as electrs answers).
+func (s *Server) chainPage(q *request, sh indexers.ScriptHash, lastSeen *chainhash.Hash) ([]*txValue, error) {
+	hist, _, err := s.history(sh)
+	if err != nil {
+		return nil, err
+	}
+	i := len(hist) - 1
+	if lastSeen != nil {
+		for i >= 0 && hist[i].TxHash != *lastSeen {
+			i--
+		}
+		i-- // the one after it
+	}
+	out := []*txValue{}
+	for ; i >= 0 && len(out) < chainTxsPerPage; i-- {
+		if err := q.ctx.Err(); err != nil {
+			return nil, err
+		}
+		c, err := s.lookupTx(q, hist[i].TxHash)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil || !c.confirmed {
+			continue // reorganized away since the history was read
+		}
+		v, err := s.txJSON(q, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func (s *Server) mempoolValues(q *request, sh indexers.ScriptHash) ([]*txValue, error) {
+	out := []*txValue{}
+	for _, c := range s.mempoolTxsOf(q, sh, maxMempoolTxs) {
+		v, err := s.txJSON(q, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// GET /address/:address/txs: up to 50 unconfirmed transactions, then the
+// first page of confirmed ones.
+func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
+	sh, _, err := s.parseScript(kind, str)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := s.mempoolValues(q, sh)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := s.chainPage(q, sh, nil)
+	if err != nil {
+		return nil, err
+	}
+	return jsonReply(append(mem, chain...), ttlShort)
+}
+
+// GET /address/:address/txs/chain[/:last_seen_txid]: a last_seen_txid that
+// is not a txid is ignored, as electrs ignores it.
+func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, error) {
+	sh, _, err := s.parseScript(kind, str)
+	if err != nil {
+		return nil, err
+	}
+	var lastSeen *chainhash.Hash
+	if last != "" {
+		if h, err := parseTxid(last); err == nil {
+			lastSeen = &h
+		}
+	}
+	page, err := s.chainPage(q, sh, lastSeen)
+	if err != nil {
+		return nil, err
+	}
+	return jsonReply(page, ttlShort)
+}
+
+// GET /address/:address/txs/mempool
+func (s *Server) scriptMempoolTxs(q *request, kind, str string) (*reply, error) {
+	sh, _, err := s.parseScript(kind, str)
+	if err != nil {
+		return nil, err
+	}
+	mem, err := s.mempoolValues(q, sh)
+	if err != nil {
+		return nil, err
+	}
+	return jsonReply(mem, ttlShort)
+}
+
+type utxoValue struct {
+	TxID   string   `json:"txid"`
+	Vout   uint32   `json:"vout"`
+	Status txStatus `json:"status"`
+	Value  int64    `json:"value"`
+}
+
+// GET /address/:address/utxo: the confirmed unspent outputs no mempool
+// transaction spends, in chain order, then the unconfirmed ones.
+func (s *Server) scriptUtxo(q *request, kind, str string) (*reply, error) {
+	sh, _, err := s.parseScript(kind, str)
+	if err != nil {
+		return nil, err
+	}
+retry:
+	for attempt := 0; attempt < tipRetries; attempt++ {
+		uns, tip, err := s.index.Unspent(sh, s.cfg.MaxUtxos)
+		if errors.Is(err, indexers.ErrHistoryTooLarge) {
+			return nil, errTooPopular
+		}
+		if err != nil {
+			return nil, err
+		}
+		statuses := make(map[int32]txStatus)
+		out := []utxoValue{}
+		for _, u := range uns {
+			if s.index.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
+				continue
+			}
+			st, ok := statuses[u.Height]
+			if !ok {
+				hash, err := s.chain.BlockHashByHeight(u.Height)
+				if err != nil {
+					continue retry // the chain is shorter than the tip read
+				}
+				if st, err = s.statusAt(u.Height, *hash); err != nil {
+					return nil, err
+				}
+				statuses[u.Height] = st
+			}
+			out = append(out, utxoValue{u.TxHash.String(), u.Vout, st, u.Value})
+		}
+		// The heights name blocks of the tip the outputs were read at
+		// only while that tip is in the main chain.
+		if !s.chain.MainChainHasBlock(&tip.Hash) {
+			continue
+		}
+		for _, u := range s.index.MempoolUnspent(sh) {
+			out = append(out, utxoValue{u.TxHash.String(), u.Vout, txStatus{}, u.Value})
+		}
+		if len(out) > s.cfg.MaxUtxos {
+			return nil, errTooPopular
+		}
+		return jsonReply(out, ttlShort)
+	}
+	return nil, errors.New("the chain kept moving while the outputs were read")
+}

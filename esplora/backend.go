@@ -1,0 +1,63 @@
+package esplora
+
+import (
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+)
+
+// Index is what the server reads of the Electrum index and its mempool
+// view: the same reads the Electrum server makes. *electrum.IndexBackend
+// implements it. Every method may be called from many goroutines.
+type Index interface {
+	// ChainParams returns the network the node runs on.
+	ChainParams() *chaincfg.Params
+	// ChainTip returns the index tip: every answer describes the chain up
+	// to it.
+	ChainTip() (indexers.Tip, error)
+
+	// History, Unspent, TxLocation, BlockTxIDs and RawTx are the
+	// index's reads (indexers.ElectrumIndex documents them).
+	History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error)
+	Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error)
+	TxLocation(txid chainhash.Hash) (indexers.TxLocation, error)
+	BlockTxIDs(height int32) ([]chainhash.Hash, error)
+	RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error)
+
+	// MempoolEntries, MempoolUnspent, MempoolIsSpent and MempoolTx are
+	// the per-script view of unconfirmed transactions
+	// (electrum.MempoolView documents them).
+	MempoolEntries(sh indexers.ScriptHash) []electrum.MempoolEntry
+	MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
+	MempoolIsSpent(op wire.OutPoint) bool
+	MempoolTx(txid chainhash.Hash) ([]byte, bool)
+
+	// Broadcast and EstimateFee are the node's relay and fee policy
+	// (electrum.TxRelay documents them).
+	Broadcast(tx *wire.MsgTx) error
+	EstimateFee(blocks int, mode string) (float64, error)
+}
+
+// Chain is what the server reads of btcd's chain for blocks and headers.
+// *blockchain.BlockChain implements it.
+type Chain interface {
+	BlockByHash(hash *chainhash.Hash) (*btcutil.Block, error)
+	HeaderByHash(hash *chainhash.Hash) (wire.BlockHeader, error)
+	BlockByHeight(height int32) (*btcutil.Block, error)
+	BlockHashByHeight(height int32) (*chainhash.Hash, error)
+	BlockHeightByHash(hash *chainhash.Hash) (int32, error)
+	MainChainHasBlock(hash *chainhash.Hash) bool
+}
+
+// Pool is what the server reads of btcd's transaction pool for the
+// mempool-wide endpoints and for the spenders of outputs. *mempool.TxPool
+// implements it.
+type Pool interface {
+	TxDescs() []*mempool.TxDesc
+	CheckSpend(op wire.OutPoint) *btcutil.Tx
+}

@@ -1,0 +1,168 @@
+package esplora
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
+)
+
+// histogramBin is the virtual size electrs' fee histogram puts in a bin
+// before it starts the next one.
+const histogramBin = 50_000
+
+// feeTargets are the confirmation targets /fee-estimates answers for.
+var feeTargets = func() []int {
+	t := make([]int, 0, 28)
+	for i := 1; i <= 25; i++ {
+		t = append(t, i)
+	}
+	return append(t, 144, 504, 1008)
+}()
+
+// vsize is electrs' virtual size: weight / 4, rounded down.
+func vsize(d *mempool.TxDesc) int64 { return blockchain.GetTransactionWeight(d.Tx) / 4 }
+
+type backlogStats struct {
+	Count        int                 `json:"count"`
+	Vsize        int64               `json:"vsize"`
+	TotalFee     int64               `json:"total_fee"`
+	FeeHistogram [][2]json.Marshaler `json:"fee_histogram"`
+}
+
+// feeHistogram is electrs': transactions by fee rate, highest first, cut
+// into bins of a little over 50,000 vbytes (a bin ends only where the rate
+// changes); each bin is [lowest rate in it, its vsize].
+func feeHistogram(descs []*mempool.TxDesc) [][2]json.Marshaler {
+	type entry struct {
+		rate  float32
+		vsize int64
+	}
+	es := make([]entry, 0, len(descs))
+	for _, d := range descs {
+		vs := vsize(d)
+		es = append(es, entry{float32(d.Fee) / float32(vs), vs})
+	}
+	sort.SliceStable(es, func(i, j int) bool { return es[i].rate > es[j].rate })
+	out := [][2]json.Marshaler{}
+	var bin int64
+	var last float32
+	for _, e := range es {
+		if bin > histogramBin && last != e.rate {
+			out = append(out, [2]json.Marshaler{jsonFloat32(last), jsonInt(bin)})
+			bin = 0
+		}
+		last = e.rate
+		bin += e.vsize
+	}
+	if bin > 0 {
+		out = append(out, [2]json.Marshaler{jsonFloat32(last), jsonInt(bin)})
+	}
+	return out
+}
+
+type jsonInt int64
+
+func (i jsonInt) MarshalJSON() ([]byte, error) { return []byte(strconv.FormatInt(int64(i), 10)), nil }
+
+// GET /mempool
+func (s *Server) mempoolStats() (*reply, error) {
+	descs := s.pool.TxDescs()
+	st := backlogStats{Count: len(descs), FeeHistogram: feeHistogram(descs)}
+	for _, d := range descs {
+		st.Vsize += vsize(d)
+		st.TotalFee += d.Fee
+	}
+	return jsonReply(st, ttlShort)
+}
+
+// GET /mempool/txids
+func (s *Server) mempoolTxids() (*reply, error) {
+	descs := s.pool.TxDescs()
+	out := make([]string, len(descs))
+	for i, d := range descs {
+		out[i] = d.Tx.Hash().String()
+	}
+	return jsonReply(out, ttlShort)
+}
+
+type txOverview struct {
+	TxID  string `json:"txid"`
+	Fee   int64  `json:"fee"`
+	Vsize int64  `json:"vsize"`
+	Value int64  `json:"value"`
+}
+
+// GET /mempool/recent: the ten transactions that entered the pool last.
+func (s *Server) mempoolRecent() (*reply, error) {
+	descs := s.pool.TxDescs()
+	sort.SliceStable(descs, func(i, j int) bool { return descs[i].Added.After(descs[j].Added) })
+	out := []txOverview{}
+	for _, d := range descs[:min(len(descs), recentTxs)] {
+		var value int64
+		for _, o := range d.Tx.MsgTx().TxOut {
+			value += o.Value
+		}
+		out = append(out, txOverview{d.Tx.Hash().String(), d.Fee, vsize(d), value})
+	}
+	return jsonReply(out, ttlRecent)
+}
+
+// GET /fee-estimates: sat/vB by confirmation target, for the targets the
+// node's estimator has an estimate for.
+func (s *Server) feeEstimates() (*reply, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for _, target := range feeTargets {
+		rate, err := s.index.EstimateFee(target, "")
+		if err != nil || rate <= 0 {
+			continue
+		}
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		// BTC/kvB to sat/vB.
+		b.WriteString(`"` + strconv.Itoa(target) + `":` + formatFloat(rate*1e5, 64))
+	}
+	b.WriteByte('}')
+	return &reply{"application/json", []byte(b.String()), ttlShort}, nil
+}
+
+// rpcError is the error bitcoind's sendrawtransaction answers, which
+// electrs passes on.
+func rpcError(code int, msg string) *httpError {
+	b, _ := json.Marshal(struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, msg})
+	return badRequest("sendrawtransaction RPC error: " + string(b))
+}
+
+// POST /tx: the body is the transaction in hex; the answer its txid.
+func (s *Server) broadcast(body string) (*reply, error) {
+	raw, err := hex.DecodeString(strings.TrimSpace(body))
+	if err != nil {
+		return nil, rpcError(-22, "TX decode failed")
+	}
+	tx := new(wire.MsgTx)
+	r := bytes.NewReader(raw)
+	if err := tx.Deserialize(r); err != nil || r.Len() != 0 {
+		return nil, rpcError(-22, "TX decode failed")
+	}
+	if err := s.index.Broadcast(tx); err != nil {
+		if errors.Is(err, electrum.ErrRejected) {
+			return nil, rpcError(-26, strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": "))
+		}
+		return nil, rpcError(-25, err.Error())
+	}
+	return textReply(tx.TxHash().String(), 0), nil
+}

@@ -1,0 +1,95 @@
+package esplora
+
+import (
+	"encoding/hex"
+	"strings"
+	"testing"
+
+	"github.com/btcsuite/btcd/chaincfg/v2"
+)
+
+// TestScriptForms checks the assembly, type and address of scripts against
+// answers of Esplora servers (blockstream.info, mempool.space) and
+// rust-bitcoin's own vectors for its assembly.
+func TestScriptForms(t *testing.T) {
+	key := strings.Repeat("02", 1) + strings.Repeat("ab", 32)
+	for _, c := range []struct {
+		script, asm, typ, addr string
+	}{
+		{"5120727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048",
+			"OP_PUSHNUM_1 OP_PUSHBYTES_32 727da28731cccc6f227d0200b43c384ae06e717f6f14f62f31145a8cbb145048",
+			"v1_p2tr", "bc1pwf769pe3enxx7gnaqgqtg0pcftsxuutldu20vte3z3dgewc52pyq83gryt"},
+		{"5120d5e19bcba9c3442bae90beea0dee2e5760177ee7ac5d4196118e657bbb302141",
+			"OP_PUSHNUM_1 OP_PUSHBYTES_32 d5e19bcba9c3442bae90beea0dee2e5760177ee7ac5d4196118e657bbb302141",
+			"v1_p2tr", "bc1p6hsehjafcdzzht5shm4qmm3w2aspwlh843w5r9s33ejhhwesy9qss2hxhp"},
+		{"76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac",
+			"OP_DUP OP_HASH160 OP_PUSHBYTES_20 62e907b15cbf27d5425399ebf6f0fb50ebb88f18 OP_EQUALVERIFY OP_CHECKSIG",
+			"p2pkh", "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa"},
+		{"0014751e76e8199196d454941c45d1b3a323f1433bd6",
+			"OP_0 OP_PUSHBYTES_20 751e76e8199196d454941c45d1b3a323f1433bd6",
+			"v0_p2wpkh", "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"},
+		{"a914748284390f9e263a4b766a75d0633c50426eb87587",
+			"OP_HASH160 OP_PUSHBYTES_20 748284390f9e263a4b766a75d0633c50426eb875 OP_EQUAL",
+			"p2sh", "3CK4fEwbMP7heJarmU4eqA3sMbVJyEnU3V"},
+		{"51024e73", "OP_PUSHNUM_1 OP_PUSHBYTES_2 4e73", "anchor", "bc1pfeessrawgf"},
+		{"6a0568656c6c6f", "OP_RETURN OP_PUSHBYTES_5 68656c6c6f", "op_return", ""},
+		{"", "", "empty", ""},
+		{"21" + key + "ac", "OP_PUSHBYTES_33 " + key + " OP_CHECKSIG", "p2pk", ""},
+		{"5121" + key + "51ae", "OP_PUSHNUM_1 OP_PUSHBYTES_33 " + key + " OP_PUSHNUM_1 OP_CHECKMULTISIG", "multisig", ""},
+		{"0019" + strings.Repeat("00", 25), "OP_0 OP_PUSHBYTES_25 " + strings.Repeat("00", 25), "unknown", ""},
+		{"ba", "OP_CHECKSIGADD", "provably_unspendable", ""},
+		{"7e", "OP_CAT", "provably_unspendable", ""},
+		// rust-bitcoin's assembly vectors and opcode names.
+		{"03aabbcc", "OP_PUSHBYTES_3 aabbcc", "unknown", ""},
+		{"4c02", "OP_PUSHDATA1 <push past end>", "unknown", ""},
+		{"4c", "<unexpected end>", "unknown", ""},
+		{"764c", "OP_DUP<unexpected end>", "unknown", ""},
+		{"4c0100", "OP_PUSHDATA1 00", "unknown", ""},
+		{"4f00b0b1b2b3b9bbfeff", "OP_PUSHNUM_NEG1 OP_0 OP_NOP1 OP_CLTV OP_CSV OP_NOP4 OP_NOP10 OP_RETURN_187 OP_RETURN_254 OP_INVALIDOPCODE",
+			"unknown", ""},
+	} {
+		script, err := hex.DecodeString(c.script)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scriptAsm(script); got != c.asm {
+			t.Errorf("asm %s: %q, want %q", c.script, got, c.asm)
+		}
+		if got := scriptType(script); got != c.typ {
+			t.Errorf("type %s: %q, want %q", c.script, got, c.typ)
+		}
+		if got := scriptAddress(script, &chaincfg.MainNetParams); got != c.addr {
+			t.Errorf("address %s: %q, want %q", c.script, got, c.addr)
+		}
+	}
+}
+
+// TestAddressNetworks checks which addresses the server takes: those of its
+// network (and testnet's on regtest, as electrs), and no other.
+func TestAddressNetworks(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		net  *chaincfg.Params
+		err  string
+	}{
+		{"bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", &chaincfg.MainNetParams, ""},
+		{"1MqgAUsLcDvgUBXnhRQA72No3jdo6S9zWr", &chaincfg.MainNetParams, ""},
+		{"bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", &chaincfg.RegressionNetParams, "Address on invalid network"},
+		{"1MqgAUsLcDvgUBXnhRQA72No3jdo6S9zWr", &chaincfg.TestNet3Params, "Address on invalid network"},
+		{"tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx", &chaincfg.RegressionNetParams, ""},
+		{"tb1qw508d6qejxtdg4y5r3zarvary0c5xw7kxpjzsx", &chaincfg.MainNetParams, "Address on invalid network"},
+		{"bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080", &chaincfg.TestNet3Params, "Address on invalid network"},
+		{"bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t5", &chaincfg.MainNetParams, "Invalid Bitcoin address"},
+		{"02" + strings.Repeat("ab", 32), &chaincfg.MainNetParams, "Invalid Bitcoin address"},
+		{"hello", &chaincfg.MainNetParams, "Invalid Bitcoin address"},
+	} {
+		_, err := decodeAddress(c.addr, c.net)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.err {
+			t.Errorf("%s on %s: %q, want %q", c.addr, c.net.Name, got, c.err)
+		}
+	}
+}

@@ -1,0 +1,441 @@
+package esplora
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults of Config's zero fields.
+const (
+	// DefaultMaxUtxos is the largest unspent set /utxo returns; larger
+	// ones fail as electrs' --utxos-limit makes them fail (Blockstream's
+	// public servers use 500).
+	DefaultMaxUtxos = 50_000
+	// DefaultMaxHistory is the longest confirmed history the address
+	// endpoints read.
+	DefaultMaxHistory = 1_000_000
+	// DefaultMaxBody is the largest request body: the hex of a
+	// transaction of the largest block.
+	DefaultMaxBody = 8_000_000
+	// DefaultIdleTimeout closes keep-alive connections idle this long.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultReadTimeout bounds reading a request's headers and body.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds writing an answer to a slow client.
+	DefaultWriteTimeout = 60 * time.Second
+)
+
+// Esplora's paging and caching constants (electrs' rest.rs).
+const (
+	chainTxsPerPage = 25
+	maxMempoolTxs   = 50
+	blockLimit      = 10
+	recentTxs       = 10
+	ttlLong         = 157_784_630
+	ttlShort        = 10
+	ttlRecent       = 5
+	confFinal       = 10
+)
+
+// Config configures a Server. Zero fields take the Default values.
+type Config struct {
+	// Listen are the addresses (host:port) to listen on; Listeners are
+	// listeners already bound (tests pass port-0 listeners).
+	Listen    []string
+	Listeners []net.Listener
+	// PathPrefix serves the API under a path such as "/api" (as
+	// blockstream.info does); empty serves it at the root.
+	PathPrefix string
+
+	MaxUtxos     int
+	MaxHistory   int
+	MaxBody      int64
+	IdleTimeout  time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+
+	// Logf, when set, receives the server's log lines.
+	Logf func(format string, args ...any)
+}
+
+// Server serves Esplora's HTTP API from the Electrum index, btcd's chain
+// and btcd's transaction pool.
+type Server struct {
+	cfg    Config
+	index  Index
+	chain  Chain
+	pool   Pool
+	prefix string
+	stats  *statsCache
+
+	mu        sync.Mutex
+	srv       *http.Server
+	listeners []net.Listener
+	done      sync.WaitGroup
+}
+
+// New returns a server over the given parts; Start starts listening.
+func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
+	if cfg.MaxUtxos <= 0 {
+		cfg.MaxUtxos = DefaultMaxUtxos
+	}
+	if cfg.MaxHistory <= 0 {
+		cfg.MaxHistory = DefaultMaxHistory
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ReadTimeout <= 0 {
+		cfg.ReadTimeout = DefaultReadTimeout
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Server{
+		cfg: cfg, index: index, chain: chain, pool: pool,
+		prefix: strings.TrimRight(cfg.PathPrefix, "/"),
+		stats:  newStatsCache(statsCacheEntries),
+	}
+}
+
+// Start binds the configured addresses and serves them; it returns an
+// error when an address cannot be bound.
+func (s *Server) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ls := append([]net.Listener(nil), s.cfg.Listeners...)
+	for _, addr := range s.cfg.Listen {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			for _, l := range ls[len(s.cfg.Listeners):] {
+				_ = l.Close()
+			}
+			return fmt.Errorf("Esplora listener %s: %w", addr, err)
+		}
+		ls = append(ls, l)
+	}
+	s.listeners = ls
+	s.srv = &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.cfg.ReadTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+	for _, l := range ls {
+		s.cfg.Logf("Esplora HTTP API listening on %s%s", l.Addr(), s.prefix)
+		s.done.Add(1)
+		go func(l net.Listener) {
+			defer s.done.Done()
+			if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.cfg.Logf("Esplora listener %s: %v", l.Addr(), err)
+			}
+		}(l)
+	}
+	return nil
+}
+
+// Addrs returns the addresses the server listens on (after Start).
+func (s *Server) Addrs() []net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]net.Addr, len(s.listeners))
+	for i, l := range s.listeners {
+		out[i] = l.Addr()
+	}
+	return out
+}
+
+// Shutdown stops listening and waits, until ctx ends, for the requests
+// being answered; connections still open then are closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	srv := s.srv
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	err := srv.Shutdown(ctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	s.done.Wait()
+	return err
+}
+
+// httpError is an answer with a status other than 200: Esplora sends the
+// message as plain text.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(msg string) *httpError { return &httpError{http.StatusBadRequest, msg} }
+func notFound(msg string) *httpError   { return &httpError{http.StatusNotFound, msg} }
+
+// Esplora's messages for malformed input.
+var (
+	errInvalidHex    = badRequest("Invalid hex string")
+	errInvalidNumber = badRequest("Invalid number")
+	errBlockNotFound = notFound("Block not found")
+	errTxNotFound    = notFound("Transaction not found")
+)
+
+// internalError turns a failed read into a 500 whose text says what
+// failed; the client is not at fault.
+func internalError(err error) *httpError {
+	return &httpError{http.StatusInternalServerError, err.Error()}
+}
+
+// reply is a successful answer.
+type reply struct {
+	contentType string
+	body        []byte
+	ttl         int
+}
+
+func textReply(s string, ttl int) *reply { return &reply{"text/plain", []byte(s), ttl} }
+
+func jsonReply(v any, ttl int) (*reply, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, internalError(err)
+	}
+	return &reply{"application/json", b, ttl}, nil
+}
+
+// request is one request being answered: its context (done when the
+// client goes), and a cache of the transactions read for it.
+type request struct {
+	ctx    context.Context
+	method string
+	parts  []string
+	query  url.Values
+	body   []byte
+	txs    map[[32]byte]*cachedTx
+}
+
+// ServeHTTP answers one request as electrs' REST server does: the path is
+// split on "/" after the prefix and matched segment by segment.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.EscapedPath()
+	rest, ok := strings.CutPrefix(path, s.prefix)
+	if !ok || (rest != "" && rest[0] != '/') {
+		s.writeError(w, notFound("endpoint does not exist "+strconv.Quote(path)))
+		return
+	}
+	if rest == "" {
+		rest = "/"
+	}
+	req := &request{
+		ctx:    r.Context(),
+		method: r.Method,
+		parts:  strings.Split(rest, "/")[1:],
+		query:  r.URL.Query(),
+		txs:    make(map[[32]byte]*cachedTx),
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		if err != nil {
+			var tooLarge *http.MaxBytesError
+			if errors.As(err, &tooLarge) {
+				s.writeError(w, &httpError{http.StatusRequestEntityTooLarge,
+					fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBody)})
+				return
+			}
+			s.writeError(w, badRequest(err.Error()))
+			return
+		}
+		req.body = body
+	}
+	rep, err := s.route(req, rest)
+	if req.ctx.Err() != nil {
+		return // the client has gone
+	}
+	if err != nil {
+		var he *httpError
+		if !errors.As(err, &he) {
+			he = internalError(err)
+		}
+		s.writeError(w, he)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", rep.contentType)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(rep.ttl))
+	h.Set("Content-Length", strconv.Itoa(len(rep.body)))
+	_, _ = w.Write(rep.body)
+}
+
+func (s *Server) writeError(w http.ResponseWriter, e *httpError) {
+	h := w.Header()
+	h.Set("Content-Type", "text/plain")
+	h.Set("Content-Length", strconv.Itoa(len(e.msg)))
+	w.WriteHeader(e.status)
+	_, _ = io.WriteString(w, e.msg)
+}
+
+// seg returns path segment i, ok false past the end (electrs' path.get(i)).
+func (q *request) seg(i int) (string, bool) {
+	if i < len(q.parts) {
+		return q.parts[i], true
+	}
+	return "", false
+}
+
+// is reports whether the path is exactly the given segments, "*" matching
+// any one segment.
+func (q *request) is(method string, segs ...string) bool {
+	if q.method != method || len(q.parts) != len(segs) {
+		return false
+	}
+	for i, s := range segs {
+		if s != "*" && s != q.parts[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// route dispatches a request to its endpoint.
+func (s *Server) route(q *request, path string) (*reply, error) {
+	const get, post = http.MethodGet, http.MethodPost
+	p0, _ := q.seg(0)
+	switch {
+	case q.is(get, "blocks", "tip", "hash"):
+		return s.tipHash()
+	case q.is(get, "blocks", "tip", "height"):
+		return s.tipHeight()
+	case q.is(get, "blocks"), q.is(get, "blocks", "*"):
+		start, _ := q.seg(1)
+		return s.blocks(q, start)
+	case q.is(get, "block-height", "*"):
+		return s.blockHeight(q.parts[1])
+	case q.is(get, "block", "*"):
+		return s.block(q.parts[1])
+	case q.is(get, "block", "*", "status"):
+		return s.blockStatus(q.parts[1])
+	case q.is(get, "block", "*", "txids"):
+		return s.blockTxids(q.parts[1])
+	case q.is(get, "block", "*", "header"):
+		return s.blockHeader(q.parts[1])
+	case q.is(get, "block", "*", "raw"):
+		return s.blockRaw(q.parts[1])
+	case q.is(get, "block", "*", "txid", "*"):
+		return s.blockTxid(q.parts[1], q.parts[3])
+	case q.is(get, "block", "*", "txs"), q.is(get, "block", "*", "txs", "*"):
+		start, _ := q.seg(3)
+		return s.blockTxs(q, q.parts[1], start)
+	case (p0 == "address" || p0 == "scripthash") && q.method == get && len(q.parts) >= 2 && len(q.parts) <= 5:
+		if r, err, ok := s.routeScript(q, p0); ok {
+			return r, err
+		}
+	case q.is(get, "tx", "*"):
+		return s.tx(q, q.parts[1])
+	case q.is(get, "tx", "*", "hex"), q.is(get, "tx", "*", "raw"):
+		return s.txRaw(q, q.parts[1], q.parts[2] == "hex")
+	case q.is(get, "tx", "*", "status"):
+		return s.txStatus(q.parts[1])
+	case q.is(get, "tx", "*", "merkle-proof"):
+		return s.merkleProof(q.parts[1])
+	case q.is(get, "tx", "*", "merkleblock-proof"):
+		return s.merkleBlockProof(q.parts[1])
+	case q.is(get, "tx", "*", "outspend", "*"):
+		return s.outspend(q, q.parts[1], q.parts[3])
+	case q.is(get, "tx", "*", "outspends"):
+		return s.outspends(q, q.parts[1])
+	case q.is(post, "tx"):
+		return s.broadcast(string(q.body))
+	case q.is(get, "broadcast"):
+		hexTx := q.query.Get("tx")
+		if !q.query.Has("tx") {
+			return nil, badRequest("Missing tx")
+		}
+		return s.broadcast(hexTx)
+	case q.is(get, "mempool"):
+		return s.mempoolStats()
+	case q.is(get, "mempool", "txids"):
+		return s.mempoolTxids()
+	case q.is(get, "mempool", "recent"):
+		return s.mempoolRecent()
+	case q.is(get, "fee-estimates"):
+		return s.feeEstimates()
+	}
+	return nil, notFound("endpoint does not exist " + strconv.Quote(path))
+}
+
+// routeScript dispatches the address and scripthash endpoints; ok false
+// when the path is none of them.
+func (s *Server) routeScript(q *request, kind string) (*reply, error, bool) {
+	const get = http.MethodGet
+	switch {
+	case q.is(get, kind, "*"):
+		r, err := s.scriptStats(q, kind, q.parts[1])
+		return r, err, true
+	case q.is(get, kind, "*", "txs"):
+		r, err := s.scriptTxs(q, kind, q.parts[1])
+		return r, err, true
+	case q.is(get, kind, "*", "txs", "chain"), q.is(get, kind, "*", "txs", "chain", "*"):
+		last, _ := q.seg(4)
+		r, err := s.scriptChainTxs(q, kind, q.parts[1], last)
+		return r, err, true
+	case q.is(get, kind, "*", "txs", "mempool"):
+		r, err := s.scriptMempoolTxs(q, kind, q.parts[1])
+		return r, err, true
+	case q.is(get, kind, "*", "utxo"):
+		r, err := s.scriptUtxo(q, kind, q.parts[1])
+		return r, err, true
+	}
+	return nil, nil, false
+}
+
+// ttlByDepth is electrs' cache lifetime: long for answers about blocks
+// buried confFinal deep, short otherwise.
+func ttlByDepth(height, tip int32, confirmed bool) int {
+	if confirmed && tip-height >= confFinal {
+		return ttlLong
+	}
+	return ttlShort
+}
+
+// jsonFloat is a number written as serde_json writes an f64: integral
+// values keep a ".0".
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) { return []byte(formatFloat(float64(f), 64)), nil }
+
+// jsonFloat32 is a number written as serde_json writes an f32.
+type jsonFloat32 float32
+
+func (f jsonFloat32) MarshalJSON() ([]byte, error) { return []byte(formatFloat(float64(f), 32)), nil }
+
+func formatFloat(f float64, bits int) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return "null"
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
+		return strconv.FormatFloat(f, 'f', 1, bits)
+	}
+	s := strconv.FormatFloat(f, 'g', -1, bits)
+	return strings.Replace(s, "e+", "e", 1)
+}

@@ -1,0 +1,175 @@
+package esplora
+
+import (
+	"errors"
+	"sort"
+	"strconv"
+
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+)
+
+// spendValue is Esplora's spending status of an output.
+type spendValue struct {
+	Spent  bool      `json:"spent"`
+	TxID   string    `json:"txid,omitempty"`
+	Vin    *uint32   `json:"vin,omitempty"`
+	Status *txStatus `json:"status,omitempty"`
+}
+
+func spentBy(txid chainhash.Hash, vin int, st txStatus) spendValue {
+	v := uint32(vin)
+	return spendValue{Spent: true, TxID: txid.String(), Vin: &v, Status: &st}
+}
+
+// spenders finds who spends the given outputs of a transaction. The index
+// has no spender table, so the spender is derived from the output's
+// script: a mempool spender from btcd's pool; a confirmed one, when the
+// output is not among the script's unspent outputs, from the script's
+// history after the funding block (the spender must be there), reading its
+// transactions in chain order until every wanted output is found.
+func (s *Server) spenders(q *request, c *cachedTx, vouts []uint32) ([]spendValue, error) {
+	txid := c.tx.TxHash()
+	out := make([]spendValue, len(vouts))
+	groups := make(map[indexers.ScriptHash][]int)
+	for i, vout := range vouts {
+		if int(vout) >= len(c.tx.TxOut) || !isSpendable(c.tx.TxOut[vout].PkScript) {
+			continue
+		}
+		op := wire.OutPoint{Hash: txid, Index: vout}
+		if spender := s.pool.CheckSpend(op); spender != nil {
+			for vin, in := range spender.MsgTx().TxIn {
+				if in.PreviousOutPoint == op {
+					out[i] = spentBy(*spender.Hash(), vin, txStatus{})
+				}
+			}
+			continue
+		}
+		if c.confirmed {
+			sh := indexers.ScriptHashFromScript(c.tx.TxOut[vout].PkScript)
+			groups[sh] = append(groups[sh], i)
+		}
+	}
+	for sh, idxs := range groups {
+		if err := s.confirmedSpenders(q, c, sh, vouts, idxs, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// confirmedSpenders fills out[i] for the outputs vouts[i], i in idxs, all
+// paying the script sh.
+func (s *Server) confirmedSpenders(q *request, c *cachedTx, sh indexers.ScriptHash, vouts []uint32, idxs []int, out []spendValue) error {
+	txid := c.tx.TxHash()
+	for attempt := 0; attempt < tipRetries; attempt++ {
+		hist, tip, err := s.history(sh)
+		if err != nil {
+			return err
+		}
+		uns, tip2, err := s.index.Unspent(sh, 0)
+		if err != nil {
+			return err
+		}
+		if tip != tip2 {
+			continue
+		}
+		unspent := make(map[wire.OutPoint]bool, len(uns))
+		for _, u := range uns {
+			unspent[wire.OutPoint{Hash: u.TxHash, Index: u.Vout}] = true
+		}
+		wanted := make(map[wire.OutPoint]int)
+		for _, i := range idxs {
+			op := wire.OutPoint{Hash: txid, Index: vouts[i]}
+			if !unspent[op] {
+				wanted[op] = i
+			}
+		}
+		start := sort.Search(len(hist), func(j int) bool { return hist[j].Height >= c.loc.Height })
+		for _, e := range hist[start:] {
+			if len(wanted) == 0 {
+				break
+			}
+			if err := q.ctx.Err(); err != nil {
+				return err
+			}
+			if e.TxHash == txid {
+				continue
+			}
+			sc, err := s.readTx(e.TxHash)
+			if err != nil {
+				return err
+			}
+			if sc == nil || !sc.confirmed {
+				continue
+			}
+			for vin, in := range sc.tx.TxIn {
+				if i, ok := wanted[in.PreviousOutPoint]; ok {
+					st, err := s.status(sc)
+					if err != nil {
+						return err
+					}
+					out[i] = spentBy(e.TxHash, vin, st)
+					delete(wanted, in.PreviousOutPoint)
+				}
+			}
+		}
+		return nil
+	}
+	return errors.New("the chain kept moving while the spenders were read")
+}
+
+// GET /tx/:txid/outspend/:vout: unspent for an unknown transaction or
+// output, as electrs answers.
+func (s *Server) outspend(q *request, txidStr, voutStr string) (*reply, error) {
+	txid, err := parseTxid(txidStr)
+	if err != nil {
+		return nil, err
+	}
+	vout, err := strconv.ParseUint(voutStr, 10, 32)
+	if err != nil {
+		return nil, errInvalidNumber
+	}
+	c, err := s.lookupTx(q, txid)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return jsonReply(spendValue{}, ttlShort)
+	}
+	sp, err := s.spenders(q, c, []uint32{uint32(vout)})
+	if err != nil {
+		return nil, err
+	}
+	ttl := ttlShort
+	if sp[0].Status != nil && sp[0].Status.BlockHeight != nil {
+		ttl = ttlByDepth(*sp[0].Status.BlockHeight, s.tipHeightNow(), true)
+	}
+	return jsonReply(sp[0], ttl)
+}
+
+// GET /tx/:txid/outspends
+func (s *Server) outspends(q *request, txidStr string) (*reply, error) {
+	txid, err := parseTxid(txidStr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.lookupTx(q, txid)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errTxNotFound
+	}
+	vouts := make([]uint32, len(c.tx.TxOut))
+	for i := range vouts {
+		vouts[i] = uint32(i)
+	}
+	sp, err := s.spenders(q, c, vouts)
+	if err != nil {
+		return nil, err
+	}
+	return jsonReply(sp, ttlShort)
+}
