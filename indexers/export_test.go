@@ -34,6 +34,7 @@ func UndoRecordOf(block *btcutil.Block, stxos []blockchain.SpentTxOut) []byte {
 // Store is the index's store, for tests that read or damage its rows.
 func (idx *ElectrumIndex) Store() *leveldb.DB { return idx.store }
 
-// SetScanSplit makes reads of more than n unspent rows of a script split
-// the rest between several cursors, so that small test chains exercise it.
+// SetScanSplit makes reads of more than n unspent rows or history entries
+// of a script split the work between several cursors, so that small test
+// chains exercise it.
 func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }

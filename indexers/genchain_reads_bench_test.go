@@ -91,21 +91,40 @@ func BenchmarkGenChainReads(b *testing.B) {
 	}
 	idx.Close()
 	db.Close()
+	cold := []struct {
+		name string
+		read func(*indexers.ElectrumIndex, indexers.ScriptHash) error
+	}{
+		{"Balance", func(idx *indexers.ElectrumIndex, sh indexers.ScriptHash) error {
+			_, _, err := idx.Balance(sh)
+			return err
+		}},
+		{"History", func(idx *indexers.ElectrumIndex, sh indexers.ScriptHash) error {
+			_, _, err := idx.History(sh, 0)
+			return err
+		}},
+		{"Status", func(idx *indexers.ElectrumIndex, sh indexers.ScriptHash) error {
+			_, _, err := idx.Status(sh, 0)
+			return err
+		}},
+	}
 	for i, sh := range shs {
-		b.Run(fmt.Sprintf("BalanceCold%d", i), func(b *testing.B) {
-			var total time.Duration
-			for n := 0; n < b.N; n++ {
-				db, idx := open(b)
-				start := time.Now()
-				if _, _, err := idx.Balance(sh); err != nil {
-					b.Fatal(err)
+		for _, r := range cold {
+			b.Run(fmt.Sprintf("%sCold%d", r.name, i), func(b *testing.B) {
+				var total time.Duration
+				for n := 0; n < b.N; n++ {
+					db, idx := open(b)
+					start := time.Now()
+					if err := r.read(idx, sh); err != nil {
+						b.Fatal(err)
+					}
+					total += time.Since(start)
+					idx.Close()
+					db.Close()
 				}
-				total += time.Since(start)
-				idx.Close()
-				db.Close()
-			}
-			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/read")
-		})
+				b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/read")
+			})
+		}
 	}
 }
 

@@ -85,8 +85,9 @@ type ElectrumIndex struct {
 	latest atomic.Pointer[Tip]
 	// statuses caches SHA-256 midstates of long confirmed histories.
 	statuses *statusCache
-	// scanSplit is how many unspent rows of a script one cursor reads
-	// before the rest is read by several (scan.go).
+	// scanSplit is how many unspent rows (scan.go) or history entries
+	// (readHistory) of a script one cursor reads before the rest is read
+	// by several.
 	scanSplit int
 
 	w        *writer

@@ -2,7 +2,9 @@ package indexers
 
 import (
 	"bytes"
+	"errors"
 	"sort"
+	"sync"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
@@ -107,14 +109,55 @@ func txRowAt(meta kvReader, n uint64) (txRow, bool) {
 	return decodeTxEntry(meta.Get(k[:]), n)
 }
 
-// historyEntries calls fn with the txid and height of each of sh's history
-// positions nums, in order, reading their "Ext" chunks. Entries in one
-// chunk share a read. Positions come in chain order, so chunks ascend; a
-// chunk in the same or the next block as the one before is reached by
-// stepping cursor c (a fraction of the cost of a seek or a get), and a chunk
-// far from both neighbours is read with a get, which, unlike a seek, stops
-// at the first table holding the key.
-func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, fn func(chainhash.Hash, int32)) error {
+// readHistory returns the txids and heights of sh's history positions nums,
+// in order. A history longer than split entries loads a good part of the
+// "Ext" table, block by block, and the cores share that work: it is cut
+// into runs of positions, each read with a cursor of its own; cuts fall
+// between chunks, so no chunk is read twice.
+func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) ([]HistoryEntry, error) {
+	out := make([]HistoryEntry, len(nums))
+	workers := scanWorkers()
+	if len(nums) <= split || workers < 2 {
+		return out, historyEntries(r, c, sh, nums, out)
+	}
+	var cuts []int
+	for w := 1; w < workers; w++ {
+		i := max(len(nums)*w/workers, 1)
+		if len(cuts) > 0 {
+			i = max(i, cuts[len(cuts)-1])
+		}
+		for i < len(nums) && nums[i]&^(txChunk-1) == nums[i-1]&^(txChunk-1) {
+			i++
+		}
+		cuts = append(cuts, i)
+	}
+	cuts = append(cuts, len(nums))
+	errs := make([]error, len(cuts))
+	var wg sync.WaitGroup
+	lo := 0
+	for w, hi := range cuts {
+		if w > 0 {
+			wg.Add(1)
+			go func(lo, hi int) {
+				defer wg.Done()
+				errs[w] = historyEntries(r, r.Cursor(), sh, nums[lo:hi], out[lo:hi])
+			}(lo, hi)
+		}
+		lo = hi
+	}
+	errs[0] = historyEntries(r, c, sh, nums[:cuts[0]], out[:cuts[0]])
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// historyEntries fills out[i] with the txid and height of sh's history
+// position nums[i], reading their "Ext" chunks. Entries in one chunk share a
+// read. Positions come in chain order, so chunks ascend; a chunk in the same
+// or the next block as the one before is reached by stepping cursor c (a
+// fraction of the cost of a seek or a get), and a chunk far from both
+// neighbours is read with a get, which, unlike a seek, stops at the first
+// table holding the key.
+func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, out []HistoryEntry) error {
 	var (
 		k     [txKeyLen]byte
 		chunk []byte
@@ -154,7 +197,7 @@ func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, fn func(
 			return corruptf("history of %v names missing transaction %d of block %d",
 				sh, posIndex(n), posHeight(n))
 		}
-		fn(row.txid, row.height)
+		out[i] = HistoryEntry{TxHash: row.txid, Height: row.height}
 	}
 	return nil
 }
@@ -221,10 +264,8 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		if err != nil {
 			return err
 		}
-		out = make([]HistoryEntry, 0, len(nums))
-		return historyEntries(r, c, sh, nums, func(txid chainhash.Hash, height int32) {
-			out = append(out, HistoryEntry{TxHash: txid, Height: height})
-		})
+		out, err = readHistory(r, c, sh, nums, idx.scanSplit)
+		return err
 	})
 	if err != nil {
 		return nil, tip, err
@@ -291,8 +332,12 @@ func (idx *ElectrumIndex) statusIn(r kvReader, c cursor, tip Tip, sh ScriptHash,
 	if err != nil {
 		return nil, err
 	}
-	if err := historyEntries(r, c, sh, nums, st.Add); err != nil {
+	entries, err := readHistory(r, c, sh, nums, idx.scanSplit)
+	if err != nil {
 		return nil, err
+	}
+	for i := range entries {
+		st.Add(entries[i].TxHash, entries[i].Height)
 	}
 	// A new midstate is kept when entries were added to the one resumed,
 	// or when there was none to resume.

@@ -16,10 +16,16 @@ import (
 // confirmed entries first. The index hands one out with the confirmed part
 // already hashed; the caller adds the mempool entries and calls Sum.
 type StatusHasher struct {
-	h   hash.Hash
-	n   int
+	h hash.Hash
+	n int
+	// buf holds entries not yet written to h: one write of a few KiB
+	// costs less than one per 70-byte entry.
 	buf []byte
 }
+
+// statusFlush is how many bytes of entries a StatusHasher gathers before it
+// writes them to its hash.
+const statusFlush = 8 << 10
 
 // NewStatusHasher returns a hasher with no entries.
 func NewStatusHasher() *StatusHasher {
@@ -28,29 +34,44 @@ func NewStatusHasher() *StatusHasher {
 
 // Add appends one history entry.
 func (s *StatusHasher) Add(txid chainhash.Hash, height int32) {
-	b := s.buf[:0]
-	var hx [64]byte
-	for i := 0; i < 32; i++ {
-		hex.Encode(hx[2*i:2*i+2], txid[31-i:32-i])
+	var rev [32]byte
+	for i := range rev {
+		rev[i] = txid[31-i]
 	}
-	b = append(b, hx[:]...)
+	b := s.buf
+	if b == nil {
+		b = make([]byte, 0, statusFlush+128)
+	}
+	b = hex.AppendEncode(b, rev[:])
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(height), 10)
 	b = append(b, ':')
-	s.h.Write(b)
-	s.buf = b
 	s.n++
+	if len(b) >= statusFlush {
+		s.h.Write(b)
+		b = b[:0]
+	}
+	s.buf = b
+}
+
+// flush writes the gathered entries to the hash.
+func (s *StatusHasher) flush() {
+	if len(s.buf) > 0 {
+		s.h.Write(s.buf)
+		s.buf = s.buf[:0]
+	}
 }
 
 // Len returns the number of entries added so far.
 func (s *StatusHasher) Len() int { return s.n }
 
 // Sum returns the 32-byte status, or nil for an empty history (status null).
-// It does not change the hasher.
+// Entries may be added after it.
 func (s *StatusHasher) Sum() []byte {
 	if s.n == 0 {
 		return nil
 	}
+	s.flush()
 	return s.h.Sum(nil)
 }
 
@@ -113,6 +134,7 @@ func (m *statusMid) resume() (*StatusHasher, bool) {
 
 // midstate captures s, made by a read at tip, for the cache.
 func (s *StatusHasher) midstate(key hashX, at Tip, last uint64) *statusMid {
+	s.flush()
 	state, err := s.h.(encoding.BinaryMarshaler).MarshalBinary()
 	if err != nil {
 		return nil
