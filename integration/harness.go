@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -145,6 +146,10 @@ type NodeConfig struct {
 	// trusts it).
 	ElectrumTLS, ElectrumWS, ElectrumWSS bool
 
+	// Esplora serves the Esplora HTTP API (--esploralisten) beside the
+	// Electrum protocol; Node.EsploraURL is its base URL.
+	Esplora bool
+
 	// Args are more flags, for example --connect=host:port or
 	// --debuglevel=debug; they come last and so take precedence.
 	Args []string
@@ -162,6 +167,11 @@ type Node struct {
 	// listeners present (PEM file).
 	ElectrumTLSAddr, ElectrumWSAddr, ElectrumWSSAddr string
 	ElectrumCert                                     string
+
+	// EsploraURL is the Esplora HTTP API's base URL (http://host:port and
+	// any --esplorapath given in Args),
+	// empty unless NodeConfig.Esplora.
+	EsploraURL string
 
 	// Electrum is a client of the TCP listener that has negotiated
 	// protocol version 1.4, ready for calls and subscriptions; nil
@@ -271,10 +281,10 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 	// In-process nodes listen on port 0 and report the real ports; a child
 	// process gets ports picked here.
 	p2p, rpc, el := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
-	elTLS, elWS, elWSS := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	elTLS, elWS, elWSS, esp := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Binary {
 		var err error
-		for _, a := range []*string{&p2p, &rpc, &el, &elTLS, &elWS, &elWSS} {
+		for _, a := range []*string{&p2p, &rpc, &el, &elTLS, &elWS, &elWSS, &esp} {
 			if *a, err = FreeAddr(); err != nil {
 				n.removeOwnDir()
 				return nil, err
@@ -320,6 +330,9 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 			args = append(args, "--electrumcert="+n.ElectrumCert, "--electrumkey="+elKey)
 		}
 	}
+	if cfg.Esplora {
+		args = append(args, "--esploralisten="+esp)
+	}
 	n.Args = append(args, cfg.Args...)
 
 	if cfg.Binary {
@@ -333,6 +346,9 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 			n.ElectrumTLSAddr = pick(cfg.ElectrumTLS, elTLS)
 			n.ElectrumWSAddr = pick(cfg.ElectrumWS, elWS)
 			n.ElectrumWSSAddr = pick(cfg.ElectrumWSS, elWSS)
+		}
+		if cfg.Esplora {
+			n.EsploraURL = "http://" + esp + esploraPath(cfg.Args)
 		}
 	} else {
 		if err := n.startInProcess(); err != nil {
@@ -391,6 +407,18 @@ func writeCertPair(certFile, keyFile string) error {
 		return err
 	}
 	return os.WriteFile(keyFile, keyPEM, 0o600)
+}
+
+// esploraPath returns the --esplorapath among args, without a trailing
+// slash.
+func esploraPath(args []string) string {
+	path := ""
+	for _, a := range args {
+		if p, ok := strings.CutPrefix(a, "--esplorapath="); ok {
+			path = strings.TrimRight(p, "/")
+		}
+	}
+	return path
 }
 
 // pick returns addr when on is set and "" otherwise.
@@ -459,6 +487,9 @@ func (n *Node) startInProcess() error {
 	}
 	if a := nd.RPCAddrs(); len(a) > 0 {
 		n.RPCAddr = a[0].String()
+	}
+	if a := nd.EsploraAddrs(); len(a) > 0 {
+		n.EsploraURL = "http://" + a[0].String() + nd.EsploraPath()
 	}
 	for t, addr := range map[electrum.Transport]*string{electrum.TCP: &n.ElectrumAddr,
 		electrum.TLS: &n.ElectrumTLSAddr, electrum.WS: &n.ElectrumWSAddr, electrum.WSS: &n.ElectrumWSSAddr} {

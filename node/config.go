@@ -171,6 +171,9 @@ type Config struct {
 	// Electrum holds the protocol server's limit options.
 	Electrum ElectrumLimits `group:"Electrum server limits"`
 
+	// EsploraOptions are the Esplora HTTP API's options (esplora.go).
+	EsploraOptions
+
 	// MetricsListen is where the Prometheus endpoint listens (metrics.go).
 	MetricsListen string `long:"metricslisten" description:"Serve Prometheus metrics at http://<address>/metrics (off when empty; a bare port such as 9100 listens on 127.0.0.1)"`
 
@@ -457,6 +460,9 @@ func (cfg *Config) Normalize() error {
 		return err
 	}
 	if cfg.MetricsListen, err = normalizeMetricsListen(cfg.MetricsListen); err != nil {
+		return err
+	}
+	if err := cfg.normalizeEsplora(); err != nil {
 		return err
 	}
 	if err := cfg.validateListeners(); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/esplora"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
@@ -29,6 +30,7 @@ type servers struct {
 	node     *Node
 	rpc      *rpcext.Server
 	electrum *electrum.Server
+	esplora  *esplora.Server
 }
 
 // setupServers creates the configured client-facing servers.
@@ -75,6 +77,7 @@ func (n *Node) setupServers() (*servers, error) {
 			}
 		}
 	}
+	s.setupEsplora(n)
 	return s, nil
 }
 
@@ -176,13 +179,14 @@ func (s *servers) start() error {
 		}
 		s.electrumTip()
 	}
-	return nil
+	return s.startEsplora()
 }
 
 // stop shuts the servers down and waits (bounded) for their clients.
 func (s *servers) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	s.stopEsplora(ctx)
 	if s.electrum != nil {
 		if err := s.electrum.Shutdown(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Warnf("Electrum server shutdown: %v", err)
