@@ -58,6 +58,7 @@ deps:
 	$(GO) mod download
 	cd $(NEUTRINO_DIR) && $(GO) mod download
 	npm ci --prefix electrum/testdata/js
+	npm ci --prefix esplora/testdata/js
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"sync"
 
 	"github.com/btcsuite/btcd/address/v2"
@@ -370,15 +371,45 @@ func (s *Server) mempoolValues(q *request, sh indexers.ScriptHash) ([]*txValue, 
 }
 
 // GET /address/:address/txs: up to 50 unconfirmed transactions, then the
-// first page of confirmed ones.
+// first page of confirmed ones. With ?after_txid= (mempool.space's paging,
+// which its clients use): after an unconfirmed transaction, the unconfirmed
+// ones after it and the first confirmed page; after a confirmed one, the
+// confirmed page after it; 422 "after_txid not found" for any other.
 func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 	sh, _, err := s.parseScript(kind, str)
 	if err != nil {
 		return nil, err
 	}
+	var after *chainhash.Hash
+	if q.query.Has("after_txid") {
+		if h, err := parseTxid(q.query.Get("after_txid")); err == nil {
+			after = &h
+		}
+	}
 	mem, err := s.mempoolValues(q, sh)
 	if err != nil {
 		return nil, err
+	}
+	if after != nil {
+		i := 0
+		for i < len(mem) && mem[i].TxID != after.String() {
+			i++
+		}
+		if i == len(mem) {
+			// Not unconfirmed: the confirmed page after it, if it is in
+			// the script's history.
+			if _, err := s.index.TxLocation(*after); errors.Is(err, indexers.ErrNotFound) {
+				return nil, &httpError{http.StatusUnprocessableEntity, "after_txid not found"}
+			} else if err != nil {
+				return nil, err
+			}
+			page, err := s.chainPage(q, sh, after)
+			if err != nil {
+				return nil, err
+			}
+			return jsonReply(page, ttlShort)
+		}
+		mem = mem[i+1:]
 	}
 	chain, err := s.chainPage(q, sh, nil)
 	if err != nil {

@@ -51,8 +51,9 @@ type testNode struct {
 
 // newTestNode builds a chain with mature coinbases, random blocks (a
 // small script pool, so many scripts have long histories) and one block
-// of more than 25 transactions, and starts both servers.
-func newTestNode(t testing.TB, prefix string) *testNode {
+// of more than 25 transactions, and starts both servers; the Esplora server
+// also serves the extra listeners.
+func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 	t.Helper()
 	n := &testNode{t: t}
 	n.h = testchain.New(t, testchain.ElectrumIndex(t.TempDir(), indexers.Options{OnCommit: n.onCommit}, &n.idx, nil))
@@ -128,7 +129,7 @@ func newTestNode(t testing.TB, prefix string) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.srv = New(Config{Listeners: []net.Listener{hl}, PathPrefix: prefix}, n.backend, chain, n.pool)
+	n.srv = New(Config{Listeners: append([]net.Listener{hl}, extra...), PathPrefix: prefix}, n.backend, chain, n.pool)
 	if err := n.srv.Start(); err != nil {
 		t.Fatal(err)
 	}
