@@ -25,6 +25,7 @@ func runLoad(args []string) error {
 		duration time.Duration
 		single   int
 		extra    string
+		restart  bool
 	)
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	c.register(fs)
@@ -33,6 +34,7 @@ func runLoad(args []string) error {
 	fs.DurationVar(&duration, "duration", 20*time.Second, "measured length of each phase")
 	fs.IntVar(&single, "single", 10, "heavy scripts whose single requests are timed")
 	fs.StringVar(&extra, "loadargs", "", "extra flags for the load tool, space-separated")
+	fs.BoolVar(&restart, "restart", false, "restart the node once the index is built, so the load meets a fresh process (empty caches)")
 	fs.Parse(args)
 
 	ci, scratch, cleanup, err := c.setup()
@@ -82,7 +84,21 @@ func runLoad(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "serving the tip after %.1f s; running the load\n", ready.Seconds())
+	fmt.Fprintf(os.Stderr, "serving the tip after %.1f s\n", ready.Seconds())
+	if restart {
+		if _, err := p.Stop(5 * time.Minute); err != nil {
+			return fmt.Errorf("stop the node: %w", err)
+		}
+		if p, err = startProc(c.node, nodeArgs, filepath.Join(dir, "node-restart.log"), onLine); err != nil {
+			return err
+		}
+		defer p.Stop(5 * time.Minute)
+		if ready, err = waitElectrumTip(p, port, ci.TipHeight, time.After(c.timeout)); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "restarted: serving the tip after %.1f s\n", ready.Seconds())
+	}
+	fmt.Fprintln(os.Stderr, "running the load")
 
 	largs := []string{"-server", fmt.Sprintf("127.0.0.1:%d", port), "-scripts", scripts,
 		"-sessions", sessions, "-duration", duration.String(), "-single", strconv.Itoa(single),

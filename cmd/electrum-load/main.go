@@ -43,6 +43,7 @@ type config struct {
 	Settle       time.Duration
 	Single       int
 	SingleRepeat int
+	SingleOrder  []string
 	Timeout      time.Duration
 	JSON         string
 }
@@ -74,6 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.Settle, "settle", 5*time.Second, "with -pid, wait this long after a phase before reading the settled RSS")
 	fs.IntVar(&cfg.Single, "single", 10, "time single requests for the first N heavy scripts on an idle session (0: skip)")
 	fs.IntVar(&cfg.SingleRepeat, "single-repeat", 3, "repetitions of each single-request timing")
+	orderSpec := fs.String("single-order", singleOrder, "`methods` timed for each heavy script, in this order (\"subscribe\": first and second scripthash.subscribe on one session)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "connect timeout and longest wait for one answer")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the results as JSON to `file`")
 	if err := fs.Parse(args); err != nil {
@@ -110,6 +112,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	var err error
 	if cfg.Mix, err = parseMix(mixSpec); err != nil {
+		return nil, err
+	}
+	if cfg.SingleOrder, err = parseSingleOrder(*orderSpec); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -185,7 +190,7 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 
 	if n := min(cfg.Single, heavy); n > 0 {
 		logf("single-request timings for %d heavy scripts, %d repetitions each", n, cfg.SingleRepeat)
-		single, err := runSingle(ctx, d, scripts, n, cfg.SingleRepeat)
+		single, err := runSingle(ctx, d, scripts, n, cfg.SingleRepeat, cfg.SingleOrder)
 		rep.Single = single
 		if err != nil {
 			return rep, fmt.Errorf("single-request timings: %w", err)

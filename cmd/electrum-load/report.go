@@ -48,6 +48,16 @@ func (p *phaseReport) reqPerS() float64 {
 	return float64(p.res.Answered) / p.res.Window.Seconds()
 }
 
+// cpuPerRequest is the server's CPU time per answer in the window, in
+// microseconds; 0 without -pid or answers.
+func (p *phaseReport) cpuPerRequest() float64 {
+	rate := p.reqPerS()
+	if p.ServerCPU == nil || rate <= 0 {
+		return 0
+	}
+	return *p.ServerCPU / rate * 1e6
+}
+
 // ms formats a duration in milliseconds for the table.
 func ms(d time.Duration) string {
 	v := float64(d) / 1e6
@@ -94,7 +104,11 @@ func (r *report) writeTable(w io.Writer) {
 		fmt.Fprintf(w, "\n  connections opened %d (failed %d), lost %d (warm-up included)\n",
 			res.Connects, res.ConnectErrs, res.Disconnects)
 		if p.ServerCPU != nil {
-			fmt.Fprintf(w, "  server CPU %.2f cores, ", *p.ServerCPU)
+			fmt.Fprintf(w, "  server CPU %.2f cores", *p.ServerCPU)
+			if us := p.cpuPerRequest(); us > 0 {
+				fmt.Fprintf(w, " (%.1f µs per answer)", us)
+			}
+			fmt.Fprint(w, ", ")
 		} else {
 			fmt.Fprint(w, "  ")
 		}
@@ -197,19 +211,20 @@ type (
 		Error    string    `json:"error,omitempty"`
 	}
 	jsonPhase struct {
-		Sessions       int          `json:"sessions"`
-		Tip            int64        `json:"tip"`
-		WindowS        float64      `json:"window_s"`
-		Answered       uint64       `json:"answered"`
-		ReqPerS        float64      `json:"req_per_s"`
-		Connects       uint64       `json:"connects"`
-		ConnectErrors  uint64       `json:"connect_errors"`
-		LostConns      uint64       `json:"lost_connections"`
-		Interrupted    bool         `json:"interrupted,omitempty"`
-		ServerCPUCores *float64     `json:"server_cpu_cores,omitempty"`
-		ToolCPUCores   float64      `json:"tool_cpu_cores"`
-		RSS            *rssReport   `json:"rss,omitempty"`
-		Methods        []jsonMethod `json:"methods"`
+		Sessions             int          `json:"sessions"`
+		Tip                  int64        `json:"tip"`
+		WindowS              float64      `json:"window_s"`
+		Answered             uint64       `json:"answered"`
+		ReqPerS              float64      `json:"req_per_s"`
+		Connects             uint64       `json:"connects"`
+		ConnectErrors        uint64       `json:"connect_errors"`
+		LostConns            uint64       `json:"lost_connections"`
+		Interrupted          bool         `json:"interrupted,omitempty"`
+		ServerCPUCores       *float64     `json:"server_cpu_cores,omitempty"`
+		ServerCPUPerAnswerUS float64      `json:"server_cpu_per_answer_us,omitempty"`
+		ToolCPUCores         float64      `json:"tool_cpu_cores"`
+		RSS                  *rssReport   `json:"rss,omitempty"`
+		Methods              []jsonMethod `json:"methods"`
 	}
 	jsonMethod struct {
 		Method       string            `json:"method"`
@@ -273,7 +288,8 @@ func (r *report) toJSON() *jsonReport {
 		jp := jsonPhase{Sessions: res.Sessions, Tip: p.Tip, WindowS: res.Window.Seconds(), Answered: res.Answered,
 			ReqPerS: p.reqPerS(), Connects: res.Connects, ConnectErrors: res.ConnectErrs,
 			LostConns: res.Disconnects, Interrupted: res.Interrupted, ServerCPUCores: p.ServerCPU,
-			ToolCPUCores: p.ToolCPU, RSS: p.RSS, Methods: []jsonMethod{}}
+			ServerCPUPerAnswerUS: p.cpuPerRequest(),
+			ToolCPUCores:         p.ToolCPU, RSS: p.RSS, Methods: []jsonMethod{}}
 		for i, s := range res.Stats {
 			jm := jsonMethod{Method: s.Spec.Name, RPC: s.Spec.RPC, Weight: c.Mix.Entries[i].Weight,
 				OK: s.OK.Count(), Errors: s.Err.Count(), Failures: s.Failures.Load(),

@@ -2,14 +2,17 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
-// singleMethods are timed one request at a time for each heavy script, in
-// this order; scripthash.subscribe is timed separately, first and second
-// call on one session.
-var singleMethods = []string{"get_history", "listunspent", "get_balance"}
+// singleOrder is the default order of the single-request timings for each
+// heavy script; "subscribe" is scripthash.subscribe timed twice on one
+// session (first and second call). The first method of a script meets the
+// server's caches cold for it.
+const singleOrder = "get_history,listunspent,get_balance,subscribe"
 
 // singleResult is one method's timing for one script on an idle server.
 type singleResult struct {
@@ -44,84 +47,94 @@ func (r *singleResult) Median() time.Duration {
 	return s[(len(s)-1)/2]
 }
 
-// runSingle times the single-request methods for the first n scripts,
-// each repeated repeat times, on idle sessions.
-func runSingle(ctx context.Context, d *dialer, scripts *hashList, n, repeat int) ([]*singleResult, error) {
+// parseSingleOrder checks a -single-order list.
+func parseSingleOrder(s string) ([]string, error) {
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if name != "subscribe" {
+			if _, ok := lookupMethod(name); !ok {
+				return nil, fmt.Errorf("-single-order: unknown method %q", name)
+			}
+		}
+		out = append(out, name)
+	}
+	return out, nil
+}
+
+// runSingle times the methods of order for the first n scripts, each
+// repeated repeat times, on idle sessions.
+func runSingle(ctx context.Context, d *dialer, scripts *hashList, n, repeat int, order []string) ([]*singleResult, error) {
 	n = min(n, len(scripts.Raw))
 	if n <= 0 || repeat <= 0 {
 		return nil, nil
 	}
+	var out []*singleResult
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		for _, name := range order {
+			rs, err := timeSingle(ctx, d, scripts, i, name, repeat)
+			out = append(out, rs...)
+			if err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, ctx.Err()
+}
+
+// timeSingle times one method for script i, repeat times, on a session of
+// its own; "subscribe" times the first and the second call of
+// scripthash.subscribe on a new session each repetition (the first computes
+// the status, the second may find it cached).
+func timeSingle(ctx context.Context, d *dialer, scripts *hashList, i int, name string, repeat int) ([]*singleResult, error) {
+	sh := scripts.Quoted[i]
+	method, results := "blockchain.scripthash.subscribe", []*singleResult{
+		{Script: scripts.Raw[i], Index: i, Method: "subscribe#1", Entries: -1},
+		{Script: scripts.Raw[i], Index: i, Method: "subscribe#2", Entries: -1},
+	}
+	perSession := 2
+	if name != "subscribe" {
+		spec, _ := lookupMethod(name)
+		method, perSession = spec.RPC, 1
+		results = []*singleResult{{Script: scripts.Raw[i], Index: i, Method: name, Entries: -1}}
+	}
 	var c *conn
-	var err error
 	defer func() {
 		if c != nil {
 			c.Close()
 		}
 	}()
-	var out []*singleResult
-	for i := 0; i < n && ctx.Err() == nil; i++ {
-		sh := scripts.Quoted[i]
-		for _, name := range singleMethods {
-			spec, _ := lookupMethod(name)
-			r := &singleResult{Script: scripts.Raw[i], Index: i, Method: name, Entries: -1}
-			for k := 0; k < repeat && ctx.Err() == nil; k++ {
-				if c == nil {
-					if c, _, err = d.dial(ctx); err != nil {
-						return out, err
-					}
-				}
-				start := time.Now()
-				m, err := c.call(spec.RPC, false, sh)
-				r.Times = append(r.Times, time.Since(start))
-				if err != nil {
-					r.Error = failureKind(err)
-					c.Close()
-					c = nil
-					continue
-				}
-				r.note(m)
+	for k := 0; k < repeat && ctx.Err() == nil; k++ {
+		if c == nil || perSession > 1 {
+			if c != nil {
+				c.Close()
 			}
-			if len(r.Times) > 0 {
-				out = append(out, r)
+			var err error
+			if c, _, err = d.dial(ctx); err != nil {
+				return nil, err
 			}
 		}
-
-		// scripthash.subscribe twice on a new session each repetition:
-		// the first call computes the status, the second may find it
-		// cached.
-		sub := [2]*singleResult{
-			{Script: scripts.Raw[i], Index: i, Method: "subscribe#1", Entries: -1},
-			{Script: scripts.Raw[i], Index: i, Method: "subscribe#2", Entries: -1},
-		}
-		// One connection at a time: the session above is closed first.
-		if c != nil {
-			c.Close()
-			c = nil
-		}
-		for k := 0; k < repeat && ctx.Err() == nil; k++ {
-			sc, _, err := d.dial(ctx)
+		for j := 0; j < perSession; j++ {
+			r := results[j]
+			start := time.Now()
+			m, err := c.call(method, false, sh)
+			r.Times = append(r.Times, time.Since(start))
 			if err != nil {
-				return out, err
+				r.Error = failureKind(err)
+				c.Close()
+				c = nil
+				break
 			}
-			for j := range sub {
-				start := time.Now()
-				m, err := sc.call("blockchain.scripthash.subscribe", false, sh)
-				sub[j].Times = append(sub[j].Times, time.Since(start))
-				if err != nil {
-					sub[j].Error = failureKind(err)
-					break
-				}
-				sub[j].note(m)
-			}
-			sc.Close()
-		}
-		for _, r := range sub {
-			if len(r.Times) > 0 {
-				out = append(out, r)
-			}
+			r.note(m)
 		}
 	}
-	return out, ctx.Err()
+	var out []*singleResult
+	for _, r := range results {
+		if len(r.Times) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }
 
 // note records the size or error of an answer.
