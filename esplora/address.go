@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -120,6 +121,10 @@ const (
 	statsCacheMin     = 100
 )
 
+// fundedReaders is how many transactions of one long history are read at
+// once for its stats.
+const fundedReaders = 8
+
 // fundedTotals are the outputs a script's confirmed history funds up to a
 // block: valid while that block is in the main chain at that height.
 type fundedTotals struct {
@@ -128,6 +133,7 @@ type fundedTotals struct {
 	script []byte
 	count  int
 	sum    int64
+	stats  scriptStats // the whole confirmed stats at that block
 }
 
 // statsCache keeps fundedTotals of long histories, so a script's stats
@@ -161,23 +167,91 @@ func (c *statsCache) put(sh indexers.ScriptHash, f fundedTotals) {
 	c.m[sh] = f
 }
 
-// history reads a script's confirmed history within the server's limit.
+// historyCacheMin is the shortest history kept between requests (a
+// variable for tests), and historyCacheEntries bounds the entries kept (36
+// bytes each).
+var historyCacheMin = 1_000
+
+const historyCacheEntries = 2_000_000
+
+// historyCache keeps long histories with the tip they were read at: a
+// wallet paging through one (25 transactions a request) reads it once per
+// block instead of once per page.
+type historyCache struct {
+	mu      sync.Mutex
+	entries int
+	m       map[indexers.ScriptHash]cachedHistory
+}
+
+type cachedHistory struct {
+	tip  indexers.Tip
+	hist []indexers.HistoryEntry
+}
+
+func (c *historyCache) get(sh indexers.ScriptHash) (cachedHistory, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[sh]
+	return h, ok
+}
+
+func (c *historyCache) put(sh indexers.ScriptHash, h cachedHistory) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[indexers.ScriptHash]cachedHistory)
+	}
+	if old, ok := c.m[sh]; ok {
+		c.entries -= len(old.hist)
+		delete(c.m, sh)
+	}
+	for k, v := range c.m { // evict at random (map order) until it fits
+		if c.entries+len(h.hist) <= historyCacheEntries {
+			break
+		}
+		c.entries -= len(v.hist)
+		delete(c.m, k)
+	}
+	if c.entries+len(h.hist) <= historyCacheEntries {
+		c.m[sh] = h
+		c.entries += len(h.hist)
+	}
+}
+
+// history reads a script's confirmed history within the server's limit;
+// a long one comes from the cache while the index tip is the one it was
+// read at. The slice is shared: callers do not modify it.
 func (s *Server) history(sh indexers.ScriptHash) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	if h, ok := s.histories.get(sh); ok {
+		if tip, err := s.index.ChainTip(); err == nil && tip == h.tip {
+			return h.hist, h.tip, nil
+		}
+	}
 	hist, tip, err := s.index.History(sh, s.cfg.MaxHistory)
 	if errors.Is(err, indexers.ErrHistoryTooLarge) {
 		return nil, tip, errTooPopular
+	}
+	if err == nil && len(hist) >= historyCacheMin {
+		s.histories.put(sh, cachedHistory{tip: tip, hist: hist})
 	}
 	return hist, tip, err
 }
 
 // chainStats derives a script's confirmed stats from its history and its
 // unspent outputs read at one tip: tx_count is the history's length; the
-// funded outputs are those of the history's transactions paying the
-// script (each transaction read once, or only those of new blocks when the
-// totals of a long history are cached); every spent output was funded in
-// the history, so spent = funded - unspent.
+// funded outputs are those of the history's transactions paying the script
+// (each transaction read once, or only those of new blocks when the totals
+// of a long history are cached); every spent output was funded in the
+// history, so spent = funded - unspent. The stats of a long history are
+// kept with the tip they describe and answered again while it is the tip.
 func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (scriptStats, error) {
 	for attempt := 0; attempt < tipRetries; attempt++ {
+		cached, haveCached := s.stats.get(sh)
+		if haveCached {
+			if tip, err := s.index.ChainTip(); err == nil && tip.Hash == cached.hash {
+				return cached.stats, nil
+			}
+		}
 		hist, tip, err := s.history(sh)
 		if err != nil {
 			return scriptStats{}, err
@@ -192,53 +266,133 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		m := &scriptMatcher{sh: sh, script: script}
 		var funded fundedTotals
 		start := 0
-		if f, ok := s.stats.get(sh); ok && f.height <= tip.Height {
-			if hash, err := s.chain.BlockHashByHeight(f.height); err == nil && *hash == f.hash {
-				funded = f
+		if haveCached && cached.height <= tip.Height {
+			if hash, err := s.chain.BlockHashByHeight(cached.height); err == nil && *hash == cached.hash {
+				funded = cached
 				if m.script == nil {
-					m.script = f.script
+					m.script = cached.script
 				}
-				for start < len(hist) && hist[start].Height <= f.height {
+				for start < len(hist) && hist[start].Height <= cached.height {
 					start++
 				}
 			}
 		}
-		for _, e := range hist[start:] {
-			if err := q.ctx.Err(); err != nil {
-				return scriptStats{}, err
-			}
-			c, err := s.readTx(e.TxHash)
-			if err != nil {
-				return scriptStats{}, err
-			}
-			if c == nil || !c.confirmed {
-				continue // reorganized away meanwhile: the tip check below retries
-			}
-			for _, o := range c.tx.TxOut {
-				if m.match(o.PkScript) {
-					funded.count++
-					funded.sum += o.Value
-				}
-			}
+		count, sum, err := s.fundedIn(q, hist[start:], m)
+		if err != nil {
+			return scriptStats{}, err
 		}
+		funded.count += count
+		funded.sum += sum
 		if !s.chain.MainChainHasBlock(&tip.Hash) {
 			continue
-		}
-		if len(hist) >= statsCacheMin {
-			s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
-				count: funded.count, sum: funded.sum})
 		}
 		var unspentSum int64
 		for _, u := range uns {
 			unspentSum += u.Value
 		}
-		return scriptStats{
+		st := scriptStats{
 			FundedTxoCount: funded.count, FundedTxoSum: funded.sum,
 			SpentTxoCount: funded.count - len(uns), SpentTxoSum: funded.sum - unspentSum,
 			TxCount: len(hist),
-		}, nil
+		}
+		if len(hist) >= statsCacheMin {
+			s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
+				count: funded.count, sum: funded.sum, stats: st})
+		}
+		return st, nil
 	}
 	return scriptStats{}, errors.New("the chain kept moving while the stats were read")
+}
+
+// fundedIn counts and sums the outputs paying the script in the given
+// history entries' transactions. The reads are independent, so they run on
+// several goroutines: a long history is mostly waiting for block-file
+// reads. Entries no longer in the chain are skipped (the caller checks the
+// tip afterwards).
+func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *scriptMatcher) (int, int64, error) {
+	count, sum := 0, int64(0)
+	add := func(tx *wire.MsgTx, m *scriptMatcher) (int, int64) {
+		c, v := 0, int64(0)
+		for _, o := range tx.TxOut {
+			if m.match(o.PkScript) {
+				c++
+				v += o.Value
+			}
+		}
+		return c, v
+	}
+	// The first transaction touching a script funds it: reading it alone
+	// first teaches the matcher the script, which the goroutines then
+	// only compare bytes with.
+	for len(entries) > 0 && m.script == nil {
+		c, err := s.readTx(entries[0].TxHash)
+		if err != nil {
+			return 0, 0, err
+		}
+		if c != nil && c.confirmed {
+			n, v := add(c.tx, m)
+			count, sum = count+n, sum+v
+		}
+		entries = entries[1:]
+	}
+	workers := min(fundedReaders, (len(entries)+63)/64)
+	if workers <= 1 {
+		for _, e := range entries {
+			if err := q.ctx.Err(); err != nil {
+				return 0, 0, err
+			}
+			c, err := s.readTx(e.TxHash)
+			if err != nil {
+				return 0, 0, err
+			}
+			if c != nil && c.confirmed {
+				n, v := add(c.tx, m)
+				count, sum = count+n, sum+v
+			}
+		}
+		return count, sum, nil
+	}
+	var (
+		next   atomic.Int64
+		mu     sync.Mutex
+		wg     sync.WaitGroup
+		firstE error
+	)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wm := &scriptMatcher{sh: m.sh, script: m.script}
+			c, v := 0, int64(0)
+			var err error
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(entries) {
+					break
+				}
+				if err = q.ctx.Err(); err != nil {
+					break
+				}
+				var tx *cachedTx
+				if tx, err = s.readTx(entries[i].TxHash); err != nil {
+					break
+				}
+				if tx != nil && tx.confirmed {
+					n, val := add(tx.tx, wm)
+					c, v = c+n, v+val
+				}
+			}
+			mu.Lock()
+			count, sum = count+c, sum+v
+			if err != nil && firstE == nil {
+				firstE = err
+				next.Store(int64(len(entries))) // the others stop too
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return count, sum, firstE
 }
 
 // mempoolStats derives a script's unconfirmed stats from its mempool

@@ -321,6 +321,9 @@ func TestTransactionsAgainstChain(t *testing.T) {
 // chain, the stats against the chain and the history, balance and unspent
 // outputs against the Electrum server's answers for the same script.
 func TestScriptsAgainstChainAndElectrum(t *testing.T) {
+	// Every history goes through the cache of long ones.
+	defer func(min int) { historyCacheMin = min }(historyCacheMin)
+	historyCacheMin = 1
 	n := newTestNode(t, "/api")
 	o := buildOracle(t, n.h.Chain)
 	el := n.dialElectrum()
@@ -413,6 +416,36 @@ func TestScriptsAgainstChainAndElectrum(t *testing.T) {
 	}
 	if long == 0 {
 		t.Fatal("no script has more than one page of history: the chain does not exercise paging")
+	}
+
+	// The longest history's stats are cached; a block paying it moves the
+	// tip, and the next answer adds that block to the cached totals.
+	var top indexers.ScriptHash
+	most := 0
+	for sh, st := range o.stats {
+		if indexedScript(o, sh) && st.TxCount > most {
+			top, most = sh, st.TxCount
+		}
+	}
+	if o.stats[top] == nil || o.stats[top].TxCount < statsCacheMin {
+		t.Fatalf("the longest history has %v entries: the stats cache is not exercised", o.stats[top])
+	}
+	var pkScript []byte
+	for _, out := range o.outputs {
+		if indexers.ScriptHashFromScript(out.PkScript) == top {
+			pkScript = out.PkScript
+		}
+	}
+	coin := n.coin()
+	n.mine(spendTx([]testchain.Coin{coin}, &wire.TxOut{Value: 7_000, PkScript: pkScript},
+		&wire.TxOut{Value: coin.Value - 8_000, PkScript: pkScript}))
+	o = buildOracle(t, n.h.Chain)
+	var stats struct {
+		ChainStats scriptStats `json:"chain_stats"`
+	}
+	n.getJSON("/scripthash/"+hex.EncodeToString(top[:]), &stats)
+	if stats.ChainStats != *o.stats[top] {
+		t.Fatalf("stats after a block: %+v, chain %+v", stats.ChainStats, *o.stats[top])
 	}
 }
 

@@ -78,6 +78,8 @@ type Server struct {
 	pool   Pool
 	prefix string
 	stats  *statsCache
+	// histories is the cache of long histories (address.go).
+	histories historyCache
 
 	mu        sync.Mutex
 	srv       *http.Server
