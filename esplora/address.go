@@ -116,10 +116,9 @@ type scriptStats struct {
 // statsCacheEntries bounds the cached funded totals; statsCacheMin is the
 // shortest history worth caching (shorter ones are read in a few
 // milliseconds).
-const (
-	statsCacheEntries = 10_000
-	statsCacheMin     = 100
-)
+const statsCacheEntries = 10_000
+
+var statsCacheMin = 100 // a variable for tests
 
 // fundedReaders is how many transactions of one long history are read at
 // once for its stats.

@@ -227,6 +227,13 @@ func (n *testNode) mine(txs ...*wire.MsgTx) *btcutil.Block {
 		n.t.Fatal(err)
 	}
 	prev.SetHeight(best.Height)
+	return n.mineOn(prev, txs...)
+}
+
+// mineOn mines one block holding txs on prev (which may leave the tip: a
+// longer branch reorganizes the chain) and waits for the index.
+func (n *testNode) mineOn(prev *btcutil.Block, txs ...*wire.MsgTx) *btcutil.Block {
+	n.t.Helper()
 	var utxs []*btcutil.Tx
 	for _, tx := range txs {
 		utxs = append(utxs, btcutil.NewTx(tx))
@@ -240,6 +247,7 @@ func (n *testNode) mine(txs ...*wire.MsgTx) *btcutil.Block {
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	block.SetHeight(prev.Height() + 1)
 	if _, _, err := n.h.Chain.ProcessBlock(block, blockchain.BFNone); err != nil {
 		n.t.Fatal(err)
 	}
