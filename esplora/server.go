@@ -2,6 +2,7 @@ package esplora
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,11 @@ type Config struct {
 	// listeners already bound (tests pass port-0 listeners).
 	Listen    []string
 	Listeners []net.Listener
+	// TLSListen are addresses served over TLS (1.2 or newer) with the
+	// certificate and key in TLSCertFile and TLSKeyFile.
+	TLSListen   []string
+	TLSCertFile string
+	TLSKeyFile  string
 	// PathPrefix serves the API under a path such as "/api" (as
 	// blockstream.info does); empty serves it at the root.
 	PathPrefix string
@@ -123,13 +129,27 @@ func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ls := append([]net.Listener(nil), s.cfg.Listeners...)
-	for _, addr := range s.cfg.Listen {
+	fail := func(err error) error {
+		for _, l := range ls[len(s.cfg.Listeners):] {
+			_ = l.Close()
+		}
+		return err
+	}
+	var tlsConfig *tls.Config
+	if len(s.cfg.TLSListen) > 0 {
+		pair, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
+		if err != nil {
+			return fmt.Errorf("Esplora TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	}
+	for i, addr := range append(append([]string(nil), s.cfg.Listen...), s.cfg.TLSListen...) {
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			for _, l := range ls[len(s.cfg.Listeners):] {
-				_ = l.Close()
-			}
-			return fmt.Errorf("Esplora listener %s: %w", addr, err)
+			return fail(fmt.Errorf("Esplora listener %s: %w", addr, err))
+		}
+		if i >= len(s.cfg.Listen) {
+			l = tls.NewListener(l, tlsConfig)
 		}
 		ls = append(ls, l)
 	}

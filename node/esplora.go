@@ -11,32 +11,42 @@ import (
 )
 
 // defaultEsploraPort is electrs' HTTP port, used for --esploralisten
-// addresses without one.
-const defaultEsploraPort = "3000"
+// addresses without one; defaultEsploraTLSPort is for --esploratlslisten.
+const (
+	defaultEsploraPort    = "3000"
+	defaultEsploraTLSPort = "3443"
+)
 
 // EsploraOptions are the options of the Esplora HTTP API, served from the
 // Electrum index beside the Electrum protocol.
 type EsploraOptions struct {
-	EsploraListeners []string `long:"esploralisten" description:"Add an interface/port for the Esplora HTTP API (off unless given; port 3000 if none given; needs --electrumindex)"`
-	EsploraPath      string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
-	EsploraMaxUtxos  int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
+	EsploraListeners    []string `long:"esploralisten" description:"Add an interface/port for the Esplora HTTP API (off unless given; port 3000 if none given; needs --electrumindex)"`
+	EsploraTLSListeners []string `long:"esploratlslisten" description:"Add an interface/port for the Esplora HTTP API over TLS, with the Electrum certificate (--electrumcert, --electrumkey; a self-signed one is created when missing; port 3443 if none given)"`
+	EsploraPath         string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
+	EsploraMaxUtxos     int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
 }
 
 // normalizeEsplora validates the Esplora options and gives addresses
 // without a port the default one.
 func (cfg *Config) normalizeEsplora() error {
 	o := &cfg.EsploraOptions
-	if len(o.EsploraListeners) > 0 && !cfg.ElectrumIndex {
-		return errors.New("--esploralisten serves the Electrum index over HTTP: it needs --electrumindex")
+	if len(o.EsploraListeners)+len(o.EsploraTLSListeners) > 0 && !cfg.ElectrumIndex {
+		return errors.New("--esploralisten and --esploratlslisten serve the Electrum index over HTTP: they need --electrumindex")
 	}
 	o.EsploraListeners = normalizeAddresses(o.EsploraListeners, defaultEsploraPort)
-	for _, a := range o.EsploraListeners {
-		host, port, err := net.SplitHostPort(a)
-		if err == nil {
-			_, err = net.LookupPort("tcp", port)
-		}
-		if err != nil || strings.ContainsAny(host, "/ ") {
-			return fmt.Errorf("--esploralisten=%s: want host:port, [ipv6]:port or host (port 3000), e.g. 127.0.0.1:3000", a)
+	o.EsploraTLSListeners = normalizeAddresses(o.EsploraTLSListeners, defaultEsploraTLSPort)
+	for _, set := range []struct {
+		option string
+		addrs  []string
+	}{{"esploralisten", o.EsploraListeners}, {"esploratlslisten", o.EsploraTLSListeners}} {
+		for _, a := range set.addrs {
+			host, port, err := net.SplitHostPort(a)
+			if err == nil {
+				_, err = net.LookupPort("tcp", port)
+			}
+			if err != nil || strings.ContainsAny(host, "/ ") {
+				return fmt.Errorf("--%s=%s: want host:port, [ipv6]:port or host (the default port), e.g. 127.0.0.1:3000", set.option, a)
+			}
 		}
 	}
 	if p := o.EsploraPath; p != "" {
@@ -51,20 +61,30 @@ func (cfg *Config) normalizeEsplora() error {
 	return nil
 }
 
-// setupEsplora creates the Esplora server when --esploralisten is given:
-// it reads the index through the same backend as the Electrum server.
-func (s *servers) setupEsplora(n *Node) {
+// setupEsplora creates the Esplora server when an Esplora listener is
+// given: it reads the index through the same backend as the Electrum
+// server, and serves TLS with the Electrum certificate.
+func (s *servers) setupEsplora(n *Node) error {
 	idx := n.index.electrum
 	o := n.cfg.EsploraOptions
-	if idx == nil || len(o.EsploraListeners) == 0 {
-		return
+	if idx == nil || len(o.EsploraListeners)+len(o.EsploraTLSListeners) == 0 {
+		return nil
 	}
-	s.esplora = esplora.New(esplora.Config{
+	ec := esplora.Config{
 		Listen:     o.EsploraListeners,
+		TLSListen:  o.EsploraTLSListeners,
 		PathPrefix: o.EsploraPath,
 		MaxUtxos:   o.EsploraMaxUtxos,
 		Logf:       log.Infof,
-	}, n.electrumBackend(idx), n.chain, n.txMemPool)
+	}
+	if len(ec.TLSListen) > 0 {
+		if err := ensureCertPair(n.cfg.ElectrumCert, n.cfg.ElectrumKey); err != nil {
+			return fmt.Errorf("Esplora TLS certificate: %w", err)
+		}
+		ec.TLSCertFile, ec.TLSKeyFile = n.cfg.ElectrumCert, n.cfg.ElectrumKey
+	}
+	s.esplora = esplora.New(ec, n.electrumBackend(idx), n.chain, n.txMemPool)
+	return nil
 }
 
 // startEsplora binds the Esplora listeners.

@@ -2,10 +2,14 @@ package node
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -118,7 +122,7 @@ func TestEsploraOptions(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.ElectrumIndex = false; c.ElectrumListeners = nil }, "needs --electrumindex"},
+		{func(c *Config) { c.ElectrumIndex = false; c.ElectrumListeners = nil }, "need --electrumindex"},
 		{func(c *Config) { c.EsploraPath = "api" }, "want a path such as /api"},
 		{func(c *Config) { c.EsploraListeners = []string{"127.0.0.1:http x"} }, "--esploralisten"},
 		{func(c *Config) { c.EsploraMaxUtxos = -1 }, "must not be negative"},
@@ -135,5 +139,35 @@ func TestEsploraOptions(t *testing.T) {
 	cfg.EsploraListeners = []string{"127.0.0.1"}
 	if err := cfg.Normalize(); err != nil || cfg.EsploraListeners[0] != "127.0.0.1:3000" {
 		t.Fatalf("default port: %v %v", err, cfg.EsploraListeners)
+	}
+}
+
+// TestEsploraTLS serves the Esplora API over TLS with the Electrum
+// certificate, created at start when missing.
+func TestEsploraTLS(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir, true)
+	cfg.EsploraTLSListeners = []string{"127.0.0.1:0"}
+	cfg.ElectrumCert = filepath.Join(dir, "e.cert")
+	cfg.ElectrumKey = filepath.Join(dir, "e.key")
+	n := startNode(t, cfg)
+	generate(t, n, 3)
+	pemCert, err := os.ReadFile(cfg.ElectrumCert)
+	if err != nil {
+		t.Fatalf("certificate not written: %v", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemCert) {
+		t.Fatal("written certificate is not PEM")
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "localhost"}}}
+	resp, err := client.Get("https://" + n.EsploraAddrs()[0].String() + "/blocks/tip/height")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || string(b) != "3" || resp.TLS == nil || resp.TLS.Version < tls.VersionTLS12 {
+		t.Fatalf("tip height over TLS: %d %s", resp.StatusCode, b)
 	}
 }

@@ -77,7 +77,9 @@ func (n *Node) setupServers() (*servers, error) {
 			}
 		}
 	}
-	s.setupEsplora(n)
+	if err := s.setupEsplora(n); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
