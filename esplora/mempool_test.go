@@ -239,4 +239,34 @@ func TestBadInput(t *testing.T) {
 	if len(reused) != 2 || !reused[1] {
 		t.Errorf("connection reuse: %v", reused)
 	}
+
+	// The metrics count every request above by endpoint and status.
+	families, err := n.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "esplora_requests_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := ""
+			for _, l := range m.GetLabel() {
+				key += l.GetName() + "=" + l.GetValue() + " "
+			}
+			counts[key] = m.GetCounter().GetValue()
+		}
+	}
+	for key, want := range map[string]float64{
+		"code=400 endpoint=/tx/: ":            2,
+		"code=404 endpoint=/tx/: ":            1,
+		"code=404 endpoint=unknown ":          3,
+		"code=413 endpoint=/tx ":              1,
+		"code=200 endpoint=/blocks/tip/hash ": 2,
+	} {
+		if counts[key] != want {
+			t.Errorf("esplora_requests_total{%s} = %v, want %v (all: %v)", key, counts[key], want, counts)
+		}
+	}
 }

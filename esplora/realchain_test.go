@@ -23,6 +23,8 @@ import (
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
@@ -44,6 +46,7 @@ type testNode struct {
 	base    string // http://host:port/api
 	elAddr  string
 	http    *http.Client
+	reg     *prometheus.Registry
 
 	mu    sync.Mutex
 	coins []testchain.Coin
@@ -130,6 +133,11 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 		t.Fatal(err)
 	}
 	n.srv = New(Config{Listeners: append([]net.Listener{hl}, extra...), PathPrefix: prefix}, n.backend, chain, n.pool)
+	// As a node with --metricslisten.
+	n.reg = prometheus.NewRegistry()
+	if err := n.srv.RegisterMetrics(n.reg); err != nil {
+		t.Fatal(err)
+	}
 	if err := n.srv.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,7 @@ type Server struct {
 	stats  *statsCache
 	// histories is the cache of long histories (address.go).
 	histories historyCache
+	mx        *metrics
 
 	mu        sync.Mutex
 	srv       *http.Server
@@ -260,10 +261,12 @@ type request struct {
 // ServeHTTP answers one request as electrs' REST server does: the path is
 // split on "/" after the prefix and matched segment by segment.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	path := r.URL.EscapedPath()
 	rest, ok := strings.CutPrefix(path, s.prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
 		s.writeError(w, notFound("endpoint does not exist "+strconv.Quote(path)))
+		s.mx.observe(nil, http.StatusNotFound, false, time.Since(start))
 		return
 	}
 	if rest == "" {
@@ -279,19 +282,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 		if err != nil {
+			he := badRequest(err.Error())
 			var tooLarge *http.MaxBytesError
 			if errors.As(err, &tooLarge) {
-				s.writeError(w, &httpError{http.StatusRequestEntityTooLarge,
-					fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBody)})
-				return
+				he = &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBody)}
 			}
-			s.writeError(w, badRequest(err.Error()))
+			s.writeError(w, he)
+			s.mx.observe(req.parts, he.status, false, time.Since(start))
 			return
 		}
 		req.body = body
 	}
 	rep, err := s.route(req, rest)
 	if req.ctx.Err() != nil {
+		s.mx.observe(req.parts, 0, true, time.Since(start))
 		return // the client has gone
 	}
 	if err != nil {
@@ -300,8 +304,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			he = internalError(err)
 		}
 		s.writeError(w, he)
+		parts := req.parts
+		if strings.HasPrefix(he.msg, "endpoint does not exist") {
+			parts = nil
+		}
+		s.mx.observe(parts, he.status, false, time.Since(start))
 		return
 	}
+	defer func() { s.mx.observe(req.parts, http.StatusOK, false, time.Since(start)) }()
 	h := w.Header()
 	h.Set("Content-Type", rep.contentType)
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(rep.ttl))
