@@ -341,6 +341,7 @@ func FuzzIndexReads(f *testing.F) {
 		if err := store.Write(b, nil); err != nil {
 			t.Fatal(err)
 		}
+		idx.republish()
 		idx.statuses = newStatusCache(statusCacheEntries)
 
 		var id chainhash.Hash

@@ -81,8 +81,9 @@ type ElectrumIndex struct {
 	opts   Options
 	store  *leveldb.DB
 
-	// latest is the committed index tip, for LatestTip.
-	latest atomic.Pointer[Tip]
+	// pub is a snapshot of the store taken after the writer's last commit,
+	// with the tip it holds (store.go); nil before the store is loaded.
+	pub atomic.Pointer[pubSnap]
 	// statuses caches SHA-256 midstates of long confirmed histories.
 	statuses *statusCache
 	// scanSplit is how many unspent rows (scan.go) or history entries
@@ -134,6 +135,9 @@ func (idx *ElectrumIndex) Close() error {
 	idx.closeOnce.Do(func() {
 		if idx.w != nil {
 			idx.w.stop()
+		}
+		if p := idx.pub.Swap(nil); p != nil {
+			p.unref()
 		}
 		err = idx.store.Close()
 	})
@@ -235,10 +239,9 @@ func tipIn(r kvReader) (memTip, error) {
 	return t, nil
 }
 
-// setLatest publishes the committed tip for LatestTip.
+// setLatest publishes the store as it is now, holding tip t, to readers.
 func (idx *ElectrumIndex) setLatest(t memTip) {
-	tp := t.tip()
-	idx.latest.Store(&tp)
+	idx.publish(t.tip())
 }
 
 // Size returns the number of rows of the index at its tip and their key and

@@ -247,6 +247,7 @@ func TestMempoolPrevOutFromIndex(t *testing.T) {
 	if err := idx.store.Write(b, nil); err != nil {
 		t.Fatal(err)
 	}
+	idx.republish()
 
 	txid := *block.Transactions()[1].Hash()
 	if script, value, err := idx.PrevOut(wire.OutPoint{Hash: txid, Index: 0}); err != nil ||

@@ -14,24 +14,16 @@ import (
 // together with the index tip that snapshot holds, so an answer always
 // describes one block.
 
-// read runs fn on a snapshot of the store and the tip it holds.
+// read runs fn on a snapshot of the store and the tip it holds: the one the
+// writer published after its last commit.
 func (idx *ElectrumIndex) read(fn func(r *snapView, tip Tip) error) (Tip, error) {
-	v, err := newSnapView(idx.store)
-	if err != nil {
-		return Tip{Height: -1}, err
+	p := idx.acquire()
+	if p == nil {
+		return Tip{Height: -1}, errors.New("electrum index: closed")
 	}
+	v := &snapView{snap: p.snap, mu: make(chan struct{}, 1), done: p.unref}
 	defer v.release()
-	tip := readTip(v)
-	return tip, fn(v, tip)
-}
-
-// readTip returns the index tip of r; height -1 for an index that holds no
-// block yet.
-func readTip(r kvReader) Tip {
-	if hash, height, ok := decodeTipVal(r.Get(tipKey)); ok {
-		return Tip{Hash: hash, Height: height}
-	}
-	return Tip{Height: -1}
+	return p.tip, fn(v, p.tip)
 }
 
 // Tip returns the block the index ends at.
@@ -42,11 +34,11 @@ func (idx *ElectrumIndex) Tip() (Tip, error) {
 // LatestTip returns the block of the writer's last commit without reading
 // the store. false before the index is loaded.
 func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
-	t := idx.latest.Load()
-	if t == nil {
+	p := idx.pub.Load()
+	if p == nil {
 		return Tip{Height: -1}, false
 	}
-	return *t, true
+	return p.tip, true
 }
 
 // historyNumsWith returns the txpos of hx's history after position from (all

@@ -1,6 +1,8 @@
 package indexers
 
 import (
+	"sync/atomic"
+
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/iterator"
 	"github.com/syndtr/goleveldb/leveldb/opt"
@@ -73,6 +75,8 @@ type snapView struct {
 	snap *leveldb.Snapshot
 	its  []iterator.Iterator
 	mu   chan struct{} // guards its; a one-slot semaphore
+	// done lets go of the snapshot; nil: release it.
+	done func()
 }
 
 func newSnapView(db *leveldb.DB) (*snapView, error) {
@@ -105,7 +109,60 @@ func (v *snapView) release() {
 	for _, it := range v.its {
 		it.Release()
 	}
+	if v.done != nil {
+		v.done()
+		return
+	}
 	v.snap.Release()
+}
+
+// pubSnap is a snapshot of the store the writer took right after a commit,
+// with the tip that commit wrote: every read that starts before the next
+// commit shares it, so a read takes no snapshot and reads no tip row of
+// its own. It is released when it is no longer the latest and its last
+// reader is done.
+type pubSnap struct {
+	snap *leveldb.Snapshot
+	tip  Tip
+	refs atomic.Int32 // its readers, plus one while it is the latest
+}
+
+func (p *pubSnap) unref() {
+	if p.refs.Add(-1) == 0 {
+		p.snap.Release()
+	}
+}
+
+// publish makes the store as it is now, holding tip, the snapshot new reads
+// use. Only the writer writes the store, and it calls publish after each
+// write that moves the tip, so the snapshot holds exactly tip.
+func (idx *ElectrumIndex) publish(tip Tip) {
+	s, err := idx.store.GetSnapshot()
+	if err != nil {
+		// The store is closed: there is nothing newer to read.
+		return
+	}
+	p := &pubSnap{snap: s, tip: tip}
+	p.refs.Store(1)
+	if old := idx.pub.Swap(p); old != nil {
+		old.unref()
+	}
+}
+
+// acquire returns the latest published snapshot with a reference for the
+// caller; nil when the index is closed. A snapshot whose count reached
+// zero was released after a newer one replaced it, so the loop finds that
+// one.
+func (idx *ElectrumIndex) acquire() *pubSnap {
+	for {
+		p := idx.pub.Load()
+		if p == nil {
+			return nil
+		}
+		if n := p.refs.Load(); n > 0 && p.refs.CompareAndSwap(n, n+1) {
+			return p
+		}
+	}
 }
 
 // iterCursor is a cursor over a goleveldb iterator.

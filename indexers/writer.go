@@ -266,10 +266,10 @@ func (w *writer) rebuild() error {
 	return nil
 }
 
-// committed publishes a new tip: LatestTip, then OnCommit.
+// committed publishes a new tip: the store as committed to readers, then
+// OnCommit.
 func (idx *ElectrumIndex) committed(c Commit) {
-	tp := c.Tip
-	idx.latest.Store(&tp)
+	idx.publish(c.Tip)
 	if idx.opts.OnCommit != nil {
 		idx.opts.OnCommit(c)
 	}
