@@ -40,6 +40,8 @@ type Server struct {
 	building *semaphore.Weighted
 	// gate bounds the request handlers running at once (workgate.go).
 	gate *workGate
+	// workers run the requests (workers.go).
+	workers *workers
 	// answers caches header chunks and long histories (answercache.go).
 	answers *answerCache
 	// counters are the event counts behind Stats (refusals.go).
@@ -84,6 +86,7 @@ func New(cfg Config, backend Backend) *Server {
 	}
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
 	s.gate = newWorkGate(s.cfg.Workers)
+	s.workers = newWorkers(ctx.Done())
 	s.answers = newAnswerCache(s.cfg.AnswerCache)
 	s.methods = methodTable()
 	s.notifier = newNotifier(s)

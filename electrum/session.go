@@ -472,10 +472,10 @@ func (ss *session) dispatch(m *message) bool {
 		if !ss.acquire() {
 			return false
 		}
-		go func() {
+		ss.srv.workers.run(func() {
 			defer ss.releaseSlot()
 			ss.runBatch(m.requests, nil)
-		}()
+		})
 		return true
 	}
 	r := m.requests[0]
@@ -485,7 +485,7 @@ func (ss *session) dispatch(m *message) bool {
 	if !ss.acquire() {
 		return false
 	}
-	go func() {
+	ss.srv.workers.run(func() {
 		defer ss.releaseSlot()
 		resp, ok, after := ss.executeMsg(r)
 		if ok {
@@ -494,7 +494,7 @@ func (ss *session) dispatch(m *message) bool {
 		if after != nil {
 			after()
 		}
-	}()
+	})
 	return true
 }
 
@@ -555,10 +555,10 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 	if !ss.acquire() {
 		return false
 	}
-	go func() {
+	ss.srv.workers.run(func() {
 		defer ss.releaseSlot()
 		ss.runBatch(m.requests[1:], first)
-	}()
+	})
 	return true
 }
 
@@ -726,7 +726,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		after, release func()
 	}
 	ch := make(chan answer, 1)
-	go func() {
+	ss.srv.workers.run(func() {
 		defer func() {
 			if p := recover(); p != nil {
 				ss.srv.logf("electrum: panic in %s: %v", r.method, p)
@@ -756,7 +756,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 			}
 		}
 		ch <- a
-	}()
+	})
 	select {
 	case a := <-ch:
 		if a.rerr != nil {
