@@ -217,6 +217,37 @@ func (c *historyCache) put(sh indexers.ScriptHash, h cachedHistory) {
 	}
 }
 
+// tipStatsEntries bounds the stats of short histories kept for the tip.
+const tipStatsEntries = 100_000
+
+// tipStatsCache keeps the confirmed stats of short histories for one tip:
+// a wallet polling its addresses between blocks is answered without a
+// read. A new tip empties it.
+type tipStatsCache struct {
+	mu  sync.Mutex
+	tip indexers.Tip
+	m   map[indexers.ScriptHash]scriptStats
+}
+
+func (c *tipStatsCache) get(tip indexers.Tip, sh indexers.ScriptHash) (scriptStats, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tip != tip {
+		return scriptStats{}, false
+	}
+	st, ok := c.m[sh]
+	return st, ok
+}
+
+func (c *tipStatsCache) put(tip indexers.Tip, sh indexers.ScriptHash, st scriptStats) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tip != tip || c.m == nil || len(c.m) >= tipStatsEntries {
+		c.tip, c.m = tip, make(map[indexers.ScriptHash]scriptStats)
+	}
+	c.m[sh] = st
+}
+
 // history reads a script's confirmed history within the server's limit;
 // a long one comes from the cache while the index tip is the one it was
 // read at. The slice is shared: callers do not modify it.
@@ -246,9 +277,12 @@ func (s *Server) history(sh indexers.ScriptHash) ([]indexers.HistoryEntry, index
 func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (scriptStats, error) {
 	for attempt := 0; attempt < tipRetries; attempt++ {
 		cached, haveCached := s.stats.get(sh)
-		if haveCached {
-			if tip, err := s.index.ChainTip(); err == nil && tip.Hash == cached.hash {
+		if now, err := s.index.ChainTip(); err == nil {
+			if haveCached && now.Hash == cached.hash {
 				return cached.stats, nil
+			}
+			if st, ok := s.tipStats.get(now, sh); ok {
+				return st, nil
 			}
 		}
 		hist, tip, err := s.history(sh)
@@ -297,6 +331,8 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		if len(hist) >= statsCacheMin {
 			s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
 				count: funded.count, sum: funded.sum, stats: st})
+		} else {
+			s.tipStats.put(tip, sh, st)
 		}
 		return st, nil
 	}
@@ -361,6 +397,20 @@ func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *script
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A reader place of the whole server: first-time stats of
+			// long histories share them, and leave the other requests
+			// the rest of the CPU.
+			select {
+			case s.readers <- struct{}{}:
+				defer func() { <-s.readers }()
+			case <-q.ctx.Done():
+				mu.Lock()
+				if firstE == nil {
+					firstE = q.ctx.Err()
+				}
+				mu.Unlock()
+				return
+			}
 			wm := &scriptMatcher{sh: m.sh, script: m.script}
 			c, v := 0, int64(0)
 			var err error

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,7 +87,11 @@ type Server struct {
 	stats  *statsCache
 	// histories is the cache of long histories (address.go).
 	histories historyCache
+	tipStats  tipStatsCache
 	mx        *metrics
+	// readers bounds the goroutines reading the transactions of long
+	// histories for their stats, across all requests.
+	readers chan struct{}
 
 	mu        sync.Mutex
 	srv       *http.Server
@@ -121,6 +126,9 @@ func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
 		cfg: cfg, index: index, chain: chain, pool: pool,
 		prefix: strings.TrimRight(cfg.PathPrefix, "/"),
 		stats:  newStatsCache(statsCacheEntries),
+		// Twice the processors: the reads wait for block files as
+		// much as they compute.
+		readers: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 }
 
