@@ -7,6 +7,10 @@
 //	go run ./cmd/esplora-load -esplora http://127.0.0.1:3000 -electrum 127.0.0.1:50001 \
 //	    -scripts bin/chains/mainnet-1000000/scripts.txt -conns 20,100 -duration 20s
 //
+// With -check it instead compares, for every script of the file, Esplora's
+// stats, first page of confirmed transactions and unspent outputs with the
+// Electrum server's history, balance and unspent outputs.
+//
 // The scripts file holds Electrum script hashes (byte-reversed SHA-256 of
 // the output script), one a line, first field; '#' starts a comment.
 // Esplora's mix: stats 3, first page of /txs/chain 2, /utxo 2, a
@@ -39,10 +43,17 @@ func main() {
 	connsFlag := flag.String("conns", "20,100", "connections of each phase, comma-separated")
 	duration := flag.Duration("duration", 20*time.Second, "measured time of each phase")
 	warmup := flag.Duration("warmup", 2*time.Second, "unmeasured time before each phase")
+	check := flag.Bool("check", false, "instead of the load: compare, for every script of the file, Esplora's stats, first page of confirmed transactions and unspent outputs with the Electrum server's history, balance and unspent outputs")
 	flag.Parse()
 	scripts, err := readScripts(*scriptsFile)
 	if err != nil {
 		fail(err)
+	}
+	if *check {
+		if err := checkScripts(*esploraURL, *electrumAddr, scripts); err != nil {
+			fail(err)
+		}
+		return
 	}
 	w, err := newWorld(*esploraURL, scripts)
 	if err != nil {
@@ -361,4 +372,138 @@ func report(proto string, conns int, r result) {
 		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
 		fmt.Printf("  %-13s %7d  p50 %v  p99 %v\n", k, len(v), pct(v, 0.5).Round(10*time.Microsecond), pct(v, 0.99).Round(10*time.Microsecond))
 	}
+}
+
+// checkScripts compares Esplora's answers for every script with the
+// Electrum server's for the same script (both read at the same tip: the
+// node must not be receiving blocks). Scripts whose history the Electrum
+// server refuses as too large are counted and skipped.
+func checkScripts(base, electrumAddr string, scripts []string) error {
+	conn, err := net.Dial("tcp", electrumAddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	e := &electrumClient{conn: conn, r: bufio.NewReaderSize(conn, 64<<20)}
+	if err := e.call("server.version", "esplora-load", "1.4"); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: 5 * time.Minute}
+	var checked, skipped, mismatched int
+	for _, esh := range scripts {
+		var hist []struct {
+			TxHash string `json:"tx_hash"`
+			Height int    `json:"height"`
+		}
+		if err := e.result("blockchain.scripthash.get_history", &hist, esh); err != nil {
+			skipped++
+			continue
+		}
+		var bal struct {
+			Confirmed int64 `json:"confirmed"`
+		}
+		var unspent []struct {
+			TxHash string `json:"tx_hash"`
+			TxPos  uint32 `json:"tx_pos"`
+			Value  int64  `json:"value"`
+		}
+		if err := e.result("blockchain.scripthash.get_balance", &bal, esh); err != nil {
+			return err
+		}
+		if err := e.result("blockchain.scripthash.listunspent", &unspent, esh); err != nil {
+			skipped++
+			continue
+		}
+		sh := reverseHex(esh)
+		var stats struct {
+			ChainStats struct {
+				FundedTxoCount int   `json:"funded_txo_count"`
+				FundedTxoSum   int64 `json:"funded_txo_sum"`
+				SpentTxoCount  int   `json:"spent_txo_count"`
+				SpentTxoSum    int64 `json:"spent_txo_sum"`
+				TxCount        int   `json:"tx_count"`
+			} `json:"chain_stats"`
+		}
+		var page []struct {
+			TxID string `json:"txid"`
+		}
+		var utxos []struct {
+			TxID  string `json:"txid"`
+			Vout  uint32 `json:"vout"`
+			Value int64  `json:"value"`
+		}
+		for path, v := range map[string]any{"": &stats, "/txs/chain": &page, "/utxo": &utxos} {
+			body, err := get(hc, base+"/scripthash/"+sh+path)
+			if err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(body), v); err != nil {
+				return fmt.Errorf("%s%s: %v", sh, path, err)
+			}
+		}
+		var why []string
+		cs := stats.ChainStats
+		if cs.TxCount != len(hist) {
+			why = append(why, fmt.Sprintf("tx_count %d, history %d", cs.TxCount, len(hist)))
+		}
+		if cs.FundedTxoSum-cs.SpentTxoSum != bal.Confirmed || cs.FundedTxoCount-cs.SpentTxoCount != len(unspent) {
+			why = append(why, fmt.Sprintf("stats %+v, balance %d, %d unspent", cs, bal.Confirmed, len(unspent)))
+		}
+		for i, p := range page {
+			if i >= len(hist) || p.TxID != hist[len(hist)-1-i].TxHash {
+				why = append(why, fmt.Sprintf("txs/chain[%d] %s", i, p.TxID))
+				break
+			}
+		}
+		if len(page) != min(25, len(hist)) {
+			why = append(why, fmt.Sprintf("txs/chain has %d", len(page)))
+		}
+		seen := map[string]int64{}
+		for _, u := range unspent {
+			seen[u.TxHash+":"+strconv.Itoa(int(u.TxPos))] = u.Value
+		}
+		for _, u := range utxos {
+			if v, ok := seen[u.TxID+":"+strconv.Itoa(int(u.Vout))]; !ok || v != u.Value {
+				why = append(why, fmt.Sprintf("utxo %s:%d not in listunspent", u.TxID, u.Vout))
+				break
+			}
+		}
+		if len(utxos) != len(unspent) {
+			why = append(why, fmt.Sprintf("%d utxos, listunspent %d", len(utxos), len(unspent)))
+		}
+		checked++
+		if len(why) > 0 {
+			mismatched++
+			fmt.Printf("%s: %s\n", esh, strings.Join(why, "; "))
+		}
+	}
+	fmt.Printf("checked %d scripts (%d skipped: too large for the Electrum server): %d differ\n", checked, skipped, mismatched)
+	if mismatched > 0 {
+		return fmt.Errorf("%d scripts differ", mismatched)
+	}
+	return nil
+}
+
+// result calls a method and decodes its result.
+func (c *electrumClient) result(method string, out any, params ...any) error {
+	c.id++
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
+	if _, err := c.conn.Write(append(req, '\n')); err != nil {
+		return err
+	}
+	line, err := c.r.ReadBytes('\n')
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if err := json.Unmarshal(line, &resp); err != nil {
+		return err
+	}
+	if len(resp.Error) > 0 && string(resp.Error) != "null" {
+		return fmt.Errorf("%s: %s", method, resp.Error)
+	}
+	return json.Unmarshal(resp.Result, out)
 }
