@@ -224,6 +224,10 @@ func TestBadInput(t *testing.T) {
 		t.Errorf("oversize POST /tx: %d %s", code, body)
 	}
 
+	if resp.Header.Get("Access-Control-Allow-Origin") != "" {
+		t.Errorf("a CORS header without CORS configured")
+	}
+
 	// Keep-alive: the second request reuses the first one's connection.
 	var reused []bool
 	for i := 0; i < 2; i++ {

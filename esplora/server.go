@@ -65,6 +65,11 @@ type Config struct {
 	// blockstream.info does); empty serves it at the root.
 	PathPrefix string
 
+	// CORS, when set, is sent as Access-Control-Allow-Origin with every
+	// answer (electrs' --cors), so web pages of those origins may call
+	// the API: "*" for any.
+	CORS string
+
 	MaxUtxos     int
 	MaxHistory   int
 	MaxBody      int64
@@ -270,6 +275,9 @@ type request struct {
 // split on "/" after the prefix and matched segment by segment.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	if s.cfg.CORS != "" {
+		w.Header().Set("Access-Control-Allow-Origin", s.cfg.CORS)
+	}
 	path := r.URL.EscapedPath()
 	rest, ok := strings.CutPrefix(path, s.prefix)
 	if !ok || (rest != "" && rest[0] != '/') {

@@ -24,6 +24,7 @@ type EsploraOptions struct {
 	EsploraTLSListeners []string `long:"esploratlslisten" description:"Add an interface/port for the Esplora HTTP API over TLS, with the Electrum certificate (--electrumcert, --electrumkey; a self-signed one is created when missing; port 3443 if none given)"`
 	EsploraPath         string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
 	EsploraMaxUtxos     int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
+	EsploraCORS         string   `long:"esploracors" description:"Send Access-Control-Allow-Origin with this value on every Esplora answer, so web pages of that origin may call the API (* for any; default none)"`
 }
 
 // normalizeEsplora validates the Esplora options and gives addresses
@@ -75,6 +76,7 @@ func (s *servers) setupEsplora(n *Node) error {
 		TLSListen:  o.EsploraTLSListeners,
 		PathPrefix: o.EsploraPath,
 		MaxUtxos:   o.EsploraMaxUtxos,
+		CORS:       o.EsploraCORS,
 		Logf:       log.Infof,
 	}
 	if len(ec.TLSListen) > 0 {

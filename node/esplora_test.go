@@ -25,6 +25,7 @@ func TestEsploraServesTheIndex(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), true)
 	cfg.EsploraListeners = []string{"127.0.0.1:0"}
 	cfg.EsploraPath = "/api/"
+	cfg.EsploraCORS = "*"
 	n := startNode(t, cfg)
 	generate(t, n, 101)
 	addrs := n.EsploraAddrs()
@@ -54,6 +55,14 @@ func TestEsploraServesTheIndex(t *testing.T) {
 	}
 	if code, body := get("/blocks/tip/height"); code != 200 || body != "101" {
 		t.Fatalf("tip height: %d %s", code, body)
+	}
+	resp, err := http.Get(base + "/nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("--esploracors=*: %v", resp.Header)
 	}
 
 	c := dialElectrum(t, n)
