@@ -2,7 +2,10 @@ package esplora
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -242,6 +245,41 @@ func TestBadInput(t *testing.T) {
 	}
 	if len(reused) != 2 || !reused[1] {
 		t.Errorf("connection reuse: %v", reused)
+	}
+
+	// A server with electrs' limits at their smallest refuses longer
+	// histories and unspent sets with electrs' text.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := New(Config{Listeners: []net.Listener{l}, MaxHistory: 1, MaxUtxos: 1}, n.backend, n.h.Chain, n.pool)
+	if err := small.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer small.Shutdown(context.Background())
+	o := buildOracle(t, n.h.Chain)
+	limited := false
+	for sh, st := range o.stats {
+		if st.TxCount < 2 || st.FundedTxoCount-st.SpentTxoCount < 2 || !indexedScript(o, sh) {
+			continue
+		}
+		for _, path := range []string{"", "/txs/chain", "/utxo"} {
+			resp, err := n.http.Get("http://" + l.Addr().String() + "/scripthash/" + hex.EncodeToString(sh[:]) + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 400 || string(b) != "Too many history entries" {
+				t.Errorf("%s with the limits at 1: %d %s", path, resp.StatusCode, b)
+			}
+		}
+		limited = true
+		break
+	}
+	if !limited {
+		t.Fatal("no script with two unspent outputs to check the limits with")
 	}
 
 	// The metrics count every request above by endpoint and status.

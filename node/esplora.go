@@ -24,6 +24,7 @@ type EsploraOptions struct {
 	EsploraTLSListeners []string `long:"esploratlslisten" description:"Add an interface/port for the Esplora HTTP API over TLS, with the Electrum certificate (--electrumcert, --electrumkey; a self-signed one is created when missing; port 3443 if none given)"`
 	EsploraPath         string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
 	EsploraMaxUtxos     int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
+	EsploraMaxHistory   int      `long:"esploramaxhistory" description:"Longest confirmed history the Esplora address and scripthash endpoints read; a longer one is refused as electrs refuses it (default 1000000)"`
 	EsploraCORS         string   `long:"esploracors" description:"Send Access-Control-Allow-Origin with this value on every Esplora answer, so web pages of that origin may call the API (* for any; default none)"`
 }
 
@@ -59,6 +60,9 @@ func (cfg *Config) normalizeEsplora() error {
 	if o.EsploraMaxUtxos < 0 {
 		return fmt.Errorf("--esploramaxutxos=%d: must not be negative", o.EsploraMaxUtxos)
 	}
+	if o.EsploraMaxHistory < 0 {
+		return fmt.Errorf("--esploramaxhistory=%d: must not be negative", o.EsploraMaxHistory)
+	}
 	return nil
 }
 
@@ -76,6 +80,7 @@ func (s *servers) setupEsplora(n *Node) error {
 		TLSListen:  o.EsploraTLSListeners,
 		PathPrefix: o.EsploraPath,
 		MaxUtxos:   o.EsploraMaxUtxos,
+		MaxHistory: o.EsploraMaxHistory,
 		CORS:       o.EsploraCORS,
 		Logf:       log.Infof,
 	}

@@ -135,6 +135,7 @@ func TestEsploraOptions(t *testing.T) {
 		{func(c *Config) { c.EsploraPath = "api" }, "want a path such as /api"},
 		{func(c *Config) { c.EsploraListeners = []string{"127.0.0.1:http x"} }, "--esploralisten"},
 		{func(c *Config) { c.EsploraMaxUtxos = -1 }, "must not be negative"},
+		{func(c *Config) { c.EsploraMaxHistory = -1 }, "must not be negative"},
 	} {
 		cfg := testConfig(t, t.TempDir(), true)
 		cfg.EsploraListeners = []string{"127.0.0.1"}
