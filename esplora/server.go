@@ -65,6 +65,13 @@ type Config struct {
 	// blockstream.info does); empty serves it at the root.
 	PathPrefix string
 
+	// MaxRequestsPerIP bounds the requests of one client address answered
+	// at once (DefaultMaxRequestsPerIP when zero; negative: no bound);
+	// addresses in ExemptNets are not bounded, and a request from them
+	// with X-Forwarded-For counts against the forwarded address.
+	MaxRequestsPerIP int
+	ExemptNets       []*net.IPNet
+
 	// CORS, when set, is sent as Access-Control-Allow-Origin with every
 	// answer (electrs' --cors), so web pages of those origins may call
 	// the API: "*" for any.
@@ -93,6 +100,7 @@ type Server struct {
 	// histories is the cache of long histories (address.go).
 	histories historyCache
 	tipStats  tipStatsCache
+	inFlight  inFlight
 	mx        *metrics
 	// readers bounds the goroutines reading the transactions of long
 	// histories for their stats, across all requests.
@@ -111,6 +119,9 @@ func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
 	}
 	if cfg.MaxHistory <= 0 {
 		cfg.MaxHistory = DefaultMaxHistory
+	}
+	if cfg.MaxRequestsPerIP == 0 {
+		cfg.MaxRequestsPerIP = DefaultMaxRequestsPerIP
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
@@ -287,6 +298,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rest == "" {
 		rest = "/"
+	}
+	if ip, exempt := s.clientIP(r); !exempt && s.cfg.MaxRequestsPerIP > 0 {
+		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
+			s.writeError(w, errTooManyRequests)
+			s.mx.observe(strings.Split(rest, "/")[1:], errTooManyRequests.status, false, time.Since(start))
+			return
+		}
+		defer s.inFlight.release(ip)
 	}
 	req := &request{
 		ctx:    r.Context(),

@@ -20,12 +20,13 @@ const (
 // EsploraOptions are the options of the Esplora HTTP API, served from the
 // Electrum index beside the Electrum protocol.
 type EsploraOptions struct {
-	EsploraListeners    []string `long:"esploralisten" description:"Add an interface/port for the Esplora HTTP API (off unless given; port 3000 if none given; needs --electrumindex)"`
-	EsploraTLSListeners []string `long:"esploratlslisten" description:"Add an interface/port for the Esplora HTTP API over TLS, with the Electrum certificate (--electrumcert, --electrumkey; a self-signed one is created when missing; port 3443 if none given)"`
-	EsploraPath         string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
-	EsploraMaxUtxos     int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
-	EsploraMaxHistory   int      `long:"esploramaxhistory" description:"Longest confirmed history the Esplora address and scripthash endpoints read; a longer one is refused as electrs refuses it (default 1000000)"`
-	EsploraCORS         string   `long:"esploracors" description:"Send Access-Control-Allow-Origin with this value on every Esplora answer, so web pages of that origin may call the API (* for any; default none)"`
+	EsploraListeners        []string `long:"esploralisten" description:"Add an interface/port for the Esplora HTTP API (off unless given; port 3000 if none given; needs --electrumindex)"`
+	EsploraTLSListeners     []string `long:"esploratlslisten" description:"Add an interface/port for the Esplora HTTP API over TLS, with the Electrum certificate (--electrumcert, --electrumkey; a self-signed one is created when missing; port 3443 if none given)"`
+	EsploraPath             string   `long:"esplorapath" description:"Serve the Esplora HTTP API under this path, e.g. /api as blockstream.info does (default: at the root)"`
+	EsploraMaxUtxos         int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
+	EsploraMaxHistory       int      `long:"esploramaxhistory" description:"Longest confirmed history the Esplora address and scripthash endpoints read; a longer one is refused as electrs refuses it (default 1000000)"`
+	EsploraMaxRequestsPerIP int      `long:"esploramaxrequestsperip" description:"Esplora requests of one client address answered at once; more are answered 429 (default 16; negative: no bound). Addresses in --electrumexemptnets are not bounded, and a request from them with X-Forwarded-For counts against the forwarded address"`
+	EsploraCORS             string   `long:"esploracors" description:"Send Access-Control-Allow-Origin with this value on every Esplora answer, so web pages of that origin may call the API (* for any; default none)"`
 }
 
 // normalizeEsplora validates the Esplora options and gives addresses
@@ -81,8 +82,12 @@ func (s *servers) setupEsplora(n *Node) error {
 		PathPrefix: o.EsploraPath,
 		MaxUtxos:   o.EsploraMaxUtxos,
 		MaxHistory: o.EsploraMaxHistory,
-		CORS:       o.EsploraCORS,
-		Logf:       log.Infof,
+		// The Electrum server's exempt networks: the same proxies
+		// and the operator's own tools.
+		MaxRequestsPerIP: o.EsploraMaxRequestsPerIP,
+		ExemptNets:       n.cfg.Electrum.exemptNets,
+		CORS:             o.EsploraCORS,
+		Logf:             log.Infof,
 	}
 	if len(ec.TLSListen) > 0 {
 		if err := ensureCertPair(n.cfg.ElectrumCert, n.cfg.ElectrumKey); err != nil {

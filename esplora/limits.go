@@ -1,0 +1,81 @@
+package esplora
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// DefaultMaxRequestsPerIP is the number of requests of one client address
+// answered at once; more are refused with 429 until one ends.
+const DefaultMaxRequestsPerIP = 16
+
+// errTooManyRequests is the answer to a client over its share, as the
+// public Esplora servers' proxies answer.
+var errTooManyRequests = &httpError{http.StatusTooManyRequests, "Too Many Requests"}
+
+// inFlight counts the requests being answered per client address.
+type inFlight struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire takes a place for ip, false when it has max already.
+func (f *inFlight) acquire(ip string, max int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = make(map[string]int)
+	}
+	if f.n[ip] >= max {
+		return false
+	}
+	f.n[ip]++
+	return true
+}
+
+func (f *inFlight) release(ip string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n[ip]--; f.n[ip] <= 0 {
+		delete(f.n, ip)
+	}
+}
+
+// exempt reports whether ip is in one of the exempt networks.
+func (s *Server) exempt(ip net.IP) bool {
+	for _, n := range s.cfg.ExemptNets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// clientIP returns the address a request is counted against, and whether
+// it is exempt from the per-address limit. A request from an exempt network
+// (a reverse proxy on loopback) that carries X-Forwarded-For is counted
+// against the address the proxy appended last; without the header it is
+// the proxy's own, exempt.
+func (s *Server) clientIP(r *http.Request) (string, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !s.exempt(ip) {
+		return host, false
+	}
+	xff := r.Header.Values("X-Forwarded-For")
+	if len(xff) == 0 {
+		return host, true
+	}
+	hops := strings.Split(xff[len(xff)-1], ",")
+	fwd := strings.TrimSpace(hops[len(hops)-1])
+	fip := net.ParseIP(fwd)
+	if fip == nil {
+		return host, true
+	}
+	return fip.String(), s.exempt(fip)
+}
