@@ -41,13 +41,22 @@ type ibdRun struct {
 	// those of them its writer indexed alone (from reading the block to
 	// the end of its commit), from its "Indexed block" lines (a block
 	// committed in a batch with others has none).
-	SubmitBig       latency `json:"submit_big"`
-	IndexBig        latency `json:"index_big"`
-	SubmitAll       latency `json:"submit_all"`
+	SubmitBig latency `json:"submit_big"`
+	IndexBig  latency `json:"index_big"`
+	SubmitAll latency `json:"submit_all"`
+	// TipSubmit, TipIndex and TipNotify are of the tip phase: the last
+	// -tipblocks blocks sent one at a time on a quiet node. TipNotify is
+	// from submitblock's answer to each status notification of a script
+	// the block pays.
+	TipBlocks       int     `json:"tip_blocks"`
+	TipSubmit       latency `json:"tip_submit"`
+	TipIndex        latency `json:"tip_index"`
+	TipNotify       latency `json:"tip_notify"`
 	Connections     int32   `json:"connections"` // TCP connections the client made to the node
 	ShutdownSeconds float64 `json:"shutdown_seconds"`
 
-	submitBigMs, indexBigMs []float64
+	submitBigMs, indexBigMs              []float64
+	tipSubmitMs, tipIndexMs, tipNotifyMs []float64
 }
 
 // ibdSummary holds the medians of one configuration's runs, and the
@@ -60,6 +69,9 @@ type ibdSummary struct {
 	PeakRSSMB    float64 `json:"peak_rss_mb"`
 	SubmitBig    latency `json:"submit_big"`
 	IndexBig     latency `json:"index_big"`
+	TipSubmit    latency `json:"tip_submit"`
+	TipIndex     latency `json:"tip_index"`
+	TipNotify    latency `json:"tip_notify"`
 }
 
 type ibdReport struct {
@@ -76,6 +88,10 @@ type ibdReport struct {
 	Without ibdSummary `json:"without_index"`
 	// Overhead is the median replay time with the index over without.
 	Overhead float64 `json:"overhead"`
+	// TipBlocks is the tip phase's blocks and their transaction counts.
+	TipBlocks int `json:"tip_blocks"`
+	TipTxsMin int `json:"tip_txs_min"`
+	TipTxsMax int `json:"tip_txs_max"`
 }
 
 // The node configurations of an ibd run.
@@ -89,10 +105,13 @@ func runIBD(args []string) error {
 		c    common
 		big  int
 		only string
+		tips int
 	)
 	fs := flag.NewFlagSet("ibd", flag.ExitOnError)
 	c.register(fs)
 	fs.IntVar(&big, "big", 2500, "blocks with at least this many transactions get latency percentiles")
+	fs.IntVar(&tips, "tipblocks", 20, "the chain's last `n` blocks are sent one at a time on a quiet node, after the timed replay, "+
+		"with a wallet subscribed to scripts they pay (0: none)")
 	fs.StringVar(&only, "index", "both", "which nodes to run: both (with the Electrum index and without; all is the same), "+
 		"with or without")
 	fs.Parse(args)
@@ -116,13 +135,24 @@ func runIBD(args []string) error {
 	if err != nil {
 		return err
 	}
+	tipBlocks, err := readTipBlocks(ci.BlocksFile(), ci.TipHeight, tips)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintf(os.Stderr, "chain %s: %s, %d blocks, %d tx (%d blocks of >= %d tx), checkpoint %s; scratch %s\n",
 		ci.Dir, ci.Network, ci.Blocks, ci.Txs, bigBlocks, big, ci.Checkpoint, scratch)
 
-	rep := &ibdReport{Kind: "ibd", Machine: machine(), Chain: ci, BigBlockTxs: big, BigBlocks: bigBlocks}
+	rep := &ibdReport{Kind: "ibd", Machine: machine(), Chain: ci, BigBlockTxs: big, BigBlocks: bigBlocks,
+		TipBlocks: len(tipBlocks)}
+	for i, b := range tipBlocks {
+		if i == 0 || b.txs < rep.TipTxsMin {
+			rep.TipTxsMin = b.txs
+		}
+		rep.TipTxsMax = max(rep.TipTxsMax, b.txs)
+	}
 	for r := 1; r <= c.runs; r++ {
 		for _, kind := range configs {
-			run, err := ibdOnce(&c, ci, scratch, kind, r, big)
+			run, err := ibdOnce(&c, ci, scratch, kind, r, big, tipBlocks)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", ibdName(kind), r, err)
 			}
@@ -186,7 +216,7 @@ func countBigBlocks(ci *chainInfo, big int) (int, error) {
 
 // ibdOnce starts a node on an empty datadir and replays blocks.dat into it
 // with submitblock, one block at a time over one connection.
-func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big int) (run ibdRun, err error) {
+func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big int, tips []tipBlock) (run ibdRun, err error) {
 	run = ibdRun{Kind: kind, Run: runNo}
 	name := kind
 	withIndex := kind != ibdNoIndex
@@ -269,6 +299,9 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 				continue
 			}
 			height++
+			if height > ci.TipHeight-int32(len(tips)) {
+				break
+			}
 			ntx, err := blockTxCount(raw)
 			if err != nil {
 				return fmt.Errorf("block %d: %w", height, err)
@@ -299,14 +332,25 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			}
 		}
 		run.ReplaySeconds = time.Since(t0).Seconds()
+		replayed := ci.TipHeight - int32(len(tips))
 		if withIndex {
 			// The index's writer follows the chain: the replay is
-			// done when the Electrum server reports the tip.
-			if _, err := waitElectrumTip(p, ePort, ci.TipHeight, time.After(c.timeout)); err != nil {
+			// done when the Electrum server reports its last block.
+			if _, err := waitElectrumTip(p, ePort, replayed, time.After(c.timeout)); err != nil {
 				return err
 			}
 		}
 		run.Seconds = time.Since(t0).Seconds()
+		if len(tips) > 0 {
+			port := 0
+			if withIndex {
+				port = ePort
+			}
+			if run.tipSubmitMs, run.tipNotifyMs, err = runTip(rc, port, tips); err != nil {
+				return fmt.Errorf("tip phase: %w", err)
+			}
+			run.TipBlocks = len(tips)
+		}
 		res, err := rc.call("getblockcount")
 		if err != nil {
 			return err
@@ -330,9 +374,16 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 					run.indexBigMs = append(run.indexBigMs, float64(d.Microseconds())/1000)
 				}
 			}
+			for _, b := range tips {
+				if d, ok := indexed[b.height]; ok {
+					run.tipIndexMs = append(run.tipIndexMs, float64(d.Microseconds())/1000)
+				}
+			}
 			mu.Unlock()
 			run.IndexBig = summarize(run.indexBigMs)
 		}
+		run.TipSubmit, run.TipIndex, run.TipNotify = summarize(run.tipSubmitMs), summarize(run.tipIndexMs),
+			summarize(run.tipNotifyMs)
 		return nil
 	}()
 	hwm, cpu := p.HWMKB(), p.CPUSeconds()
@@ -356,7 +407,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 }
 
 func (rep *ibdReport) summary(kind string) ibdSummary {
-	var secs, bps, tps, rss, sub, idx []float64
+	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot []float64
 	for _, r := range rep.Runs {
 		if r.Kind != kind {
 			continue
@@ -367,7 +418,9 @@ func (rep *ibdReport) summary(kind string) ibdSummary {
 		rss = append(rss, r.PeakRSSMB)
 		sub = append(sub, r.submitBigMs...)
 		idx = append(idx, r.indexBigMs...)
+		tsub, tidx, tnot = append(tsub, r.tipSubmitMs...), append(tidx, r.tipIndexMs...), append(tnot, r.tipNotifyMs...)
 	}
 	return ibdSummary{Runs: len(secs), Seconds: median(secs), BlocksPerSec: median(bps), TxPerSec: median(tps),
-		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx)}
+		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx),
+		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot)}
 }

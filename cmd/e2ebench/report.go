@@ -230,6 +230,27 @@ func (rep *ibdReport) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "overhead of the index (median seconds with / without): %s\n", fmtRatio(rep.Overhead))
 	fmt.Fprintf(w, "latencies: blocks of >= %d tx, all runs of a node together (submit: submitblock round trip; index: "+
 		"the index's own time for a block its writer indexed alone, from its log)\n", rep.BigBlockTxs)
+	if rep.TipBlocks == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nTip phase: the last %d blocks (%d-%d tx) one at a time on a quiet node, after the replay above\n",
+		rep.TipBlocks, rep.TipTxsMin, rep.TipTxsMax)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "node\tsubmit p50 ms\tp90\tmax\tindex p50 ms\tp90\tmax\tnotification p50 ms\tp90\tmax\t")
+	for _, kind := range []string{ibdIndex, ibdNoIndex} {
+		s := rep.kindSummary(kind)
+		if s.Runs == 0 {
+			continue
+		}
+		l := []latency{s.TipSubmit, s.TipIndex, s.TipNotify}
+		var cells []string
+		for _, x := range l {
+			cells = append(cells, fmtMs(x.P50Ms, x.N), fmtMs(x.P90Ms, x.N), fmtMs(x.MaxMs, x.N))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", ibdName(kind), strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "notification: from submitblock's answer to each status notification of a script the block pays")
 }
 
 func (rep *ibdReport) markdown() string {
@@ -267,6 +288,17 @@ func (rep *ibdReport) markdown() string {
 	fmt.Fprintf(&b, "\nOverhead of the index (median seconds with / without): **%s**. The index's writer follows the chain, "+
 		"committing each block alone while it keeps up and batches of blocks when it is behind; with the index, a replay "+
 		"ends when the Electrum port reports the tip.\n", fmtRatio(rep.Overhead))
+	if rep.TipBlocks > 0 {
+		fmt.Fprintf(&b, "\nTip phase: the chain's last %d blocks (%d-%d transactions), left out of the replay above, sent one "+
+			"at a time on a quiet node, with a wallet subscribed to up to %d scripts each pays. Notification: from "+
+			"submitblock's answer to each status notification.\n\n", rep.TipBlocks, rep.TipTxsMin, rep.TipTxsMax, tipScriptsPerBlock)
+		b.WriteString("| node | submitblock p50 / p90 / max ms | index p50 / p90 / max ms | notification p50 / p90 / max ms |\n|---|---|---|---|\n")
+		for _, kind := range []string{ibdIndex, ibdNoIndex} {
+			if s := rep.kindSummary(kind); s.Runs > 0 {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", ibdName(kind), lat(s.TipSubmit), lat(s.TipIndex), lat(s.TipNotify))
+			}
+		}
+	}
 	return b.String()
 }
 

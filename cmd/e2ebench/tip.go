@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// The tip phase of an ibd run: the chain's last blocks are sent one at a
+// time on a quiet node, as blocks arrive at a real chain tip, and a wallet
+// subscribed to scripts those blocks pay times the status notifications.
+
+const (
+	// tipPause is the quiet time before each tip block.
+	tipPause = 300 * time.Millisecond
+	// tipScriptsPerBlock bounds the scripts subscribed for each tip block.
+	tipScriptsPerBlock = 20
+	// tipWait bounds the wait for a tip block's notifications.
+	tipWait = 10 * time.Second
+)
+
+// tipBlock is one block of the tip phase and the scripts (Electrum script
+// hashes) it is the first tip block to pay.
+type tipBlock struct {
+	height  int32
+	raw     []byte
+	txs     int
+	scripts []string
+}
+
+// readTipBlocks returns the last n blocks of blocks.dat, whose tip is at
+// tipHeight, with the scripts to subscribe for each.
+func readTipBlocks(path string, tipHeight int32, n int) ([]tipBlock, error) {
+	br, err := openBlocks(path)
+	if err != nil {
+		return nil, err
+	}
+	defer br.Close()
+	var out []tipBlock
+	seen := map[string]bool{}
+	height := int32(0)
+	for {
+		raw, err := br.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if isGenesisHeader(raw) {
+			continue
+		}
+		height++
+		if height <= tipHeight-int32(n) {
+			continue
+		}
+		var blk wire.MsgBlock
+		if err := blk.Deserialize(bytes.NewReader(raw)); err != nil {
+			return nil, fmt.Errorf("block %d: %w", height, err)
+		}
+		tb := tipBlock{height: height, raw: raw, txs: len(blk.Transactions)}
+		for _, tx := range blk.Transactions[1:] {
+			for _, out := range tx.TxOut {
+				if len(tb.scripts) == tipScriptsPerBlock {
+					break
+				}
+				if txscript.IsUnspendable(out.PkScript) {
+					continue
+				}
+				h := sha256.Sum256(out.PkScript)
+				for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
+					h[i], h[j] = h[j], h[i]
+				}
+				sh := hex.EncodeToString(h[:])
+				if !seen[sh] {
+					seen[sh] = true
+					tb.scripts = append(tb.scripts, sh)
+				}
+			}
+		}
+		out = append(out, tb)
+	}
+	return out, nil
+}
+
+// notifyClient is an Electrum session that records when notifications
+// arrive: the time of each script's latest status notification and the
+// highest header notified.
+type notifyClient struct {
+	conn net.Conn
+
+	mu      sync.Mutex
+	changed *sync.Cond
+	status  map[string]time.Time // script hash -> latest notification
+	header  int32
+	err     error
+	// refused are the scripts whose subscription was answered with an
+	// error (a history over the server's limit): they get no
+	// notifications.
+	refused map[string]bool
+	ids     map[int]string // request id -> script hash
+}
+
+// dialNotify subscribes to the headers and to every script of blocks; it
+// returns once every subscription is answered.
+func dialNotify(addr string, blocks []tipBlock) (*notifyClient, error) {
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	c := &notifyClient{conn: conn, status: map[string]time.Time{}, header: -1, refused: map[string]bool{},
+		ids: map[int]string{}}
+	c.changed = sync.NewCond(&c.mu)
+	var req bytes.Buffer
+	req.WriteString(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["e2ebench","1.4"]}` + "\n")
+	req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}` + "\n")
+	want := 2
+	for _, b := range blocks {
+		for _, sh := range b.scripts {
+			fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`+"\n", want, sh)
+			c.ids[want] = sh
+			want++
+		}
+	}
+	if _, err := conn.Write(req.Bytes()); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	answered := make(chan struct{})
+	go c.read(want, answered)
+	select {
+	case <-answered:
+		return c, nil
+	case <-time.After(time.Minute):
+		conn.Close()
+		return nil, fmt.Errorf("electrum: %d subscriptions not answered within a minute", want)
+	}
+}
+
+// read records notifications until the connection closes; answered is
+// closed once want answers came.
+func (c *notifyClient) read(want int, answered chan struct{}) {
+	br := bufio.NewReaderSize(c.conn, 1<<20)
+	n := 0
+	for {
+		line, err := br.ReadBytes('\n')
+		now := time.Now()
+		if err != nil {
+			c.mu.Lock()
+			c.err = err
+			c.changed.Broadcast()
+			c.mu.Unlock()
+			return
+		}
+		var m struct {
+			ID     *int              `json:"id"`
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+			Error  json.RawMessage   `json:"error"`
+		}
+		if json.Unmarshal(line, &m) != nil {
+			continue
+		}
+		if m.Method == "" {
+			if m.ID != nil && len(m.Error) > 0 && string(m.Error) != "null" {
+				c.mu.Lock()
+				c.refused[c.ids[*m.ID]] = true
+				c.mu.Unlock()
+			}
+			if n++; n == want {
+				close(answered)
+			}
+			continue
+		}
+		c.mu.Lock()
+		switch {
+		case m.Method == "blockchain.scripthash.subscribe" && len(m.Params) == 2:
+			var sh string
+			if json.Unmarshal(m.Params[0], &sh) == nil {
+				c.status[sh] = now
+			}
+		case m.Method == "blockchain.headers.subscribe" && len(m.Params) == 1:
+			var h struct {
+				Height int32 `json:"height"`
+			}
+			if json.Unmarshal(m.Params[0], &h) == nil && h.Height > c.header {
+				c.header = h.Height
+			}
+		}
+		c.changed.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// await waits until the header of height has been notified and every
+// script of scripts has a notification after since, or until tipWait
+// passed; it returns the scripts' notification times.
+func (c *notifyClient) await(height int32, scripts []string, since time.Time) ([]time.Time, error) {
+	deadline := time.Now().Add(tipWait)
+	timer := time.AfterFunc(tipWait, func() {
+		c.mu.Lock()
+		c.changed.Broadcast()
+		c.mu.Unlock()
+	})
+	defer timer.Stop()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		var got []time.Time
+		wanted := 0
+		for _, sh := range scripts {
+			if c.refused[sh] {
+				continue
+			}
+			wanted++
+			if t, ok := c.status[sh]; ok && t.After(since) {
+				got = append(got, t)
+			}
+		}
+		if c.header >= height && len(got) == wanted {
+			return got, nil
+		}
+		if c.err != nil {
+			return got, c.err
+		}
+		if time.Now().After(deadline) {
+			return got, fmt.Errorf("block %d: header notified to %d, %d of %d scripts notified after %v",
+				height, c.header, len(got), wanted, tipWait)
+		}
+		c.changed.Wait()
+	}
+}
+
+func (c *notifyClient) Close() error { return c.conn.Close() }
+
+// runTip sends the tip blocks one at a time after a pause and returns the
+// submitblock latencies and, when ePort is not 0, the notification
+// latencies (from submitblock's answer to each notification).
+func runTip(rc *rpcClient, ePort int, blocks []tipBlock) (submit, notify []float64, err error) {
+	var nc *notifyClient
+	if ePort != 0 {
+		if nc, err = dialNotify("127.0.0.1:"+strconv.Itoa(ePort), blocks); err != nil {
+			return nil, nil, err
+		}
+		defer nc.Close()
+	}
+	for _, b := range blocks {
+		time.Sleep(tipPause)
+		body := rc.submitBody(hex.AppendEncode(nil, b.raw))
+		start := time.Now()
+		res, err := rc.post(body)
+		connected := time.Now()
+		if err != nil {
+			return nil, nil, fmt.Errorf("submitblock %d: %w", b.height, err)
+		}
+		if string(res) != "null" {
+			return nil, nil, fmt.Errorf("submitblock %d rejected: %s", b.height, res)
+		}
+		submit = append(submit, float64(connected.Sub(start).Microseconds())/1000)
+		if nc == nil {
+			continue
+		}
+		times, err := nc.await(b.height, b.scripts, start)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, t := range times {
+			// A notification before submitblock's answer counts as 0.
+			notify = append(notify, max(float64(t.Sub(connected).Microseconds())/1000, 0))
+		}
+	}
+	return submit, notify, nil
+}
