@@ -218,7 +218,7 @@ func parseTxid(s string) (chainhash.Hash, error) {
 	return *h, nil
 }
 
-// tipHeight returns the index tip's height for cache lifetimes.
+// tipHeightNow returns the index tip's height, for cache lifetimes.
 func (s *Server) tipHeightNow() int32 {
 	tip, err := s.index.ChainTip()
 	if err != nil {
