@@ -282,6 +282,34 @@ func TestJSClients(t *testing.T) {
 		}
 	}
 
+	// A reorganization: the block holding the last spend is replaced by a
+	// longer branch without it; both libraries see it unconfirmed, then
+	// confirmed again in the new branch.
+	best := n.h.Chain.BestSnapshot()
+	tipBlock, err := n.h.Chain.BlockByHash(&best.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := n.h.Chain.BlockByHash(&tipBlock.MsgBlock().Header.PrevBlock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.SetHeight(best.Height - 1)
+	lastID := prev.TxHash().String()
+	n.mineOn(n.mineOn(parent))
+	for _, lib := range libs {
+		var v txValue
+		d.ok(lib, "transactions", "getTx", map[string]any{"txid": lastID}, &v)
+		if v.Status.Confirmed {
+			t.Fatalf("%s getTx after the reorganization: %+v", lib, v.Status)
+		}
+	}
+	n.mineMempool()
+	d.ok("mempool", "transactions", "getTxStatus", map[string]any{"txid": lastID}, &st)
+	if !st.Confirmed || *st.BlockHeight != best.Height+2 {
+		t.Fatalf("getTxStatus once mined again: %+v", st)
+	}
+
 	// A transaction the node refuses reaches each library as an error with
 	// Esplora's status and text.
 	var tx txValue
