@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
 	"testing"
@@ -282,6 +283,23 @@ func TestBadInput(t *testing.T) {
 		t.Fatal("no script with two unspent outputs to check the limits with")
 	}
 
+	// A client that has gone gets nothing computed for it: its stats stop
+	// at the first transaction they would read.
+	for sh, st := range o.stats {
+		if st.TxCount < 2 || !indexedScript(o, sh) {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req := httptest.NewRequest(http.MethodGet, "/api/scripthash/"+hex.EncodeToString(sh[:])+"/txs/chain", nil).WithContext(ctx)
+		rec := httptest.NewRecorder()
+		n.srv.ServeHTTP(rec, req)
+		if rec.Body.Len() != 0 {
+			t.Errorf("an answer for a client that has gone: %s", rec.Body.String())
+		}
+		break
+	}
+
 	// The metrics count every request above by endpoint and status.
 	families, err := n.reg.Gather()
 	if err != nil {
@@ -306,6 +324,7 @@ func TestBadInput(t *testing.T) {
 		"code=404 endpoint=unknown ":          3,
 		"code=413 endpoint=/tx ":              1,
 		"code=200 endpoint=/blocks/tip/hash ": 2,
+		"code=gone endpoint=/scripthash/:/txs/chain ": 1,
 	} {
 		if counts[key] != want {
 			t.Errorf("esplora_requests_total{%s} = %v, want %v (all: %v)", key, counts[key], want, counts)
