@@ -15,10 +15,6 @@ import (
 	"time"
 )
 
-// electrumIndexDir is the directory of the Electrum index's store in a
-// network's datadir (node.ElectrumIndexPath).
-const electrumIndexDir = "electrum_index"
-
 // The configurations catchup measures.
 const (
 	kindElectrum  = "electrum"  // this node, --electrumindex
@@ -293,18 +289,29 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 		return run, err
 	}
 	// Ours keeps its index in a store of its own beside the chain's
-	// database (indexers/store.go): its bytes are the index's.
-	if storePath := filepath.Join(dataDir, ci.NetDir(), electrumIndexDir); kind == kindElectrum {
-		raw, err := diskUsage(storePath)
+	// database (node.ElectrumIndexPath; other builds of the node may name
+	// it otherwise): every leveldb store there is the index's.
+	if kind == kindElectrum {
+		stores, err := filepath.Glob(filepath.Join(dataDir, ci.NetDir(), "*", "CURRENT"))
 		if err != nil {
 			return run, err
 		}
-		storeBytes, err := compactedLevelDB(storePath)
-		if err != nil {
-			return run, err
+		for _, cur := range stores {
+			storePath := filepath.Dir(cur)
+			if storePath == dbPath {
+				continue
+			}
+			raw, err := diskUsage(storePath)
+			if err != nil {
+				return run, err
+			}
+			storeBytes, err := compactedLevelDB(storePath)
+			if err != nil {
+				return run, err
+			}
+			after += raw
+			compacted += storeBytes
 		}
-		after += raw
-		compacted += storeBytes
 	}
 	mu.Lock()
 	defer mu.Unlock()
