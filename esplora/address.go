@@ -3,6 +3,7 @@ package esplora
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -346,28 +347,15 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 // tip afterwards).
 func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *scriptMatcher) (int, int64, error) {
 	count, sum := 0, int64(0)
-	add := func(tx *wire.MsgTx, m *scriptMatcher) (int, int64) {
-		c, v := 0, int64(0)
-		for _, o := range tx.TxOut {
-			if m.match(o.PkScript) {
-				c++
-				v += o.Value
-			}
-		}
-		return c, v
-	}
 	// The first transaction touching a script funds it: reading it alone
 	// first teaches the matcher the script, which the goroutines then
 	// only compare bytes with.
 	for len(entries) > 0 && m.script == nil {
-		c, err := s.readTx(entries[0].TxHash)
+		n, v, err := s.fundedBy(entries[0].TxHash, m)
 		if err != nil {
 			return 0, 0, err
 		}
-		if c != nil && c.confirmed {
-			n, v := add(c.tx, m)
-			count, sum = count+n, sum+v
-		}
+		count, sum = count+n, sum+v
 		entries = entries[1:]
 	}
 	workers := min(fundedReaders, (len(entries)+63)/64)
@@ -376,14 +364,11 @@ func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *script
 			if err := q.ctx.Err(); err != nil {
 				return 0, 0, err
 			}
-			c, err := s.readTx(e.TxHash)
+			n, v, err := s.fundedBy(e.TxHash, m)
 			if err != nil {
 				return 0, 0, err
 			}
-			if c != nil && c.confirmed {
-				n, v := add(c.tx, m)
-				count, sum = count+n, sum+v
-			}
+			count, sum = count+n, sum+v
 		}
 		return count, sum, nil
 	}
@@ -422,14 +407,12 @@ func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *script
 				if err = q.ctx.Err(); err != nil {
 					break
 				}
-				var tx *cachedTx
-				if tx, err = s.readTx(entries[i].TxHash); err != nil {
+				var n int
+				var val int64
+				if n, val, err = s.fundedBy(entries[i].TxHash, wm); err != nil {
 					break
 				}
-				if tx != nil && tx.confirmed {
-					n, val := add(tx.tx, wm)
-					c, v = c+n, v+val
-				}
+				c, v = c+n, v+val
 			}
 			mu.Lock()
 			count, sum = count+c, sum+v
@@ -442,6 +425,119 @@ func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *script
 	}
 	wg.Wait()
 	return count, sum, firstE
+}
+
+// fundedBy counts and sums the outputs of a confirmed transaction paying
+// the script (none for a transaction no longer in the chain).
+func (s *Server) fundedBy(txid chainhash.Hash, m *scriptMatcher) (int, int64, error) {
+	raw, _, err := s.index.RawTx(txid)
+	if errors.Is(err, indexers.ErrNotFound) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	if n, v, ok := paidIn(raw, m); ok {
+		return n, v, nil
+	}
+	c, err := parseCached(raw, true, indexers.TxLocation{})
+	if err != nil {
+		return 0, 0, err
+	}
+	n, v := 0, int64(0)
+	for _, o := range c.tx.TxOut {
+		if m.match(o.PkScript) {
+			n++
+			v += o.Value
+		}
+	}
+	return n, v, nil
+}
+
+// paidIn walks a serialized transaction to its outputs and counts and sums
+// those paying the script, without building the transaction: a long
+// history's stats read tens of thousands of them. ok is false when the
+// bytes do not parse (the caller then deserializes them).
+func paidIn(raw []byte, m *scriptMatcher) (n int, sum int64, ok bool) {
+	r := raw
+	take := func(k uint64) bool {
+		if uint64(len(r)) < k {
+			return false
+		}
+		r = r[k:]
+		return true
+	}
+	varint := func() (uint64, bool) {
+		if len(r) == 0 {
+			return 0, false
+		}
+		b := r[0]
+		r = r[1:]
+		switch b {
+		case 0xfd:
+			if len(r) < 2 {
+				return 0, false
+			}
+			v := uint64(binary.LittleEndian.Uint16(r))
+			r = r[2:]
+			return v, true
+		case 0xfe:
+			if len(r) < 4 {
+				return 0, false
+			}
+			v := uint64(binary.LittleEndian.Uint32(r))
+			r = r[4:]
+			return v, true
+		case 0xff:
+			if len(r) < 8 {
+				return 0, false
+			}
+			v := binary.LittleEndian.Uint64(r)
+			r = r[8:]
+			return v, true
+		}
+		return uint64(b), true
+	}
+	if !take(4) {
+		return 0, 0, false
+	}
+	if len(r) >= 2 && r[0] == 0x00 && r[1] == 0x01 { // segwit marker and flag
+		r = r[2:]
+	}
+	ins, ok := varint()
+	if !ok || ins == 0 {
+		return 0, 0, false
+	}
+	for i := uint64(0); i < ins; i++ {
+		if !take(36) {
+			return 0, 0, false
+		}
+		l, ok := varint()
+		if !ok || !take(l) || !take(4) {
+			return 0, 0, false
+		}
+	}
+	outs, ok := varint()
+	if !ok {
+		return 0, 0, false
+	}
+	for i := uint64(0); i < outs; i++ {
+		if len(r) < 8 {
+			return 0, 0, false
+		}
+		value := int64(binary.LittleEndian.Uint64(r))
+		r = r[8:]
+		l, ok := varint()
+		if !ok || uint64(len(r)) < l {
+			return 0, 0, false
+		}
+		if m.match(r[:l]) {
+			n++
+			sum += value
+		}
+		r = r[l:]
+	}
+	return n, sum, true
 }
 
 // mempoolStats derives a script's unconfirmed stats from its mempool

@@ -241,6 +241,24 @@ func TestTransactionsAgainstChain(t *testing.T) {
 			if got := n.getText("/tx/" + txid + "/raw"); got != raw.String() {
 				t.Fatalf("raw %s", txid)
 			}
+			// The outputs walk of the stats agrees with the parsed
+			// transaction for every script it pays, and stops without
+			// a panic on every truncation.
+			for _, out := range tx.TxOut {
+				want, wantSum := 0, int64(0)
+				for _, o := range tx.TxOut {
+					if bytes.Equal(o.PkScript, out.PkScript) {
+						want, wantSum = want+1, wantSum+o.Value
+					}
+				}
+				m := &scriptMatcher{sh: indexers.ScriptHashFromScript(out.PkScript)}
+				if got, sum, ok := paidIn(raw.Bytes(), m); !ok || got != want || sum != wantSum {
+					t.Fatalf("paidIn %s %x: %d %d %v, want %d %d", txid, out.PkScript, got, sum, ok, want, wantSum)
+				}
+			}
+			for cut := 0; cut < raw.Len(); cut++ {
+				paidIn(raw.Bytes()[:cut], &scriptMatcher{sh: indexers.ScriptHashFromScript(tx.TxOut[0].PkScript)})
+			}
 			var st txStatus
 			n.getJSON("/tx/"+txid+"/status", &st)
 			if !st.Confirmed || *st.BlockHeight != int32(h) || st.BlockHash != block.Hash().String() {

@@ -319,11 +319,11 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]float64{
-		"code=400 endpoint=/tx/: ":            2,
-		"code=404 endpoint=/tx/: ":            1,
-		"code=404 endpoint=unknown ":          3,
-		"code=413 endpoint=/tx ":              1,
-		"code=200 endpoint=/blocks/tip/hash ": 2,
+		"code=400 endpoint=/tx/: ":                    2,
+		"code=404 endpoint=/tx/: ":                    1,
+		"code=404 endpoint=unknown ":                  3,
+		"code=413 endpoint=/tx ":                      1,
+		"code=200 endpoint=/blocks/tip/hash ":         2,
 		"code=gone endpoint=/scripthash/:/txs/chain ": 1,
 	} {
 		if counts[key] != want {
