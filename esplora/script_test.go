@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
 )
 
 // TestScriptForms checks the assembly, type and address of scripts against
@@ -92,4 +93,36 @@ func TestAddressNetworks(t *testing.T) {
 			t.Errorf("%s on %s: %q, want %q", c.addr, c.net.Name, got, c.err)
 		}
 	}
+}
+
+// FuzzScriptForms checks that any bytes, as an output script or a
+// serialized transaction, render without a panic, and that the assembly of
+// a script that parses names one opcode per token btcd's tokenizer finds.
+func FuzzScriptForms(f *testing.F) {
+	for _, s := range []string{"", "00", "4c", "4c02", "4d0100", "4e01000000", "76a914", "51024e73", "0014" + strings.Repeat("ab", 20)} {
+		b, _ := hex.DecodeString(s)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, script []byte) {
+		asm := scriptAsm(script)
+		_ = scriptType(script)
+		_ = scriptAddress(script, &chaincfg.MainNetParams)
+		paidIn(script, &scriptMatcher{})
+		tok := txscript.MakeScriptTokenizer(0, script)
+		ops := 0
+		for tok.Next() {
+			ops++
+		}
+		if tok.Err() == nil && len(script) > 0 {
+			words := 0
+			for _, w := range strings.Fields(asm) {
+				if strings.HasPrefix(w, "OP_") {
+					words++
+				}
+			}
+			if words != ops {
+				t.Fatalf("%x: %d opcodes in %q, the tokenizer finds %d", script, words, asm, ops)
+			}
+		}
+	})
 }
