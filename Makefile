@@ -30,7 +30,8 @@ FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage:30000 ./electrum/:FuzzLineFraming:
 	./electrum/:FuzzTCPSession:4000 ./electrum/:FuzzWebSocketFrames:4000 \
 	./electrum/:FuzzDispatch:5000 ./electrum/:FuzzMethodParams:10000 \
 	./rpcext/:FuzzProcessBody:10000 \
-	./indexers/:FuzzSchemaDecoders:50000 ./indexers/:FuzzIndexReads:5000
+	./indexers/:FuzzSchemaDecoders:50000 ./indexers/:FuzzIndexReads:5000 \
+	./esplora/:FuzzScriptForms:20000
 
 # `make bench-e2e`: the built node end to end on a generated mainnet-shaped
 # chain (cmd/e2ebench), beside btcd v0.26.2's --addrindex and --txindex. The
