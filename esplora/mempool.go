@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,8 +131,9 @@ func (s *Server) feeEstimates() (*reply, error) {
 		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
-		// BTC/kvB to sat/vB.
-		b.WriteString(`"` + strconv.Itoa(target) + `":` + formatFloat(rate*1e5, 64))
+		// BTC/kvB to sat/vB, through whole satoshis per kvB (btcd's
+		// unit) so that no binary fraction shows.
+		b.WriteString(`"` + strconv.Itoa(target) + `":` + formatFloat(math.Round(rate*1e8)/1000, 64))
 	}
 	b.WriteByte('}')
 	return &reply{"application/json", []byte(b.String()), ttlShort}, nil
