@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -179,5 +180,25 @@ func TestEsploraTLS(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || string(b) != "3" || resp.TLS == nil || resp.TLS.Version < tls.VersionTLS12 {
 		t.Fatalf("tip height over TLS: %d %s", resp.StatusCode, b)
+	}
+}
+
+// TestEsploraPortInUse: a listener that cannot be bound stops the start
+// with an error naming it.
+func TestEsploraPortInUse(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := testConfig(t, t.TempDir(), true)
+	cfg.EsploraListeners = []string{taken.Addr().String()}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop()
+	if err := n.Start(); err == nil || !strings.Contains(err.Error(), "Esplora listener "+taken.Addr().String()) {
+		t.Fatalf("start with the Esplora port taken: %v", err)
 	}
 }
