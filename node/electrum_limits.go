@@ -33,7 +33,7 @@ type ElectrumLimits struct {
 	DonationAddress   string        `long:"electrumdonationaddress" description:"Address returned by server.donation_address"`
 
 	ExemptNets     []string `long:"electrumexemptnets" description:"Networks (CIDR, comma-separated or repeated) exempt from the per-IP session and subscription limits, from per-subnet cost grouping and from cost throttling -- a reverse proxy or Tor daemon on loopback makes every client 127.0.0.1 (default 127.0.0.0/8,::1/128; none for no exemption)"`
-	ThrottleExempt bool     `long:"electrumthrottleexempt" description:"Charge and throttle sessions from --electrumexemptnets by cost like any other, each on its own cost; set it when a public reverse proxy or Tor daemon forwards from there without the client's address (by default the operator's own tools are never slowed)"`
+	ThrottleExempt bool     `long:"electrumthrottleexempt" description:"Charge and throttle sessions from --electrumexemptnets by cost like any other, each on its own cost (default off), as a public reverse proxy or Tor daemon forwarding from there without the client's address needs; without it the operator's own tools are never slowed"`
 
 	// exemptNets is ExemptNets parsed by validate.
 	exemptNets []*net.IPNet

@@ -284,7 +284,7 @@ var limitFlags = []string{
 	"electrummaxsendbacklog", "electrumwritetimeout", "electrumrequesttimeout", "electrumidletimeout",
 	"electrummaxbatch", "electrummaxsubspersession", "electrummaxsubsperip", "electrummaxsubs",
 	"electrumconcurrency", "electrumworkers", "electrumcostsoftlimit", "electrumcosthardlimit", "electrumrequestsleep",
-	"electrumbandwidthunit", "electrumanswercache", "electrumexemptnets",
+	"electrumbandwidthunit", "electrumanswercache", "electrumexemptnets", "electrumthrottleexempt",
 	"rpcmaxclients", "rpcmaxconcurrentreqs", "rpcmaxwebsockets", "rpcmaxrequestbytes", "rpcmaxbatch",
 	"maxpeers", "banthreshold", "banduration", "maxorphantx",
 }
