@@ -152,16 +152,9 @@ func (s *Server) outspend(q *request, txidStr, voutStr string) (*reply, error) {
 
 // GET /tx/:txid/outspends
 func (s *Server) outspends(q *request, txidStr string) (*reply, error) {
-	txid, err := parseTxid(txidStr)
+	c, err := s.requestedTx(q, txidStr)
 	if err != nil {
 		return nil, err
-	}
-	c, err := s.lookupTx(q, txid)
-	if err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, errTxNotFound
 	}
 	vouts := make([]uint32, len(c.tx.TxOut))
 	for i := range vouts {

@@ -35,6 +35,23 @@ func (s *Server) lookupTx(q *request, txid chainhash.Hash) (*cachedTx, error) {
 	return c, nil
 }
 
+// requestedTx parses the txid of a request's path and reads its
+// transaction; errTxNotFound when there is none.
+func (s *Server) requestedTx(q *request, txidStr string) (*cachedTx, error) {
+	txid, err := parseTxid(txidStr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.lookupTx(q, txid)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errTxNotFound
+	}
+	return c, nil
+}
+
 // readTx reads a transaction: confirmed, else unconfirmed, else confirmed
 // again (it may have been mined between the two reads).
 func (s *Server) readTx(txid chainhash.Hash) (*cachedTx, error) {
@@ -229,16 +246,9 @@ func (s *Server) tipHeightNow() int32 {
 
 // GET /tx/:txid
 func (s *Server) tx(q *request, txidStr string) (*reply, error) {
-	txid, err := parseTxid(txidStr)
+	c, err := s.requestedTx(q, txidStr)
 	if err != nil {
 		return nil, err
-	}
-	c, err := s.lookupTx(q, txid)
-	if err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, errTxNotFound
 	}
 	v, err := s.txJSON(q, c)
 	if err != nil {
@@ -249,16 +259,9 @@ func (s *Server) tx(q *request, txidStr string) (*reply, error) {
 
 // GET /tx/:txid/hex and /tx/:txid/raw
 func (s *Server) txRaw(q *request, txidStr string, asHex bool) (*reply, error) {
-	txid, err := parseTxid(txidStr)
+	c, err := s.requestedTx(q, txidStr)
 	if err != nil {
 		return nil, err
-	}
-	c, err := s.lookupTx(q, txid)
-	if err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, errTxNotFound
 	}
 	ttl := ttlByDepth(c.loc.Height, s.tipHeightNow(), c.confirmed)
 	if asHex {
