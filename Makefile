@@ -93,8 +93,9 @@ fuzz-short:
 	done
 
 # The long forms of the reliability tests (docs/RELIABILITY.md): 200 SIGKILLs
-# of the node binary and 1,000 reorganizations under subscribed sessions
-# (make test runs 11 and 50). SOAK_SEED repeats a run's random choices.
+# of the node binary, 1,000 reorganizations under subscribed sessions and
+# 10,000 blocks at the tip with the store checked against a build from
+# scratch (make test runs 11, 50 and 1,000). SOAK_SEED repeats a run's random choices.
 SOAK_KILLS  ?= 200
 SOAK_REORGS ?= 1000
 soak:
@@ -102,6 +103,7 @@ soak:
 		$(GO) test -count=1 -timeout 4h -run '^TestCrashKillRestart$$' -v ./integration/
 	STORM_REORGS=$(SOAK_REORGS) $(if $(SOAK_SEED),STORM_SEED=$(SOAK_SEED)) \
 		$(GO) test -count=1 -timeout 4h -run '^TestReorgStorm$$' -v ./integration/
+	TIP_BLOCKS=10000 $(GO) test -count=1 -timeout 1h -run '^TestTipGrowth$$' -v ./indexers/
 
 # Benchmarks behind docs/BENCHMARKS.md: the in-process ones (about 5 minutes
 # on 2 cores), then the built binary end to end on a generated mainnet-shaped
