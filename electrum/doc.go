@@ -40,6 +40,7 @@
 //	framing.go            newline and WebSocket message framing
 //	jsonrpc.go            request decoding, response encoding, error codes
 //	session.go            one connection: read loop, dispatch, send queue
+//	workers.go            the goroutines requests run on, kept between requests
 //	cost.go               ElectrumX-style cost throttling (-101, -102)
 //	version.go            protocol version parsing and negotiation
 //	methods*.go           the protocol methods
