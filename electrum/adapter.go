@@ -118,6 +118,13 @@ func (b *IndexBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, 
 	return b.Index.RawTx(txid)
 }
 
+// HistoryTxs hands out the confirmed transactions of a script's history
+// (indexers.ElectrumIndex.HistoryTxs), for the Esplora API's stats.
+func (b *IndexBackend) HistoryTxs(sh indexers.ScriptHash, from int,
+	fn func(i int, e indexers.HistoryEntry, raw []byte) error) (indexers.Tip, error) {
+	return b.Index.HistoryTxs(sh, from, fn)
+}
+
 // MempoolEntries implements MempoolView. btcd updates its pool inside the
 // block callback, before the node reconciles the overlay with it, so the
 // mempool methods here answer with the overlay restricted to what the pool

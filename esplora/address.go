@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"sync/atomic"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -120,10 +119,6 @@ type scriptStats struct {
 const statsCacheEntries = 10_000
 
 var statsCacheMin = 100 // a variable for tests
-
-// fundedReaders is how many transactions of one long history are read at
-// once for its stats.
-const fundedReaders = 8
 
 // fundedTotals are the outputs a script's confirmed history funds up to a
 // block: valid while that block is in the main chain at that height.
@@ -311,7 +306,10 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 				}
 			}
 		}
-		count, sum, err := s.fundedIn(q, hist[start:], m)
+		count, sum, err := s.fundedIn(q, sh, start, tip, m)
+		if errors.Is(err, errTipMoved) {
+			continue
+		}
 		if err != nil {
 			return scriptStats{}, err
 		}
@@ -340,103 +338,44 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 	return scriptStats{}, errors.New("the chain kept moving while the stats were read")
 }
 
-// fundedIn counts and sums the outputs paying the script in the given
-// history entries' transactions. The reads are independent, so they run on
-// several goroutines: a long history is mostly waiting for block-file
-// reads. Entries no longer in the chain are skipped (the caller checks the
-// tip afterwards).
-func (s *Server) fundedIn(q *request, entries []indexers.HistoryEntry, m *scriptMatcher) (int, int64, error) {
-	count, sum := 0, int64(0)
-	// The first transaction touching a script funds it: reading it alone
-	// first teaches the matcher the script, which the goroutines then
-	// only compare bytes with.
-	for len(entries) > 0 && m.script == nil {
-		n, v, err := s.fundedBy(entries[0].TxHash, m)
-		if err != nil {
-			return 0, 0, err
-		}
-		count, sum = count+n, sum+v
-		entries = entries[1:]
-	}
-	workers := min(fundedReaders, (len(entries)+63)/64)
-	if workers <= 1 {
-		for _, e := range entries {
-			if err := q.ctx.Err(); err != nil {
-				return 0, 0, err
-			}
-			n, v, err := s.fundedBy(e.TxHash, m)
-			if err != nil {
-				return 0, 0, err
-			}
-			count, sum = count+n, sum+v
-		}
-		return count, sum, nil
-	}
-	var (
-		next   atomic.Int64
-		mu     sync.Mutex
-		wg     sync.WaitGroup
-		firstE error
-	)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// A reader place of the whole server: first-time stats of
-			// long histories share them, and leave the other requests
-			// the rest of the CPU.
-			select {
-			case s.readers <- struct{}{}:
-				defer func() { <-s.readers }()
-			case <-q.ctx.Done():
-				mu.Lock()
-				if firstE == nil {
-					firstE = q.ctx.Err()
-				}
-				mu.Unlock()
-				return
-			}
-			wm := &scriptMatcher{sh: m.sh, script: m.script}
-			c, v := 0, int64(0)
-			var err error
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= len(entries) {
-					break
-				}
-				if err = q.ctx.Err(); err != nil {
-					break
-				}
-				var n int
-				var val int64
-				if n, val, err = s.fundedBy(entries[i].TxHash, wm); err != nil {
-					break
-				}
-				c, v = c+n, v+val
-			}
-			mu.Lock()
-			count, sum = count+c, sum+v
-			if err != nil && firstE == nil {
-				firstE = err
-				next.Store(int64(len(entries))) // the others stop too
-			}
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return count, sum, firstE
-}
+// errTipMoved is fundedIn's answer when the index read the history at
+// another tip than the caller's: the caller reads again.
+var errTipMoved = errors.New("the index tip moved")
 
-// fundedBy counts and sums the outputs of a confirmed transaction paying
-// the script (none for a transaction no longer in the chain).
-func (s *Server) fundedBy(txid chainhash.Hash, m *scriptMatcher) (int, int64, error) {
-	raw, _, err := s.index.RawTx(txid)
-	if errors.Is(err, indexers.ErrNotFound) {
-		return 0, 0, nil
+// fundedIn counts and sums the outputs paying the script in the
+// transactions of its history from entry from on, which the index hands
+// out in bulk at one tip (HistoryTxs); errTipMoved when that is not tip.
+// A long history's transactions take one of the server's reader places
+// while they are read, so the first-time stats of long histories leave the
+// other requests the rest of the CPU.
+func (s *Server) fundedIn(q *request, sh indexers.ScriptHash, from int, tip indexers.Tip, m *scriptMatcher) (int, int64, error) {
+	select {
+	case s.readers <- struct{}{}:
+		defer func() { <-s.readers }()
+	case <-q.ctx.Done():
+		return 0, 0, q.ctx.Err()
 	}
+	count, sum := 0, int64(0)
+	read, err := s.index.HistoryTxs(sh, from, func(_ int, _ indexers.HistoryEntry, raw []byte) error {
+		if err := q.ctx.Err(); err != nil {
+			return err
+		}
+		n, v, err := paidBy(raw, m)
+		count, sum = count+n, sum+v
+		return err
+	})
 	if err != nil {
 		return 0, 0, err
 	}
+	if read != tip {
+		return 0, 0, errTipMoved
+	}
+	return count, sum, nil
+}
+
+// paidBy counts and sums the outputs of a serialized transaction paying the
+// script.
+func paidBy(raw []byte, m *scriptMatcher) (int, int64, error) {
 	if n, v, ok := paidIn(raw, m); ok {
 		return n, v, nil
 	}

@@ -28,6 +28,10 @@ type Index interface {
 	TxLocation(txid chainhash.Hash) (indexers.TxLocation, error)
 	BlockTxIDs(height int32) ([]chainhash.Hash, error)
 	RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error)
+	// HistoryTxs hands out the confirmed transactions of a script's
+	// history from its from-th entry on, read at one tip
+	// (indexers.ElectrumIndex.HistoryTxs).
+	HistoryTxs(sh indexers.ScriptHash, from int, fn func(i int, e indexers.HistoryEntry, raw []byte) error) (indexers.Tip, error)
 
 	// MempoolEntries, MempoolUnspent, MempoolIsSpent and MempoolTx are
 	// the per-script view of unconfirmed transactions

@@ -16,6 +16,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/wire/v2"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -315,6 +316,31 @@ func (c *propChecker) checkScript(m *testchain.Model, sh indexers.ScriptHash, fa
 		}
 		if _, _, err := c.idx.History(sh, n-1+boolInt(n == 1)); n > 1 && !errors.Is(err, indexers.ErrHistoryTooLarge) {
 			fail("History(%v, limit %d) of %d entries: %v, want ErrHistoryTooLarge", sh, n-1, n, err)
+		}
+	}
+
+	// The transactions of the history, whole and from its middle: each
+	// entry the model's, each transaction's bytes hashing to its txid. The
+	// callback runs inside a database transaction of btcd's, so it reports
+	// a mismatch as its error rather than ending the test there.
+	for _, from := range []int{0, len(wantHist) / 2} {
+		n := from
+		tip, err := c.idx.HistoryTxs(sh, from, func(i int, e indexers.HistoryEntry, raw []byte) error {
+			var tx wire.MsgTx
+			switch {
+			case i != n || i >= len(wantHist):
+				return fmt.Errorf("handed entry %d, want %d of %d", i, n, len(wantHist))
+			case e.TxHash != wantHist[i].TxHash || e.Height != wantHist[i].Height:
+				return fmt.Errorf("entry %d is %v@%d, model %v@%d", i, e.TxHash, e.Height,
+					wantHist[i].TxHash, wantHist[i].Height)
+			case tx.Deserialize(bytes.NewReader(raw)) != nil || tx.TxHash() != e.TxHash:
+				return fmt.Errorf("entry %d: %d bytes that are not transaction %v", i, len(raw), e.TxHash)
+			}
+			n++
+			return nil
+		})
+		if err != nil || tip.Hash != m.Tip || n != len(wantHist) {
+			fail("HistoryTxs(%v, %d) read %d of %d entries at %v: %v", sh, from, n, len(wantHist), tip.Hash, err)
 		}
 	}
 

@@ -108,9 +108,14 @@ func txRowAt(meta kvReader, n uint64) (txRow, bool) {
 // between chunks, so no chunk is read twice.
 func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) ([]HistoryEntry, error) {
 	out := make([]HistoryEntry, len(nums))
+	entries := func(c cursor, lo, hi int) error {
+		return historyEntries(r, c, sh, nums[lo:hi], func(i int, row *txRow) {
+			out[lo+i] = HistoryEntry{TxHash: row.txid, Height: row.height}
+		})
+	}
 	workers := scanWorkers()
 	if len(nums) <= split || workers < 2 {
-		return out, historyEntries(r, c, sh, nums, out)
+		return out, entries(c, 0, len(nums))
 	}
 	var cuts []int
 	for w := 1; w < workers; w++ {
@@ -132,24 +137,25 @@ func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) 
 			wg.Add(1)
 			go func(lo, hi int) {
 				defer wg.Done()
-				errs[w] = historyEntries(r, r.Cursor(), sh, nums[lo:hi], out[lo:hi])
+				errs[w] = entries(r.Cursor(), lo, hi)
 			}(lo, hi)
 		}
 		lo = hi
 	}
-	errs[0] = historyEntries(r, c, sh, nums[:cuts[0]], out[:cuts[0]])
+	errs[0] = entries(c, 0, cuts[0])
 	wg.Wait()
 	return out, errors.Join(errs...)
 }
 
-// historyEntries fills out[i] with the txid and height of sh's history
-// position nums[i], reading their "Ext" chunks. Entries in one chunk share a
+// historyEntries calls put(i, row) with the "Ext" entry (txid, height and
+// place in its block) of sh's history position nums[i], reading their
+// chunks. Entries in one chunk share a
 // read. Positions come in chain order, so chunks ascend; a chunk in the same
 // or the next block as the one before is reached by stepping cursor c (a
 // fraction of the cost of a seek or a get), and a chunk far from both
 // neighbours is read with a get, which, unlike a seek, stops at the first
 // table holding the key.
-func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, out []HistoryEntry) error {
+func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, put func(i int, row *txRow)) error {
 	var (
 		k     [txKeyLen]byte
 		chunk []byte
@@ -189,7 +195,7 @@ func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, out []Hi
 			return corruptf("history of %v names missing transaction %d of block %d",
 				sh, posIndex(n), posHeight(n))
 		}
-		out[i] = HistoryEntry{TxHash: row.txid, Height: row.height}
+		put(i, &row)
 	}
 	return nil
 }
@@ -263,6 +269,85 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		return nil, tip, err
 	}
 	return out, tip, nil
+}
+
+// historyTxsChunk is how many transactions HistoryTxs reads from btcd's
+// block files in one database transaction.
+const historyTxsChunk = 1024
+
+// HistoryTxs calls fn with each confirmed transaction of sh's history from
+// its from-th entry on, in history order, serialized with witness; raw is
+// valid only during the call. The history and the transactions' places are
+// read at one tip, which it returns, and the transactions from btcd's block
+// files, many to a database transaction: a caller that needs every
+// transaction of a long history pays neither a txid lookup nor a database
+// transaction per transaction, as RawTx would. fn runs inside a database
+// transaction of btcd's: it must return, with an error to stop, rather
+// than block or end its goroutine.
+func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e HistoryEntry, raw []byte) error) (Tip, error) {
+	var (
+		rows   []txRow
+		blocks map[int32]chainhash.Hash
+	)
+	hx := sh.hashX()
+	tip, err := idx.read(func(r *snapView, _ Tip) error {
+		c := r.Cursor()
+		nums, err := historyNumsWith(c, &hx, nil, -1)
+		if err != nil {
+			return err
+		}
+		from = min(max(from, 0), len(nums))
+		nums = nums[from:]
+		rows = make([]txRow, len(nums))
+		if err := historyEntries(r, c, sh, nums, func(i int, row *txRow) { rows[i] = *row }); err != nil {
+			return err
+		}
+		blocks = make(map[int32]chainhash.Hash)
+		for i := range rows {
+			h := rows[i].height
+			if _, ok := blocks[h]; ok {
+				continue
+			}
+			_, hash, ok := blockTxs(r, h)
+			if !ok {
+				return corruptf("history of %v names block %d, which has no block row", sh, h)
+			}
+			blocks[h] = hash
+		}
+		return nil
+	})
+	if err != nil {
+		return tip, err
+	}
+	regions := make([]database.BlockRegion, 0, min(len(rows), historyTxsChunk))
+	hashes := make([]chainhash.Hash, 0, cap(regions))
+	for lo := 0; lo < len(rows); lo += historyTxsChunk {
+		hi := min(lo+historyTxsChunk, len(rows))
+		regions, hashes = regions[:0], hashes[:0]
+		for i := lo; i < hi; i++ {
+			hashes = append(hashes, blocks[rows[i].height])
+		}
+		for i := lo; i < hi; i++ {
+			regions = append(regions, database.BlockRegion{Hash: &hashes[i-lo], Offset: rows[i].offset, Len: rows[i].size})
+		}
+		err := idx.db.View(func(dbTx database.Tx) error {
+			raws, err := dbTx.FetchBlockRegions(regions)
+			if err != nil {
+				return err
+			}
+			for i, raw := range raws {
+				row := &rows[lo+i]
+				if err := fn(from+lo+i, HistoryEntry{TxHash: row.txid, Height: row.height}, raw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return tip, err
+		}
+	}
+	return tip, nil
 }
 
 // Status returns a StatusHasher holding the confirmed part of the script's
