@@ -118,6 +118,12 @@ func (b *IndexBackend) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, 
 	return b.Index.RawTx(txid)
 }
 
+// HistoryPage reads a page of a script's history
+// (indexers.ElectrumIndex.HistoryPage), for the Esplora API's paging.
+func (b *IndexBackend) HistoryPage(sh indexers.ScriptHash, before *chainhash.Hash, n, limit int) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	return b.Index.HistoryPage(sh, before, n, limit)
+}
+
 // HistoryTxs hands out the confirmed transactions of a script's history
 // (indexers.ElectrumIndex.HistoryTxs), for the Esplora API's stats.
 func (b *IndexBackend) HistoryTxs(sh indexers.ScriptHash, from int,

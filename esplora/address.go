@@ -564,19 +564,15 @@ func (s *Server) scriptStats(q *request, kind, str string) (*reply, error) {
 // first, after lastSeen when given (none when lastSeen is not in the
 // history, as electrs answers).
 func (s *Server) chainPage(q *request, sh indexers.ScriptHash, lastSeen *chainhash.Hash) ([]*txValue, error) {
-	hist, _, err := s.history(sh)
+	hist, _, err := s.index.HistoryPage(sh, lastSeen, chainTxsPerPage, s.cfg.MaxHistory)
+	if errors.Is(err, indexers.ErrHistoryTooLarge) {
+		return nil, errTooPopular
+	}
 	if err != nil {
 		return nil, err
 	}
-	i := len(hist) - 1
-	if lastSeen != nil {
-		for i >= 0 && hist[i].TxHash != *lastSeen {
-			i--
-		}
-		i-- // the one after it
-	}
 	out := []*txValue{}
-	for ; i >= 0 && len(out) < chainTxsPerPage; i-- {
+	for i := len(hist) - 1; i >= 0; i-- {
 		if err := q.ctx.Err(); err != nil {
 			return nil, err
 		}

@@ -28,6 +28,10 @@ type Index interface {
 	TxLocation(txid chainhash.Hash) (indexers.TxLocation, error)
 	BlockTxIDs(height int32) ([]chainhash.Hash, error)
 	RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error)
+	// HistoryPage reads the n entries of a script's history before a
+	// transaction's (nil: the newest), in history order
+	// (indexers.ElectrumIndex.HistoryPage).
+	HistoryPage(sh indexers.ScriptHash, before *chainhash.Hash, n, limit int) ([]indexers.HistoryEntry, indexers.Tip, error)
 	// HistoryTxs hands out the confirmed transactions of a script's
 	// history from its from-th entry on, read at one tip
 	// (indexers.ElectrumIndex.HistoryTxs).

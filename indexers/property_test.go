@@ -344,6 +344,31 @@ func (c *propChecker) checkScript(m *testchain.Model, sh indexers.ScriptHash, fa
 		}
 	}
 
+	// Pages of 3 entries, from the newest back to the oldest, each before
+	// the first entry of the page after it.
+	var before *chainhash.Hash
+	for end := len(wantHist); ; {
+		page, tip, err := c.idx.HistoryPage(sh, before, 3, 0)
+		want := wantHist[max(end-3, 0):end]
+		if err != nil || tip.Hash != m.Tip || len(page) != len(want) {
+			fail("HistoryPage(%v) before entry %d: %d entries at %v, %v; want %d", sh, end, len(page), tip.Hash, err, len(want))
+		}
+		for i, e := range page {
+			if e.TxHash != want[i].TxHash || e.Height != want[i].Height {
+				fail("HistoryPage(%v) before entry %d: [%d] = %v@%d, model %v@%d", sh, end, i, e.TxHash, e.Height,
+					want[i].TxHash, want[i].Height)
+			}
+		}
+		if len(page) == 0 {
+			break
+		}
+		end -= len(page)
+		before = &page[0].TxHash
+	}
+	if page, _, err := c.idx.HistoryPage(sh, &chainhash.Hash{7}, 3, 0); err != nil || len(page) != 0 {
+		fail("HistoryPage(%v) before a transaction not in it: %d entries, %v", sh, len(page), err)
+	}
+
 	wantUnspent := m.Unspent[sh]
 	us, _, err := c.idx.Unspent(sh, 0)
 	if err != nil {

@@ -271,6 +271,41 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 	return out, tip, nil
 }
 
+// HistoryPage returns up to n entries of sh's confirmed history that come
+// right before the entry of transaction before (nil: the end of the
+// history), in history order; none when before is not in the history. Only
+// the page's transactions are read, so a page of a long history costs its
+// positions and n entries, not the whole history. With limit > 0, a
+// history of more than limit entries fails with ErrHistoryTooLarge.
+func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, limit int) ([]HistoryEntry, Tip, error) {
+	var out []HistoryEntry
+	hx := sh.hashX()
+	tip, err := idx.read(func(r *snapView, _ Tip) error {
+		c := r.Cursor()
+		nums, err := historyNumsWith(c, &hx, nil, room(limit, 0))
+		if err != nil {
+			return err
+		}
+		end := len(nums)
+		if before != nil {
+			pos, _, found := locateTx(r, before)
+			end = sort.Search(len(nums), func(i int) bool { return nums[i] >= pos })
+			if !found || end == len(nums) || nums[end] != pos {
+				return nil
+			}
+		}
+		page := nums[max(end-n, 0):end]
+		out = make([]HistoryEntry, len(page))
+		return historyEntries(r, c, sh, page, func(i int, row *txRow) {
+			out[i] = HistoryEntry{TxHash: row.txid, Height: row.height}
+		})
+	})
+	if err != nil {
+		return nil, tip, err
+	}
+	return out, tip, nil
+}
+
 // historyTxsChunk is how many transactions HistoryTxs reads from btcd's
 // block files in one database transaction.
 const historyTxsChunk = 1024
