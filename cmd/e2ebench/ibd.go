@@ -48,15 +48,18 @@ type ibdRun struct {
 	// -tipblocks blocks sent one at a time on a quiet node. TipNotify is
 	// from submitblock's answer to each status notification of a script
 	// the block pays.
-	TipBlocks       int     `json:"tip_blocks"`
-	TipSubmit       latency `json:"tip_submit"`
-	TipIndex        latency `json:"tip_index"`
-	TipNotify       latency `json:"tip_notify"`
+	TipBlocks int     `json:"tip_blocks"`
+	TipSubmit latency `json:"tip_submit"`
+	TipIndex  latency `json:"tip_index"`
+	TipNotify latency `json:"tip_notify"`
+	// TipHeavy is the same for the notifications of the chain's longest
+	// histories the tip blocks touched.
+	TipHeavy        latency `json:"tip_heavy"`
 	Connections     int32   `json:"connections"` // TCP connections the client made to the node
 	ShutdownSeconds float64 `json:"shutdown_seconds"`
 
-	submitBigMs, indexBigMs              []float64
-	tipSubmitMs, tipIndexMs, tipNotifyMs []float64
+	submitBigMs, indexBigMs                          []float64
+	tipSubmitMs, tipIndexMs, tipNotifyMs, tipHeavyMs []float64
 }
 
 // ibdSummary holds the medians of one configuration's runs, and the
@@ -72,6 +75,7 @@ type ibdSummary struct {
 	TipSubmit    latency `json:"tip_submit"`
 	TipIndex     latency `json:"tip_index"`
 	TipNotify    latency `json:"tip_notify"`
+	TipHeavy     latency `json:"tip_heavy"`
 }
 
 type ibdReport struct {
@@ -139,6 +143,14 @@ func runIBD(args []string) error {
 	if err != nil {
 		return err
 	}
+	var heavy []string
+	if tips > 0 {
+		scripts, err := readScripts(filepath.Join(ci.Dir, "scripts.txt"), 200)
+		if err != nil {
+			return err
+		}
+		heavy = scripts[:tipHeavy]
+	}
 	fmt.Fprintf(os.Stderr, "chain %s: %s, %d blocks, %d tx (%d blocks of >= %d tx), checkpoint %s; scratch %s\n",
 		ci.Dir, ci.Network, ci.Blocks, ci.Txs, bigBlocks, big, ci.Checkpoint, scratch)
 
@@ -152,7 +164,7 @@ func runIBD(args []string) error {
 	}
 	for r := 1; r <= c.runs; r++ {
 		for _, kind := range configs {
-			run, err := ibdOnce(&c, ci, scratch, kind, r, big, tipBlocks)
+			run, err := ibdOnce(&c, ci, scratch, kind, r, big, tipBlocks, heavy)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", ibdName(kind), r, err)
 			}
@@ -216,7 +228,8 @@ func countBigBlocks(ci *chainInfo, big int) (int, error) {
 
 // ibdOnce starts a node on an empty datadir and replays blocks.dat into it
 // with submitblock, one block at a time over one connection.
-func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big int, tips []tipBlock) (run ibdRun, err error) {
+func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big int, tips []tipBlock,
+	heavy []string) (run ibdRun, err error) {
 	run = ibdRun{Kind: kind, Run: runNo}
 	name := kind
 	withIndex := kind != ibdNoIndex
@@ -346,9 +359,11 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			if withIndex {
 				port = ePort
 			}
-			if run.tipSubmitMs, run.tipNotifyMs, err = runTip(rc, port, tips); err != nil {
+			res, err := runTip(rc, port, tips, heavy)
+			if err != nil {
 				return fmt.Errorf("tip phase: %w", err)
 			}
+			run.tipSubmitMs, run.tipNotifyMs, run.tipHeavyMs = res.submit, res.notify, res.heavy
 			run.TipBlocks = len(tips)
 		}
 		res, err := rc.call("getblockcount")
@@ -384,6 +399,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		}
 		run.TipSubmit, run.TipIndex, run.TipNotify = summarize(run.tipSubmitMs), summarize(run.tipIndexMs),
 			summarize(run.tipNotifyMs)
+		run.TipHeavy = summarize(run.tipHeavyMs)
 		return nil
 	}()
 	hwm, cpu := p.HWMKB(), p.CPUSeconds()
@@ -407,7 +423,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 }
 
 func (rep *ibdReport) summary(kind string) ibdSummary {
-	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot []float64
+	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot, theavy []float64
 	for _, r := range rep.Runs {
 		if r.Kind != kind {
 			continue
@@ -419,8 +435,9 @@ func (rep *ibdReport) summary(kind string) ibdSummary {
 		sub = append(sub, r.submitBigMs...)
 		idx = append(idx, r.indexBigMs...)
 		tsub, tidx, tnot = append(tsub, r.tipSubmitMs...), append(tidx, r.tipIndexMs...), append(tnot, r.tipNotifyMs...)
+		theavy = append(theavy, r.tipHeavyMs...)
 	}
 	return ibdSummary{Runs: len(secs), Seconds: median(secs), BlocksPerSec: median(bps), TxPerSec: median(tps),
 		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx),
-		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot)}
+		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot), TipHeavy: summarize(theavy)}
 }

@@ -251,6 +251,10 @@ func (rep *ibdReport) writeTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "notification: from submitblock's answer to each status notification of a script the block pays")
+	if h := rep.With.TipHeavy; h.N > 0 {
+		fmt.Fprintf(w, "the %d longest histories the server answers, when a tip block touched them: notification p50 %s, p90 %s, max %s ms (%d)\n",
+			tipHeavy, fmtMs(h.P50Ms, h.N), fmtMs(h.P90Ms, h.N), fmtMs(h.MaxMs, h.N), h.N)
+	}
 }
 
 func (rep *ibdReport) markdown() string {
@@ -297,6 +301,10 @@ func (rep *ibdReport) markdown() string {
 			if s := rep.kindSummary(kind); s.Runs > 0 {
 				fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", ibdName(kind), lat(s.TipSubmit), lat(s.TipIndex), lat(s.TipNotify))
 			}
+		}
+		if h := rep.With.TipHeavy; h.N > 0 {
+			fmt.Fprintf(&b, "\nThe wallet also subscribed to the chain's %d longest histories the server answers: their "+
+				"notifications after a tip block touching them, p50 / p90 / max: %s ms (%d).\n", tipHeavy, lat(h), h.N)
 		}
 	}
 	return b.String()

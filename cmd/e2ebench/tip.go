@@ -28,6 +28,10 @@ const (
 	tipScriptsPerBlock = 20
 	// tipWait bounds the wait for a tip block's notifications.
 	tipWait = 10 * time.Second
+	// tipHeavy is how many of the chain's longest histories the wallet
+	// subscribes to besides the tip blocks' scripts (those over the
+	// server's history limit are refused and left out).
+	tipHeavy = 5
 )
 
 // tipBlock is one block of the tip phase and the scripts (Electrum script
@@ -114,7 +118,7 @@ type notifyClient struct {
 
 // dialNotify subscribes to the headers and to every script of blocks; it
 // returns once every subscription is answered.
-func dialNotify(addr string, blocks []tipBlock) (*notifyClient, error) {
+func dialNotify(addr string, blocks []tipBlock, heavy []string) (*notifyClient, error) {
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		return nil, err
@@ -126,12 +130,18 @@ func dialNotify(addr string, blocks []tipBlock) (*notifyClient, error) {
 	req.WriteString(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["e2ebench","1.4"]}` + "\n")
 	req.WriteString(`{"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}` + "\n")
 	want := 2
+	subscribe := func(sh string) {
+		fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`+"\n", want, sh)
+		c.ids[want] = sh
+		want++
+	}
 	for _, b := range blocks {
 		for _, sh := range b.scripts {
-			fmt.Fprintf(&req, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`+"\n", want, sh)
-			c.ids[want] = sh
-			want++
+			subscribe(sh)
 		}
+	}
+	for _, sh := range heavy {
+		subscribe(sh)
 	}
 	if _, err := conn.Write(req.Bytes()); err != nil {
 		conn.Close()
@@ -242,43 +252,75 @@ func (c *notifyClient) await(height int32, scripts []string, since time.Time) ([
 	}
 }
 
+// since returns the notification times after t of those of scripts that
+// were not refused.
+func (c *notifyClient) since(scripts []string, t time.Time) []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Time
+	for _, sh := range scripts {
+		if at, ok := c.status[sh]; ok && !c.refused[sh] && at.After(t) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
 func (c *notifyClient) Close() error { return c.conn.Close() }
 
-// runTip sends the tip blocks one at a time after a pause and returns the
-// submitblock latencies and, when ePort is not 0, the notification
-// latencies (from submitblock's answer to each notification).
-func runTip(rc *rpcClient, ePort int, blocks []tipBlock) (submit, notify []float64, err error) {
+// tipResult is what the tip phase measured, in milliseconds: submitblock's
+// latency per block, and from submitblock's answer to each status
+// notification of a script the block pays and of a heavy script it
+// touched.
+type tipResult struct {
+	submit, notify, heavy []float64
+}
+
+// runTip sends the tip blocks one at a time after a pause; with ePort not
+// 0, a wallet subscribed to the blocks' scripts and to the heavy ones times
+// the notifications.
+func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string) (res tipResult, err error) {
 	var nc *notifyClient
 	if ePort != 0 {
-		if nc, err = dialNotify("127.0.0.1:"+strconv.Itoa(ePort), blocks); err != nil {
-			return nil, nil, err
+		if nc, err = dialNotify("127.0.0.1:"+strconv.Itoa(ePort), blocks, heavy); err != nil {
+			return res, err
 		}
 		defer nc.Close()
 	}
+	ms := func(d time.Duration) float64 {
+		// A notification before submitblock's answer counts as 0.
+		return max(float64(d.Microseconds())/1000, 0)
+	}
+	time.Sleep(tipPause)
 	for _, b := range blocks {
-		time.Sleep(tipPause)
 		body := rc.submitBody(hex.AppendEncode(nil, b.raw))
 		start := time.Now()
-		res, err := rc.post(body)
+		out, err := rc.post(body)
 		connected := time.Now()
 		if err != nil {
-			return nil, nil, fmt.Errorf("submitblock %d: %w", b.height, err)
+			return res, fmt.Errorf("submitblock %d: %w", b.height, err)
 		}
-		if string(res) != "null" {
-			return nil, nil, fmt.Errorf("submitblock %d rejected: %s", b.height, res)
+		if string(out) != "null" {
+			return res, fmt.Errorf("submitblock %d rejected: %s", b.height, out)
 		}
-		submit = append(submit, float64(connected.Sub(start).Microseconds())/1000)
-		if nc == nil {
-			continue
+		res.submit = append(res.submit, ms(connected.Sub(start)))
+		if nc != nil {
+			times, err := nc.await(b.height, b.scripts, start)
+			if err != nil {
+				return res, err
+			}
+			for _, t := range times {
+				res.notify = append(res.notify, ms(t.Sub(connected)))
+			}
 		}
-		times, err := nc.await(b.height, b.scripts, start)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, t := range times {
-			// A notification before submitblock's answer counts as 0.
-			notify = append(notify, max(float64(t.Sub(connected).Microseconds())/1000, 0))
+		time.Sleep(tipPause)
+		if nc != nil {
+			// The heavy scripts the block touched were notified in the
+			// same pass as its own.
+			for _, t := range nc.since(heavy, start) {
+				res.heavy = append(res.heavy, ms(t.Sub(connected)))
+			}
 		}
 	}
-	return submit, notify, nil
+	return res, nil
 }
