@@ -1,9 +1,12 @@
 package esplora
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"testing"
+	"time"
 )
 
 // TestClientAddress checks which address a request counts against: its
@@ -51,5 +54,63 @@ func TestRequestsPerAddress(t *testing.T) {
 	n.srv.inFlight.release("127.0.0.1")
 	if code, _ := n.get("/blocks/tip/height"); code != http.StatusOK {
 		t.Fatalf("with a place free: %d", code)
+	}
+}
+
+// TestCostLimits runs a server with small cost limits: a client asking
+// again and again is slowed past the soft limit and refused with 429 at the
+// hard one; a client in the exempt networks is never charged, unless
+// ThrottleExempt.
+func TestCostLimits(t *testing.T) {
+	n := newTestNode(t, "")
+	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
+	for _, c := range []struct {
+		name    string
+		exempt  []*net.IPNet
+		charged bool
+		refused bool
+	}{
+		{"charged", nil, false, true},
+		{"exempt", []*net.IPNet{loopback}, false, false},
+		{"throttle exempt", []*net.IPNet{loopback}, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Each request costs 0.5 and its bytes: about 0.53 here.
+			s := New(Config{Listeners: []net.Listener{l}, ExemptNets: c.exempt, ThrottleExempt: c.charged,
+				CostSoftLimit: 2, CostHardLimit: 10, RequestSleep: 20 * time.Millisecond, BandwidthUnit: 100},
+				n.backend, n.h.Chain, n.pool)
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Shutdown(context.Background())
+			refusedAt := 0
+			for i := 1; i <= 40 && refusedAt == 0; i++ {
+				resp, err := n.http.Get("http://" + l.Addr().String() + "/blocks/tip/height")
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == http.StatusTooManyRequests:
+					if string(b) != "Too Many Requests: excessive resource usage" {
+						t.Fatalf("refusal %q", b)
+					}
+					refusedAt = i
+				case resp.StatusCode != http.StatusOK:
+					t.Fatalf("request %d: %d %s", i, resp.StatusCode, b)
+				}
+			}
+			switch {
+			case c.refused && (refusedAt < 15 || refusedAt > 25):
+				t.Fatalf("refused at request %d, want about the 19th (cost 10 at 0.53 a request)", refusedAt)
+			case !c.refused && refusedAt != 0:
+				t.Fatalf("refused at request %d, want never", refusedAt)
+			}
+		})
 	}
 }

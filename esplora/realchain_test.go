@@ -132,7 +132,10 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.srv = New(Config{Listeners: append([]net.Listener{hl}, extra...), PathPrefix: prefix}, n.backend, chain, n.pool)
+	// Tests ask thousands of questions from one address: no cost limits
+	// but in the test of them.
+	n.srv = New(Config{Listeners: append([]net.Listener{hl}, extra...), PathPrefix: prefix, CostHardLimit: -1},
+		n.backend, chain, n.pool)
 	// As a node with --metricslisten.
 	n.reg = prometheus.NewRegistry()
 	if err := n.srv.RegisterMetrics(n.reg); err != nil {

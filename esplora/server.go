@@ -72,6 +72,16 @@ type Config struct {
 	MaxRequestsPerIP int
 	ExemptNets       []*net.IPNet
 
+	// CostSoftLimit, CostHardLimit, RequestSleep and BandwidthUnit are the
+	// Electrum server's cost limits (cost.go), applied per client address;
+	// zero takes the Electrum server's default, a negative CostHardLimit
+	// disables them. Clients in ExemptNets are not charged unless
+	// ThrottleExempt.
+	CostSoftLimit, CostHardLimit float64
+	RequestSleep                 time.Duration
+	BandwidthUnit                int
+	ThrottleExempt               bool
+
 	// CORS, when set, is sent as Access-Control-Allow-Origin with every
 	// answer (electrs' --cors), so web pages of those origins may call
 	// the API: "*" for any.
@@ -101,7 +111,11 @@ type Server struct {
 	histories historyCache
 	tipStats  tipStatsCache
 	inFlight  inFlight
-	mx        *metrics
+	// limits and costs are the cost limits and the clients' accounts
+	// (cost.go).
+	limits costLimits
+	costs  costAccounts
+	mx     *metrics
 	// readers bounds the goroutines reading the transactions of long
 	// histories for their stats, across all requests.
 	readers chan struct{}
@@ -142,6 +156,7 @@ func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
 		cfg: cfg, index: index, chain: chain, pool: pool,
 		prefix: strings.TrimRight(cfg.PathPrefix, "/"),
 		stats:  newStatsCache(statsCacheEntries),
+		limits: limitsOf(&cfg),
 		// Twice the processors: the reads wait for block files as
 		// much as they compute.
 		readers: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
@@ -299,13 +314,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest == "" {
 		rest = "/"
 	}
-	if ip, exempt := s.clientIP(r); !exempt && s.cfg.MaxRequestsPerIP > 0 {
+	ip, exempt := s.clientIP(r)
+	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
 		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
 			s.writeError(w, errTooManyRequests)
 			s.mx.observe(strings.Split(rest, "/")[1:], errTooManyRequests.status, false, time.Since(start))
 			return
 		}
 		defer s.inFlight.release(ip)
+	}
+	if s.limits.hard > 0 && (!exempt || s.cfg.ThrottleExempt) {
+		if err := s.costs.admit(r.Context(), ip, s.limits); err != nil {
+			if he, ok := err.(*httpError); ok {
+				s.writeError(w, he)
+				s.mx.observe(strings.Split(rest, "/")[1:], he.status, false, time.Since(start))
+			}
+			return
+		}
+		cw := &countingWriter{ResponseWriter: w}
+		w = cw
+		defer func() { s.costs.charge(ip, s.limits, int(max(r.ContentLength, 0))+cw.n) }()
 	}
 	req := &request{
 		ctx:    r.Context(),

@@ -86,8 +86,14 @@ func (s *servers) setupEsplora(n *Node) error {
 		// and the operator's own tools.
 		MaxRequestsPerIP: o.EsploraMaxRequestsPerIP,
 		ExemptNets:       n.cfg.Electrum.exemptNets,
-		CORS:             o.EsploraCORS,
-		Logf:             log.Infof,
+		// The Electrum server's cost limits, per client address.
+		CostSoftLimit:  n.cfg.Electrum.CostSoftLimit,
+		CostHardLimit:  n.cfg.Electrum.CostHardLimit,
+		RequestSleep:   n.cfg.Electrum.RequestSleep,
+		BandwidthUnit:  n.cfg.Electrum.BandwidthUnit,
+		ThrottleExempt: n.cfg.Electrum.ThrottleExempt,
+		CORS:           o.EsploraCORS,
+		Logf:           log.Infof,
 	}
 	if len(ec.TLSListen) > 0 {
 		if err := ensureCertPair(n.cfg.ElectrumCert, n.cfg.ElectrumKey); err != nil {
