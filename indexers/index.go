@@ -81,6 +81,9 @@ type ElectrumIndex struct {
 	opts   Options
 	store  *leveldb.DB
 
+	// stuck is set when a write failed in a way that leaves the store
+	// unable to close (openTxError).
+	stuck atomic.Bool
 	// pub is a snapshot of the store taken after the writer's last commit,
 	// with the tip it holds (store.go); nil before the store is loaded.
 	pub atomic.Pointer[pubSnap]
@@ -138,6 +141,13 @@ func (idx *ElectrumIndex) Close() error {
 		}
 		if p := idx.pub.Swap(nil); p != nil {
 			p.unref()
+		}
+		if idx.stuck.Load() {
+			// Closing would wait for the write lock a failed
+			// OpenTransaction kept (openTxError); the process's exit
+			// closes the files, and the next start reconciles.
+			log.Errorf("Electrum index: the store is left open after its failed write")
+			return
 		}
 		err = idx.store.Close()
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -185,6 +186,15 @@ func (a *assembly) sort() {
 	slices.SortFunc(a.spent, func(x, y utxoWrite) int { return compareKeys(x.key[:], y.key[:]) })
 }
 
+// openTxError is a failure of goleveldb's OpenTransaction. Past the point
+// where it takes the store's write lock (flushing the memtable, waiting for
+// compactions: the disk is failing), it returns without giving the lock
+// back, and the store's Close would wait for it forever.
+type openTxError struct{ err error }
+
+func (e *openTxError) Error() string { return e.err.Error() }
+func (e *openTxError) Unwrap() error { return e.err }
+
 // write writes the sorted batch's rows into a transaction when the batch
 // is full, else into b and then the store, and commits them.
 func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
@@ -195,7 +205,7 @@ func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
 	}
 	tr, err := store.OpenTransaction()
 	if err != nil {
-		return err
+		return &openTxError{err}
 	}
 	a.each(func(k, v []byte) {
 		if err == nil {
@@ -510,6 +520,10 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 func (w *writer) commit(a *assembly, b *leveldb.Batch) error {
 	ops := a.ops()
 	if err := a.write(w.idx.store, b); err != nil {
+		var ote *openTxError
+		if errors.As(err, &ote) {
+			w.idx.stuck.Store(true)
+		}
 		return err
 	}
 	w.tip = a.tip
