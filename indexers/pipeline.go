@@ -90,6 +90,7 @@ type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp
 	spent   []utxoWrite // the unspent-output rows, once sorted
+	order   []keyRef    // spent's order
 	full    bool        // set by seal
 	tip     memTip
 	began   time.Time // when the first block of the batch was fetched
@@ -128,7 +129,7 @@ func (a *assembly) next(spare *assembly) *assembly {
 		return newAssembly(a.tip)
 	}
 	spare.rows.reset()
-	spare.spent = spare.spent[:0]
+	spare.spent, spare.order = spare.spent[:0], spare.order[:0]
 	clear(spare.utxo)
 	clear(spare.touched)
 	spare.txids = make(map[chainhash.Hash]struct{})
@@ -175,15 +176,42 @@ func (a *assembly) size() int { return a.rows.size() + len(a.utxo)*utxoOpBytes }
 func (a *assembly) ops() int { return len(a.rows.recs) + len(a.utxo) + len(a.spent) }
 
 // sort puts the batch's rows in key order, the unspent-output rows in
-// spent (the map is emptied), for write.
+// spent (the map is emptied) and their order in order, for write.
 func (a *assembly) sort() {
 	a.rows.sort()
-	a.spent = a.spent[:0]
+	a.spent, a.order = a.spent[:0], a.order[:0]
 	for k, op := range a.utxo {
+		a.order = append(a.order, keyRef{pfx: keyPrefix(k[:]), i: uint32(len(a.spent))})
 		a.spent = append(a.spent, utxoWrite{key: k, op: op})
 	}
 	clear(a.utxo)
-	slices.SortFunc(a.spent, func(x, y utxoWrite) int { return compareKeys(x.key[:], y.key[:]) })
+	slices.SortFunc(a.order, func(x, y keyRef) int {
+		if c := cmp.Compare(x.pfx, y.pfx); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.spent[x.i].key[:], a.spent[y.i].key[:])
+	})
+}
+
+// keyRef is a row of a batch being sorted: the first eight bytes of its
+// key as an integer (keyPrefix) and where the row is. Keys of one table
+// share their three-byte prefix and go on with hash or height bytes, so
+// the integers settle almost every comparison without reading the keys.
+type keyRef struct {
+	pfx uint64
+	i   uint32
+}
+
+// keyPrefix returns the first eight bytes of k as a big-endian integer, a
+// shorter key padded with zeros: x < y when keyPrefix(x) < keyPrefix(y),
+// and equal integers leave the order to the keys.
+func keyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // openTxError is a failure of goleveldb's OpenTransaction. Past the point
@@ -226,8 +254,8 @@ func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
 // each passes the sorted batch's rows to put and del.
 func (a *assembly) each(put func(k, v []byte), del func(k []byte)) {
 	a.rows.each(put, del)
-	for i := range a.spent {
-		if u := &a.spent[i]; u.op.put {
+	for _, r := range a.order {
+		if u := &a.spent[r.i]; u.op.put {
 			put(u.key[:], u.op.val[:])
 		} else {
 			del(u.key[:])
@@ -243,9 +271,10 @@ type rowBuf struct {
 }
 
 // rowRec is a row of a rowBuf: its key at arena[off:], its value right
-// after the key. Rows are added at growing offsets, so off also orders two
-// writes of one key.
+// after the key, and the key's keyPrefix. Rows are added at growing
+// offsets, so off also orders two writes of one key.
 type rowRec struct {
+	pfx  uint64
 	off  uint32
 	vlen uint32
 	klen uint8
@@ -253,14 +282,15 @@ type rowRec struct {
 }
 
 // rowRecBytes is what a rowRec counts toward BatchBytes.
-const rowRecBytes = 12
+const rowRecBytes = 24
 
 // maxRowBuf bounds a rowBuf's arena, which uint32 offsets address; a batch
 // is committed before it grows past it.
 const maxRowBuf = 1 << 31
 
 func (r *rowBuf) add(k, v []byte, del bool) {
-	r.recs = append(r.recs, rowRec{off: uint32(len(r.arena)), vlen: uint32(len(v)), klen: uint8(len(k)), del: del})
+	r.recs = append(r.recs, rowRec{pfx: keyPrefix(k), off: uint32(len(r.arena)), vlen: uint32(len(v)),
+		klen: uint8(len(k)), del: del})
 	r.arena = append(append(r.arena, k...), v...)
 }
 
@@ -276,7 +306,10 @@ func (r *rowBuf) reset() {
 // made.
 func (r *rowBuf) sort() {
 	slices.SortFunc(r.recs, func(x, y rowRec) int {
-		if c := compareKeys(r.key(x), r.key(y)); c != 0 {
+		if c := cmp.Compare(x.pfx, y.pfx); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(r.key(x), r.key(y)); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.off, y.off)
@@ -294,19 +327,6 @@ func (r *rowBuf) each(put func(k, v []byte), del func(k []byte)) {
 			put(k, r.arena[x.off+uint32(x.klen):end:end])
 		}
 	}
-}
-
-// compareKeys orders keys as leveldb does. Keys of one table share their
-// three-byte prefix, and the next bytes are hash or height bytes, so their
-// first eight bytes as one integer settle almost every comparison.
-func compareKeys(x, y []byte) int {
-	if len(x) >= 8 && len(y) >= 8 {
-		if a, b := binary.BigEndian.Uint64(x), binary.BigEndian.Uint64(y); a != b {
-			return cmp.Compare(a, b)
-		}
-		return bytes.Compare(x[8:], y[8:])
-	}
-	return bytes.Compare(x, y)
 }
 
 // catchUp indexes the main chain's blocks from..to onto the index tip. It

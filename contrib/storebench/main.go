@@ -122,7 +122,7 @@ func open(kind, dir string) (store, error) {
 	case "leveldb":
 		db, err := leveldb.OpenFile(dir, &opt.Options{
 			Compression: opt.NoCompression, BlockSize: 16 << 10, DisableBufferPool: true,
-			BlockCacheCapacity: 64 << 20, WriteBuffer: 32 << 20, CompactionTableSize: 8 << 20,
+			BlockCacheCapacity: 64 << 20, WriteBuffer: *wbuf << 20, CompactionTableSize: 8 << 20,
 			CompactionTotalSize: 64 << 20, CompactionL0Trigger: 8, WriteL0SlowdownTrigger: 16,
 			WriteL0PauseTrigger: 24,
 		})
@@ -131,6 +131,9 @@ func open(kind, dir string) (store, error) {
 		cache := pebble.NewCache(64 << 20)
 		defer cache.Unref()
 		o := &pebble.Options{Cache: cache, MemTableSize: 32 << 20}
+		if *largeBatch > 0 {
+			o.MemTableSize = uint64(*largeBatch)
+		}
 		o.EnsureDefaults()
 		for i := range o.Levels {
 			o.Levels[i].BlockSize = 16 << 10
@@ -141,6 +144,10 @@ func open(kind, dir string) (store, error) {
 	}
 	return nil, fmt.Errorf("unknown store %q: leveldb or pebble", kind)
 }
+
+var largeBatch = flag.Int("largebatch", 0, "")
+var pause = flag.Duration("pause", 0, "")
+var wbuf = flag.Int("wbuf", 32, "")
 
 func main() {
 	kind := flag.String("store", "leveldb", "`store` to measure: leveldb or pebble")
@@ -175,6 +182,7 @@ func main() {
 	for i := 0; i < *tips; i++ {
 		height++
 		b := makeRows(r, 16000, height)
+		time.Sleep(*pause)
 		t := time.Now()
 		if err := s.write(b); err != nil {
 			log.Fatal(err)
