@@ -178,7 +178,13 @@ func (a *assembly) ops() int { return len(a.rows.recs) + len(a.utxo) + len(a.spe
 // sort puts the batch's rows in key order, the unspent-output rows in
 // spent (the map is emptied) and their order in order, for write.
 func (a *assembly) sort() {
-	a.rows.sort()
+	// The two sorts share nothing: the rows are sorted on another core.
+	done := make(chan struct{})
+	go func() {
+		a.rows.sort()
+		close(done)
+	}()
+	defer func() { <-done }()
 	a.spent, a.order = a.spent[:0], a.order[:0]
 	for k, op := range a.utxo {
 		a.order = append(a.order, keyRef{pfx: keyPrefix(k[:]), i: uint32(len(a.spent))})
@@ -505,11 +511,14 @@ func (w *writer) onDiskAtStart(p *blockPlan) bool {
 // (undo.go says why).
 func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 	start := time.Now()
-	delta := applyConnect(a, p, a.tip.txCount)
+	// The undo record reads the plan only: it is encoded on another core
+	// while the rows are added.
+	var undo chan []byte
 	if !w.onDiskAtStart(p) {
-		a.rows.add(undoKey(p.height), undoRecord(p), false)
-		w.recent = append(w.recent, undoRef{height: p.height, at: start})
+		undo = make(chan []byte, 1)
+		go func() { undo <- undoRecord(p) }()
 	}
+	delta := applyConnect(a, p, a.tip.txCount)
 	if a.blocks == 0 {
 		a.began = start.Add(-fetchTook)
 	}
@@ -527,6 +536,10 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 		if len(a.touched) > maxTouched {
 			a.all, a.touched, a.txids = true, make(map[ScriptHash]struct{}), make(map[chainhash.Hash]struct{})
 		}
+	}
+	if undo != nil {
+		a.rows.add(undoKey(p.height), <-undo, false)
+		w.recent = append(w.recent, undoRef{height: p.height, at: start})
 	}
 	if w.idx.opts.OnBlock != nil {
 		w.idx.opts.OnBlock(BlockPass{Height: p.height, Txs: len(p.txs), Plan: fetchTook,
