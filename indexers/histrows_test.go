@@ -103,3 +103,35 @@ func TestHistoryRowsRead(t *testing.T) {
 		t.Errorf("bound one short after a position: %v, want ErrHistoryTooLarge", err)
 	}
 }
+
+// TestSpanRows pins how HistoryTxs groups a history's transactions into
+// block regions: one region for the transactions of a block closer than
+// spanGap, a new one past the gap or in the next block, and every row in
+// exactly one region at its own place.
+func TestSpanRows(t *testing.T) {
+	rows := []txRow{
+		{height: 5, offset: 100, size: 50},
+		{height: 5, offset: 150, size: 20},             // adjacent
+		{height: 5, offset: 170 + spanGap, size: 30},   // at the gap: same region
+		{height: 5, offset: 201 + 2*spanGap, size: 10}, // past it
+		{height: 6, offset: 211 + 2*spanGap, size: 10}, // another block
+		{height: 6, offset: 400 + 2*spanGap, size: 10},
+	}
+	got := spanRows(nil, rows, 7)
+	want := []txSpan{
+		{height: 5, offset: 100, size: 100 + spanGap, first: 7, end: 10},
+		{height: 5, offset: 201 + 2*spanGap, size: 10, first: 10, end: 11},
+		{height: 6, offset: 211 + 2*spanGap, size: 199, first: 11, end: 13},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("spans %+v, want %+v", got, want)
+	}
+	for _, sp := range got {
+		for i := sp.first; i < sp.end; i++ {
+			r := rows[i-7]
+			if r.height != sp.height || r.offset < sp.offset || r.offset+r.size > sp.offset+sp.size {
+				t.Fatalf("row %d %+v outside its span %+v", i, r, sp)
+			}
+		}
+	}
+}

@@ -354,26 +354,29 @@ func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e H
 	if err != nil {
 		return tip, err
 	}
-	regions := make([]database.BlockRegion, 0, min(len(rows), historyTxsChunk))
-	hashes := make([]chainhash.Hash, 0, cap(regions))
+	var spans []txSpan
+	var regions []database.BlockRegion
 	for lo := 0; lo < len(rows); lo += historyTxsChunk {
 		hi := min(lo+historyTxsChunk, len(rows))
-		regions, hashes = regions[:0], hashes[:0]
-		for i := lo; i < hi; i++ {
-			hashes = append(hashes, blocks[rows[i].height])
-		}
-		for i := lo; i < hi; i++ {
-			regions = append(regions, database.BlockRegion{Hash: &hashes[i-lo], Offset: rows[i].offset, Len: rows[i].size})
+		spans = spanRows(spans[:0], rows[lo:hi], lo)
+		regions = regions[:0]
+		for i := range spans {
+			hash := blocks[spans[i].height]
+			regions = append(regions, database.BlockRegion{Hash: &hash, Offset: spans[i].offset, Len: spans[i].size})
 		}
 		err := idx.db.View(func(dbTx database.Tx) error {
 			raws, err := dbTx.FetchBlockRegions(regions)
 			if err != nil {
 				return err
 			}
-			for i, raw := range raws {
-				row := &rows[lo+i]
-				if err := fn(from+lo+i, HistoryEntry{TxHash: row.txid, Height: row.height}, raw); err != nil {
-					return err
+			for k, raw := range raws {
+				sp := &spans[k]
+				for i := sp.first; i < sp.end; i++ {
+					row := &rows[i]
+					at := row.offset - sp.offset
+					if err := fn(from+i, HistoryEntry{TxHash: row.txid, Height: row.height}, raw[at:at+row.size:at+row.size]); err != nil {
+						return err
+					}
 				}
 			}
 			return nil
@@ -383,6 +386,39 @@ func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e H
 		}
 	}
 	return tip, nil
+}
+
+// spanGap is the widest gap between two transactions of a block that
+// HistoryTxs reads in one region: btcd looks up the block's place for each
+// region and reads it with a call of its own, which costs about what
+// copying 16 KiB more does.
+const spanGap = 16 << 10
+
+// txSpan is one region of a block holding the transactions rows[first:end].
+type txSpan struct {
+	height     int32
+	offset     uint32
+	size       uint32
+	first, end int
+}
+
+// spanRows appends to spans the regions that hold rows, which are in chain
+// order and numbered from base: transactions of one block closer than
+// spanGap share one.
+func spanRows(spans []txSpan, rows []txRow, base int) []txSpan {
+	for i := range rows {
+		r := &rows[i]
+		if n := len(spans); n > 0 {
+			sp := &spans[n-1]
+			if sp.height == r.height && r.offset >= sp.offset+sp.size && r.offset-(sp.offset+sp.size) <= spanGap {
+				sp.size = r.offset + r.size - sp.offset
+				sp.end = base + i + 1
+				continue
+			}
+		}
+		spans = append(spans, txSpan{height: r.height, offset: r.offset, size: r.size, first: base + i, end: base + i + 1})
+	}
+	return spans
 }
 
 // Status returns a StatusHasher holding the confirmed part of the script's
