@@ -23,6 +23,39 @@ const (
 // object, or one whose id is not the request's.
 var errMalformed = errors.New("malformed response")
 
+// target is what the tool loads: an Electrum server (dialer) or an
+// Esplora HTTP API (esploraTarget).
+type target interface {
+	// open opens a session; version is what the server says of itself.
+	open(ctx context.Context) (s session, version string, err error)
+	// tip returns the server's tip height.
+	tip(ctx context.Context) (int64, error)
+	// harvest collects confirmed txids, with their heights, from the
+	// histories of the first n scripts.
+	harvest(ctx context.Context, scripts *hashList, n int) (*hashList, error)
+	// blocks returns the hashes of the blocks at heights from..to.
+	blocks(ctx context.Context, from, to int64) (*hashList, error)
+	// wait is the longest the tool waits to connect or for an answer.
+	wait() time.Duration
+}
+
+// session is one connection to the target, one request at a time.
+type session interface {
+	// do sends a request of spec with params and waits for its answer.
+	// An error means the session is unusable.
+	do(spec methodSpec, params []string) (answer, error)
+	Close() error
+}
+
+// answer is what a request got: errKind names an error answer (empty
+// for a result); entries is the number of elements of an array result
+// (-1 for other results), bytes the result's size.
+type answer struct {
+	errKind string
+	entries int
+	bytes   int
+}
+
 // conn is one Electrum session over TCP (or TLS): newline-delimited
 // JSON-RPC, one request at a time. Responses are scanned, not decoded.
 type conn struct {
@@ -78,6 +111,27 @@ func (d *dialer) dial(ctx context.Context) (*conn, []byte, error) {
 
 // Close closes the connection.
 func (c *conn) Close() error { return c.nc.Close() }
+
+func (d *dialer) open(ctx context.Context) (session, string, error) {
+	c, version, err := d.dial(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, string(version), nil
+}
+
+func (d *dialer) wait() time.Duration { return d.timeout }
+
+func (c *conn) do(spec methodSpec, params []string) (answer, error) {
+	m, err := c.call(spec.RPC, false, params...)
+	if err != nil {
+		return answer{}, err
+	}
+	if m.Error != nil {
+		return answer{errKind: errorKind(parseError(m.Error)), entries: -1}, nil
+	}
+	return answer{entries: m.ResultEntries, bytes: m.ResultBytes}, nil
+}
 
 // quoted returns s as a JSON string.
 func quoted(s string) string {

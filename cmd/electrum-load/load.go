@@ -93,7 +93,7 @@ const (
 // phase runs closed-loop sessions against the server.
 type phase struct {
 	cfg  phaseConfig
-	d    *dialer
+	d    target
 	mix  *mix
 	args requestArgs
 
@@ -110,7 +110,7 @@ type phase struct {
 	reachedOnce sync.Once
 
 	mu    sync.Mutex
-	conns map[int]*conn
+	conns map[int]session
 }
 
 // phaseResult is what a phase measured.
@@ -127,10 +127,10 @@ type phaseResult struct {
 
 // runPhase runs one phase and returns its counters. hook, when set, runs
 // at the measuring window's start and end (resource sampling).
-func runPhase(ctx context.Context, d *dialer, m *mix, args requestArgs, cfg phaseConfig,
+func runPhase(ctx context.Context, d target, m *mix, args requestArgs, cfg phaseConfig,
 	onStart, onEnd func()) *phaseResult {
 	p := &phase{cfg: cfg, d: d, mix: m, args: args,
-		reachedN: make(chan struct{}), conns: map[int]*conn{}}
+		reachedN: make(chan struct{}), conns: map[int]session{}}
 	for _, e := range m.Entries {
 		p.stats = append(p.stats, &methodStats{Spec: e.Spec})
 	}
@@ -175,7 +175,7 @@ func runPhase(ctx context.Context, d *dialer, m *mix, args requestArgs, cfg phas
 
 	// Sessions finish their request; a request still unanswered after
 	// the request timeout (and a second) is cut off.
-	grace := time.NewTimer(d.timeout + time.Second)
+	grace := time.NewTimer(d.wait() + time.Second)
 	defer grace.Stop()
 	select {
 	case <-sessionsDone:
@@ -225,7 +225,7 @@ func (p *phase) session(ctx context.Context, idx int) {
 	rng := rand.New(rand.NewPCG(p.cfg.Seed, uint64(p.cfg.Index)<<32|uint64(idx)))
 	args := p.args // own parameter buffer
 	args.buf = nil
-	var c *conn
+	var c session
 	defer func() {
 		if c != nil {
 			p.setConn(idx, nil)
@@ -249,7 +249,7 @@ func (p *phase) session(ctx context.Context, idx int) {
 			wait = true
 			var err error
 			p.connects.Add(1)
-			c, _, err = p.d.dial(ctx)
+			c, _, err = p.d.open(ctx)
 			if err != nil {
 				p.connectErrs.Add(1)
 				c = nil
@@ -274,7 +274,7 @@ func (p *phase) session(ctx context.Context, idx int) {
 			}
 		}
 		start := time.Now()
-		m, err := c.call(st.Spec.RPC, false, params...)
+		a, err := c.do(st.Spec, params)
 		elapsed := time.Since(start)
 		if err != nil {
 			p.disconnects.Add(1)
@@ -292,9 +292,9 @@ func (p *phase) session(ctx context.Context, idx int) {
 		if !recording {
 			continue
 		}
-		if m.Error != nil {
+		if a.errKind != "" {
 			st.Err.Record(elapsed)
-			st.countKind(errorKind(parseError(m.Error)))
+			st.countKind(a.errKind)
 		} else {
 			st.OK.Record(elapsed)
 		}
@@ -321,7 +321,7 @@ func (p *phase) answered(at time.Time) {
 
 // setConn records a session's connection so the phase can cut it off; it
 // returns false when the phase has already been cut off.
-func (p *phase) setConn(idx int, c *conn) bool {
+func (p *phase) setConn(idx int, c session) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.conns == nil {

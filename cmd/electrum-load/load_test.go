@@ -37,7 +37,7 @@ func TestAgainstNode(t *testing.T) {
 	defer cancel()
 	// Throttling and the per-IP session limit would shape the numbers;
 	// benchmarks run without them, and so does the test.
-	n := integration.StartNode(t, integration.NodeConfig{Args: []string{
+	n := integration.StartNode(t, integration.NodeConfig{Esplora: true, Args: []string{
 		"--electrumcosthardlimit=-1", "--electrummaxsessionsperip=-1"}})
 	// Mine waits for the Electrum server to report the last block: the
 	// index follows the chain in a writer of its own.
@@ -172,6 +172,87 @@ func TestAgainstNode(t *testing.T) {
 		t.Logf("get_balance errors: %v", kinds)
 	})
 
+	t.Run("esplora", func(t *testing.T) {
+		// The same sessions over HTTP: every request of the Esplora mix
+		// answered, one keep-alive connection per session, the single
+		// timings of the heavy script with its entries.
+		scripts := writeFile(t, dir, "escripts", mining+"\n"+strings.Repeat("11", 32)+"\n")
+		cfg := mustParse(t, "-esplora", n.EsploraURL, "-scripts", scripts, "-heavy", "1",
+			"-sessions", "2", "-duration", "1s", "-warmup", "200ms", "-mix", defaultEsploraMix+",esplora.tip=1",
+			"-single", "1", "-single-repeat", "2", "-pid", fmt.Sprint(os.Getpid()), "-settle", "100ms")
+		rep, err := run(ctx, cfg, testLog{t})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		rep.writeTable(&out)
+		t.Logf("report:\n%s", out.String())
+		p := rep.Phases[0]
+		if rep.Tip != blocks || p.res.Answered == 0 || p.res.Connects != 2 || p.res.Disconnects != 0 {
+			t.Fatalf("tip %d, %d answers, %d connections opened, %d lost", rep.Tip, p.res.Answered,
+				p.res.Connects, p.res.Disconnects)
+		}
+		if len(p.res.Stats) != 6 {
+			t.Fatalf("%d methods", len(p.res.Stats))
+		}
+		for _, s := range p.res.Stats {
+			if s.OK.Count() == 0 || s.Err.Count() != 0 || s.Failures.Load() != 0 {
+				t.Errorf("%s: %d ok, %d errors %v, %d failures", s.Spec.Name, s.OK.Count(), s.Err.Count(),
+					sortedKinds(s), s.Failures.Load())
+			}
+		}
+		if p.ServerCPU == nil || *p.ServerCPU <= 0 {
+			t.Errorf("server CPU not measured")
+		}
+		want := map[string]int{"esplora.stats": -1, "esplora.txs": 20, "esplora.utxo": 20}
+		if len(rep.Single) != len(want) {
+			t.Fatalf("%d single-request results, want %d", len(rep.Single), len(want))
+		}
+		for _, s := range rep.Single {
+			if e, ok := want[s.Method]; !ok || s.Error != "" || len(s.Times) != 2 || s.Entries != e || s.Bytes == 0 {
+				t.Errorf("single %s: %+v", s.Method, s)
+			}
+		}
+
+		// Malformed script hashes: Esplora's 400 answers, counted as
+		// error answers on a session that goes on.
+		bad := writeFile(t, dir, "ebad", "zz\n")
+		cfg = mustParse(t, "-esplora", n.EsploraURL, "-scripts", bad, "-sessions", "1", "-requests", "20",
+			"-duration", "20s", "-warmup", "0", "-single", "0", "-mix", "esplora.stats=1")
+		if rep, err = run(ctx, cfg, testLog{t}); err != nil {
+			t.Fatal(err)
+		}
+		st := rep.Phases[0].res.Stats[0]
+		if st.Err.Count() != 20 || st.OK.Count() != 0 || rep.Phases[0].res.Connects != 1 {
+			t.Fatalf("stats of a malformed hash: %d ok, %d errors %v, %d connections", st.OK.Count(),
+				st.Err.Count(), sortedKinds(st), rep.Phases[0].res.Connects)
+		}
+		if k := sortedKinds(st); len(k) != 1 || !strings.HasPrefix(k[0].kind, "HTTP 400") {
+			t.Fatalf("error kinds %v", k)
+		}
+	})
+
+	t.Run("check", func(t *testing.T) {
+		// The Esplora API's answers agree with the Electrum server's on
+		// every script, and a difference is reported.
+		scripts := writeFile(t, dir, "cscripts", mining+"\n"+strings.Repeat("11", 32)+"\n")
+		cfg := mustParse(t, "-check", "-server", n.ElectrumAddr, "-esplora", n.EsploraURL, "-scripts", scripts)
+		var out bytes.Buffer
+		res, err := runCheck(ctx, cfg, mustRead(t, scripts), &out)
+		if err != nil || res.Checked != 2 || res.Differ != 0 || res.Skipped != 0 {
+			t.Fatalf("%+v %v: %s", res, err, out.String())
+		}
+		// The Esplora API of another node: the mining script's history
+		// there is empty.
+		other := integration.StartNode(t, integration.NodeConfig{Esplora: true})
+		cfg = mustParse(t, "-check", "-server", n.ElectrumAddr, "-esplora", other.EsploraURL, "-scripts", scripts)
+		out.Reset()
+		if res, err = runCheck(ctx, cfg, mustRead(t, scripts), &out); err != nil || res.Differ != 1 ||
+			!strings.Contains(out.String(), mining) {
+			t.Fatalf("%+v %v: %s", res, err, out.String())
+		}
+	})
+
 	t.Run("limits", func(t *testing.T) {
 		// A closed port is a connection error, not a hang.
 		addr, err := integration.FreeAddr()
@@ -194,6 +275,11 @@ func TestFlags(t *testing.T) {
 		{"-server", "127.0.0.1:1", "-scripts", "x", "-sessions", "20,x"},
 		{"-server", "127.0.0.1:1", "-scripts", "x", "-duration", "0"},
 		{"-server", "127.0.0.1:1", "-scripts", "x", "-mix", "bogus=1"},
+		{"-server", "127.0.0.1:1", "-scripts", "x", "-mix", "esplora.stats=1"},
+		{"-esplora", "http://127.0.0.1:1", "-scripts", "x", "-mix", "get_balance=1"},
+		{"-esplora", "http://127.0.0.1:1", "-scripts", "x", "-single-order", "subscribe"},
+		{"-esplora", "http://127.0.0.1:1", "-server", "127.0.0.1:1", "-scripts", "x"},
+		{"-check", "-esplora", "http://127.0.0.1:1", "-scripts", "x"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("%q accepted", args)
@@ -203,6 +289,22 @@ func TestFlags(t *testing.T) {
 	if err != nil || len(cfg.Sessions) != 2 || cfg.Sessions[1] != 100 || cfg.Heavy != 100 || cfg.Mix.String() != defaultMix {
 		t.Fatalf("%+v %v", cfg, err)
 	}
+	cfg, err = parseFlags([]string{"-esplora", "http://127.0.0.1:1", "-scripts", "x"}, &bytes.Buffer{})
+	if err != nil || cfg.Mix.String() != defaultEsploraMix || strings.Join(cfg.SingleOrder, ",") != esploraSingleOrder {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if _, err := parseMix(electrumForEsploraMix); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRead(t *testing.T, path string) *hashList {
+	t.Helper()
+	l, err := readHashes(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func mustParse(t *testing.T, args ...string) *config {

@@ -29,6 +29,8 @@ import (
 // config is the command line.
 type config struct {
 	Server       string
+	Esplora      string
+	Check        bool
 	TLS          bool
 	Scripts      string
 	Txids        string
@@ -48,6 +50,14 @@ type config struct {
 	JSON         string
 }
 
+// where names the target.
+func (c *config) where() string {
+	if c.Esplora != "" {
+		return c.Esplora
+	}
+	return c.Server
+}
+
 // maxSessions bounds -sessions: the tool never opens more connections
 // than a phase's session count, and never more than this.
 const maxSessions = 10000
@@ -61,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	cfg := &config{}
 	var sessions, mixSpec string
 	fs.StringVar(&cfg.Server, "server", "", "Electrum server `host:port` (plain TCP unless -tls); the only address the tool connects to")
+	fs.StringVar(&cfg.Esplora, "esplora", "", "Esplora API base `URL` (with its path prefix): load it over HTTP instead of an Electrum server, with the Esplora requests of the mix")
+	fs.BoolVar(&cfg.Check, "check", false, "instead of a load: compare, for every script of -scripts, the -esplora API's stats, first page of confirmed transactions and unspent outputs with the -server Electrum server's history, balance and unspent outputs")
 	fs.BoolVar(&cfg.TLS, "tls", false, "connect over TLS (the certificate is not verified)")
 	fs.StringVar(&cfg.Scripts, "scripts", "", "`file` of script hashes, one per line (first field; '#' comments); the first -heavy lines are the scripts with the longest histories")
 	fs.StringVar(&cfg.Txids, "txids", "", "`file` of txids for transaction.get (default: taken from the heavy scripts' histories)")
@@ -69,13 +81,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&cfg.Duration, "duration", 20*time.Second, "measuring time of each phase (0: until -requests)")
 	fs.Uint64Var(&cfg.Requests, "requests", 0, "end a phase after this many measured requests (0: -duration only)")
 	fs.DurationVar(&cfg.Warmup, "warmup", 2*time.Second, "unmeasured load before each phase's measurement")
-	fs.StringVar(&mixSpec, "mix", defaultMix, "request mix, `method=weight,...`; methods: "+knownMethods())
+	fs.StringVar(&mixSpec, "mix", "", "request mix, `method=weight,...` (default "+defaultMix+"; with -esplora "+defaultEsploraMix+"); methods: "+knownMethods())
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed (same seed, same request sequence per session)")
 	fs.IntVar(&cfg.PID, "pid", 0, "server process id: sample its resident memory (VmRSS) every 100 ms and its CPU time")
 	fs.DurationVar(&cfg.Settle, "settle", 5*time.Second, "with -pid, wait this long after a phase before reading the settled RSS")
 	fs.IntVar(&cfg.Single, "single", 10, "time single requests for the first N heavy scripts on an idle session (0: skip)")
 	fs.IntVar(&cfg.SingleRepeat, "single-repeat", 3, "repetitions of each single-request timing")
-	orderSpec := fs.String("single-order", singleOrder, "`methods` timed for each heavy script, in this order (\"subscribe\": first and second scripthash.subscribe on one session)")
+	orderSpec := fs.String("single-order", "", "`methods` timed for each heavy script, in this order (\"subscribe\": first and second scripthash.subscribe on one session; default "+singleOrder+", with -esplora "+esploraSingleOrder+")")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "connect timeout and longest wait for one answer")
 	fs.StringVar(&cfg.JSON, "json", "", "also write the results as JSON to `file`")
 	if err := fs.Parse(args); err != nil {
@@ -84,8 +96,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if cfg.Server == "" || cfg.Scripts == "" {
-		return nil, errors.New("-server and -scripts are required")
+	if (cfg.Server == "" && cfg.Esplora == "") || cfg.Scripts == "" {
+		return nil, errors.New("-server or -esplora, and -scripts, are required")
+	}
+	if cfg.Check && (cfg.Server == "" || cfg.Esplora == "") {
+		return nil, errors.New("-check needs -server and -esplora")
+	}
+	if cfg.Esplora != "" && !cfg.Check && cfg.Server != "" {
+		return nil, errors.New("-server and -esplora: one target to load (both only with -check)")
+	}
+	if mixSpec == "" {
+		mixSpec = defaultMix
+		if cfg.Esplora != "" {
+			mixSpec = defaultEsploraMix
+		}
+	}
+	if *orderSpec == "" {
+		*orderSpec = singleOrder
+		if cfg.Esplora != "" {
+			*orderSpec = esploraSingleOrder
+		}
 	}
 	for _, s := range strings.Split(sessions, ",") {
 		s = strings.TrimSpace(s)
@@ -117,6 +147,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if cfg.SingleOrder, err = parseSingleOrder(*orderSpec); err != nil {
 		return nil, err
 	}
+	for _, e := range cfg.Mix.Entries {
+		if e.Spec.esplora() != (cfg.Esplora != "") {
+			return nil, fmt.Errorf("-mix: %s is not a request of the target (Electrum methods without -esplora, Esplora ones with it)", e.Spec.Name)
+		}
+	}
+	for _, name := range cfg.SingleOrder {
+		if spec, ok := lookupMethod(name); (ok && spec.esplora() != (cfg.Esplora != "")) || (name == "subscribe" && cfg.Esplora != "") {
+			return nil, fmt.Errorf("-single-order: %s is not a request of the target", name)
+		}
+		if spec, _ := lookupMethod(name); name != "subscribe" && spec.Arg != argScript {
+			return nil, fmt.Errorf("-single-order: %s does not take a script", name)
+		}
+	}
 	return cfg, nil
 }
 
@@ -131,6 +174,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cfg.Check {
+		if err := check(ctx, cfg, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "electrum-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	rep, err := run(ctx, cfg, os.Stderr)
 	if rep != nil {
 		rep.writeTable(os.Stdout)
@@ -146,6 +196,23 @@ func main() {
 	}
 }
 
+// check runs -check and reports it on out.
+func check(ctx context.Context, cfg *config, out io.Writer) error {
+	scripts, err := readHashes(cfg.Scripts)
+	if err != nil {
+		return err
+	}
+	res, err := runCheck(ctx, cfg, scripts, out)
+	if res != nil {
+		fmt.Fprintf(out, "checked %d scripts (%d skipped: refused by the Electrum server): %d differ\n",
+			res.Checked, res.Skipped, res.Differ)
+	}
+	if err == nil && res.Differ > 0 {
+		err = fmt.Errorf("%d scripts differ", res.Differ)
+	}
+	return err
+}
+
 // run does the whole measurement; progress notes go to logw. On an error
 // after measuring began it returns what was measured so far too.
 func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
@@ -158,21 +225,40 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 		logf("note: %d of %d script lines are not 64 hex digits; they are sent as they are", scripts.Odd, len(scripts.Raw))
 	}
 	heavy := min(cfg.Heavy, len(scripts.Raw))
-	d := &dialer{addr: cfg.Server, tls: cfg.TLS, timeout: cfg.Timeout}
-
-	version, tip, err := probe(ctx, d)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", cfg.Server, err)
+	var d target = &dialer{addr: cfg.Server, tls: cfg.TLS, timeout: cfg.Timeout}
+	where := cfg.Server
+	if cfg.Esplora != "" {
+		d, where = newEsploraTarget(cfg.Esplora, cfg.Timeout), cfg.Esplora
 	}
-	logf("server %s answers server.version with %s; tip %d", cfg.Server, version, tip)
 
-	var txids *hashList
-	if cfg.Mix.needs(argTx) {
-		if cfg.Txids != "" {
-			if txids, err = readHashes(cfg.Txids); err != nil {
-				return nil, err
-			}
-		} else if txids, err = harvestTxids(ctx, d, scripts, max(heavy, 1)); err != nil {
+	s, version, err := d.open(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	s.Close()
+	tip, err := d.tip(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	logf("server %s: %s; tip %d", where, version, tip)
+
+	var txids, blocks *hashList
+	switch {
+	case cfg.Mix.needs(argTxHeight):
+		if txids, err = d.harvest(ctx, scripts, max(heavy, 1)); err != nil {
+			return nil, err
+		}
+	case cfg.Mix.needs(argTx) && cfg.Txids != "":
+		if txids, err = readHashes(cfg.Txids); err != nil {
+			return nil, err
+		}
+	case cfg.Mix.needs(argTx):
+		if txids, err = d.harvest(ctx, scripts, max(heavy, 1)); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Mix.needs(argBlock) {
+		if blocks, err = d.blocks(ctx, max(0, tip-maxBlocks+1), tip); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +287,7 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		if _, t, err := probe(ctx, d); err == nil {
+		if t, err := d.tip(ctx); err == nil {
 			tip = t
 		}
 		pr := &phaseReport{Tip: tip}
@@ -230,7 +316,7 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 				}
 			}
 		}
-		args := requestArgs{scripts: scripts, txids: txids, tip: tip}
+		args := requestArgs{scripts: scripts, txids: txids, blocks: blocks, tip: tip}
 		pr.res = runPhase(ctx, d, cfg.Mix, args, phaseConfig{
 			Sessions: n, Warmup: cfg.Warmup, Duration: cfg.Duration, Requests: cfg.Requests,
 			Seed: cfg.Seed, Index: i,
@@ -263,37 +349,36 @@ func phaseBound(cfg *config) string {
 	return fmt.Sprintf("measuring %v", cfg.Duration)
 }
 
-// probe opens a session, asks for the tip and closes it. It returns the
-// server.version result and the tip height.
-func probe(ctx context.Context, d *dialer) (string, int64, error) {
-	c, version, err := d.dial(ctx)
+// tip opens a session, asks for the tip and closes it.
+func (d *dialer) tip(ctx context.Context) (int64, error) {
+	c, _, err := d.dial(ctx)
 	if err != nil {
-		return "", 0, err
+		return 0, err
 	}
 	defer c.Close()
 	m, err := c.call("blockchain.headers.subscribe", true)
 	if err != nil {
-		return "", 0, fmt.Errorf("blockchain.headers.subscribe: %w", err)
+		return 0, fmt.Errorf("blockchain.headers.subscribe: %w", err)
 	}
 	if m.Error != nil {
 		e := parseError(m.Error)
-		return "", 0, fmt.Errorf("blockchain.headers.subscribe: error %d: %s", e.Code, e.Message)
+		return 0, fmt.Errorf("blockchain.headers.subscribe: error %d: %s", e.Code, e.Message)
 	}
 	var tip struct {
 		Height *int64 `json:"height"`
 	}
 	if err := json.Unmarshal(m.Result, &tip); err != nil || tip.Height == nil || *tip.Height < 0 {
-		return "", 0, fmt.Errorf("blockchain.headers.subscribe: unexpected result %.200s", m.Result)
+		return 0, fmt.Errorf("blockchain.headers.subscribe: unexpected result %.200s", m.Result)
 	}
-	return string(version), *tip.Height, nil
+	return *tip.Height, nil
 }
 
-// maxHarvest bounds the txids kept for transaction.get.
+// maxHarvest bounds the txids kept for transaction requests.
 const maxHarvest = 100000
 
-// harvestTxids collects txids for transaction.get from the histories of
+// harvest collects txids for transaction requests from the histories of
 // the first n scripts.
-func harvestTxids(ctx context.Context, d *dialer, scripts *hashList, n int) (*hashList, error) {
+func (d *dialer) harvest(ctx context.Context, scripts *hashList, n int) (*hashList, error) {
 	c, _, err := d.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -308,19 +393,26 @@ func harvestTxids(ctx context.Context, d *dialer, scripts *hashList, n int) (*ha
 		var msg struct {
 			Result []struct {
 				TxHash string `json:"tx_hash"`
+				Height int64  `json:"height"`
 			} `json:"result"`
 		}
 		if json.Unmarshal(raw, &msg) != nil {
 			continue // an error answer
 		}
 		for _, e := range msg.Result {
-			if len(l.Raw) < maxHarvest {
+			if len(l.Raw) < maxHarvest && e.Height > 0 {
 				l.add(e.TxHash)
+				l.Heights = append(l.Heights, e.Height)
 			}
 		}
 	}
 	if len(l.Raw) == 0 {
-		return nil, errors.New("transaction.get: no txids in the heavy scripts' histories; give -txids")
+		return nil, errors.New("no confirmed txids in the heavy scripts' histories; give -txids")
 	}
 	return l, nil
+}
+
+// blocks: Electrum requests name blocks by height.
+func (d *dialer) blocks(context.Context, int64, int64) (*hashList, error) {
+	return nil, errors.New("Electrum requests name blocks by height")
 }

@@ -75,7 +75,7 @@ func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 // writeTable prints the human-readable report.
 func (r *report) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "electrum-load: server %s (%s), tip %d, %d scripts (%d heavy), mix %s, seed %d\n",
-		r.cfg.Server, r.ServerVersion, r.Tip, r.NumScripts, r.NumHeavy, r.cfg.Mix, r.cfg.Seed)
+		r.cfg.where(), r.ServerVersion, r.Tip, r.NumScripts, r.NumHeavy, r.cfg.Mix, r.cfg.Seed)
 	if len(r.Single) > 0 {
 		fmt.Fprintf(w, "\nSingle requests on an idle session (ms; %d repetitions):\n", r.cfg.SingleRepeat)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -263,7 +263,7 @@ func latencyOf(h *histogram) *jsonLatency {
 // toJSON builds the machine-readable report.
 func (r *report) toJSON() *jsonReport {
 	c := r.cfg
-	j := &jsonReport{Tool: clientName, Server: c.Server, TLS: c.TLS, ServerVersion: r.ServerVersion,
+	j := &jsonReport{Tool: clientName, Server: c.where(), TLS: c.TLS, ServerVersion: r.ServerVersion,
 		Started: r.Started, Tip: r.Tip, Scripts: r.NumScripts, Heavy: r.NumHeavy, OddScripts: r.OddScripts,
 		Mix: c.Mix.String(), Seed: c.Seed, WarmupS: c.Warmup.Seconds(), DurationS: c.Duration.Seconds(),
 		Requests: c.Requests, TimeoutS: c.Timeout.Seconds(), PID: c.PID,

@@ -14,6 +14,11 @@ import (
 // server's caches cold for it.
 const singleOrder = "get_history,listunspent,get_balance,subscribe"
 
+// esploraSingleOrder is singleOrder with -esplora: a script's stats (the
+// first call reads them from the history's transactions), its first page,
+// its unspent outputs.
+const esploraSingleOrder = "esplora.stats,esplora.txs,esplora.utxo"
+
 // singleResult is one method's timing for one script on an idle server.
 type singleResult struct {
 	Script string
@@ -64,7 +69,7 @@ func parseSingleOrder(s string) ([]string, error) {
 
 // runSingle times the methods of order for the first n scripts, each
 // repeated repeat times, on idle sessions.
-func runSingle(ctx context.Context, d *dialer, scripts *hashList, n, repeat int, order []string) ([]*singleResult, error) {
+func runSingle(ctx context.Context, d target, scripts *hashList, n, repeat int, order []string) ([]*singleResult, error) {
 	n = min(n, len(scripts.Raw))
 	if n <= 0 || repeat <= 0 {
 		return nil, nil
@@ -86,19 +91,19 @@ func runSingle(ctx context.Context, d *dialer, scripts *hashList, n, repeat int,
 // its own; "subscribe" times the first and the second call of
 // scripthash.subscribe on a new session each repetition (the first computes
 // the status, the second may find it cached).
-func timeSingle(ctx context.Context, d *dialer, scripts *hashList, i int, name string, repeat int) ([]*singleResult, error) {
+func timeSingle(ctx context.Context, d target, scripts *hashList, i int, name string, repeat int) ([]*singleResult, error) {
 	sh := scripts.Quoted[i]
-	method, results := "blockchain.scripthash.subscribe", []*singleResult{
+	spec, results := methodSpec{Name: "subscribe", RPC: "blockchain.scripthash.subscribe", Arg: argScript}, []*singleResult{
 		{Script: scripts.Raw[i], Index: i, Method: "subscribe#1", Entries: -1},
 		{Script: scripts.Raw[i], Index: i, Method: "subscribe#2", Entries: -1},
 	}
 	perSession := 2
 	if name != "subscribe" {
-		spec, _ := lookupMethod(name)
-		method, perSession = spec.RPC, 1
+		spec, _ = lookupMethod(name)
+		perSession = 1
 		results = []*singleResult{{Script: scripts.Raw[i], Index: i, Method: name, Entries: -1}}
 	}
-	var c *conn
+	var c session
 	defer func() {
 		if c != nil {
 			c.Close()
@@ -110,14 +115,14 @@ func timeSingle(ctx context.Context, d *dialer, scripts *hashList, i int, name s
 				c.Close()
 			}
 			var err error
-			if c, _, err = d.dial(ctx); err != nil {
+			if c, _, err = d.open(ctx); err != nil {
 				return nil, err
 			}
 		}
 		for j := 0; j < perSession; j++ {
 			r := results[j]
 			start := time.Now()
-			m, err := c.call(method, false, sh)
+			a, err := c.do(spec, []string{sh})
 			r.Times = append(r.Times, time.Since(start))
 			if err != nil {
 				r.Error = failureKind(err)
@@ -125,7 +130,7 @@ func timeSingle(ctx context.Context, d *dialer, scripts *hashList, i int, name s
 				c = nil
 				break
 			}
-			r.note(m)
+			r.Error, r.Entries, r.Bytes = a.errKind, a.entries, a.bytes
 		}
 	}
 	var out []*singleResult
@@ -135,13 +140,4 @@ func timeSingle(ctx context.Context, d *dialer, scripts *hashList, i int, name s
 		}
 	}
 	return out, nil
-}
-
-// note records the size or error of an answer.
-func (r *singleResult) note(m *message) {
-	if m.Error != nil {
-		r.Error = errorKind(parseError(m.Error))
-		return
-	}
-	r.Entries, r.Bytes = m.ResultEntries, m.ResultBytes
 }

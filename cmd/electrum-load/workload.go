@@ -14,37 +14,62 @@ import (
 type argKind int
 
 const (
-	argNone   argKind = iota
-	argScript         // a script hash from the scripts file
-	argHeight         // a height in [0, tip]
-	argTx             // a txid
-	argFee            // a confirmation target
+	argNone     argKind = iota
+	argScript           // a script hash from the scripts file
+	argHeight           // a height in [0, tip]
+	argTx               // a txid
+	argFee              // a confirmation target
+	argTxHeight         // a confirmed txid and its block's height
+	argBlock            // a block hash
 )
 
-// methodSpec is one method the tool can put in a mix.
+// methodSpec is one method the tool can put in a mix: an Electrum method
+// (RPC) or an Esplora HTTP request (Path, with %s for the argument).
 type methodSpec struct {
 	Name string // short name used in -mix and reports
 	RPC  string // Electrum method
+	Path string // Esplora GET path
 	Arg  argKind
 }
 
+// esplora says whether the spec is an Esplora request.
+func (s methodSpec) esplora() bool { return s.Path != "" }
+
 // methodSpecs lists the methods a mix may name, by short or full name.
 var methodSpecs = []methodSpec{
-	{"get_balance", "blockchain.scripthash.get_balance", argScript},
-	{"get_history", "blockchain.scripthash.get_history", argScript},
-	{"listunspent", "blockchain.scripthash.listunspent", argScript},
-	{"get_mempool", "blockchain.scripthash.get_mempool", argScript},
-	{"subscribe", "blockchain.scripthash.subscribe", argScript},
-	{"block.header", "blockchain.block.header", argHeight},
-	{"headers.subscribe", "blockchain.headers.subscribe", argNone},
-	{"transaction.get", "blockchain.transaction.get", argTx},
-	{"estimatefee", "blockchain.estimatefee", argFee},
-	{"features", "server.features", argNone},
-	{"ping", "server.ping", argNone},
+	{"get_balance", "blockchain.scripthash.get_balance", "", argScript},
+	{"get_history", "blockchain.scripthash.get_history", "", argScript},
+	{"listunspent", "blockchain.scripthash.listunspent", "", argScript},
+	{"get_mempool", "blockchain.scripthash.get_mempool", "", argScript},
+	{"subscribe", "blockchain.scripthash.subscribe", "", argScript},
+	{"block.header", "blockchain.block.header", "", argHeight},
+	{"headers.subscribe", "blockchain.headers.subscribe", "", argNone},
+	{"transaction.get", "blockchain.transaction.get", "", argTx},
+	{"get_merkle", "blockchain.transaction.get_merkle", "", argTxHeight},
+	{"estimatefee", "blockchain.estimatefee", "", argFee},
+	{"features", "server.features", "", argNone},
+	{"ping", "server.ping", "", argNone},
+	// Esplora (-esplora): a script's stats, the first page of its
+	// confirmed transactions, its unspent outputs; a transaction's
+	// status; a block's header; the tip.
+	{"esplora.stats", "", "/scripthash/%s", argScript},
+	{"esplora.txs", "", "/scripthash/%s/txs/chain", argScript},
+	{"esplora.utxo", "", "/scripthash/%s/utxo", argScript},
+	{"esplora.tx.status", "", "/tx/%s/status", argTx},
+	{"esplora.header", "", "/block/%s/header", argBlock},
+	{"esplora.tip", "", "/blocks/tip/height", argNone},
 }
 
 // defaultMix is the wallet-like request mix used without -mix.
 const defaultMix = "get_balance=3,get_history=2,listunspent=2,block.header=2,headers.subscribe=1"
+
+// defaultEsploraMix is the same wallet's requests to an Esplora API, the
+// mix used with -esplora and without -mix. Its Electrum counterpart, for
+// the same load on the same scripts, is electrumForEsploraMix.
+const (
+	defaultEsploraMix     = "esplora.stats=3,esplora.txs=2,esplora.utxo=2,esplora.tx.status=1,esplora.header=2"
+	electrumForEsploraMix = "get_balance=3,get_history=2,listunspent=2,get_merkle=1,block.header=2"
+)
 
 // mixEntry is a method and its weight.
 type mixEntry struct {
@@ -140,11 +165,15 @@ func knownMethods() string {
 	return strings.Join(names, ", ")
 }
 
-// hashList is a list of hashes (script hashes or txids) read from a file,
-// kept both as written and as JSON strings ready for a request.
+// hashList is a list of hashes (script hashes, txids or block hashes)
+// read from a file or collected from the server, kept both as written and
+// as JSON strings ready for a request.
 type hashList struct {
 	Raw    []string
 	Quoted []string
+	// Heights are the heights of collected txids' blocks (none for a
+	// file's).
+	Heights []int64
 	// Odd counts entries that are not 64 hex digits; they are sent as
 	// they are (the server's answer is an error, counted as such).
 	Odd int
@@ -207,6 +236,7 @@ func isHash(s string) bool {
 type requestArgs struct {
 	scripts *hashList
 	txids   *hashList
+	blocks  *hashList
 	tip     int64
 	buf     []string
 }
@@ -222,6 +252,11 @@ func (a *requestArgs) params(spec methodSpec, rng *rand.Rand) []string {
 		p = append(p, strconv.FormatInt(rng.Int64N(a.tip+1), 10))
 	case argTx:
 		p = append(p, a.txids.Quoted[rng.IntN(len(a.txids.Quoted))])
+	case argTxHeight:
+		i := rng.IntN(len(a.txids.Quoted))
+		p = append(p, a.txids.Quoted[i], strconv.FormatInt(a.txids.Heights[i], 10))
+	case argBlock:
+		p = append(p, a.blocks.Quoted[rng.IntN(len(a.blocks.Quoted))])
 	case argFee:
 		p = append(p, "6")
 	}
