@@ -3,7 +3,7 @@
 // batches as the writer's catch-up commits them, then the batches of single
 // blocks as the writer commits them at the chain's tip, then point reads.
 // Both stores get the index's settings (indexers/store.go): 16 KiB blocks,
-// no compression, a 32 MiB memtable, a 64 MiB block cache.
+// no compression, an 8 MiB memtable (-memtable), a 64 MiB block cache.
 //
 // It is a module of its own so that the node's module does not depend on
 // a store it does not use.
@@ -122,7 +122,7 @@ func open(kind, dir string) (store, error) {
 	case "leveldb":
 		db, err := leveldb.OpenFile(dir, &opt.Options{
 			Compression: opt.NoCompression, BlockSize: 16 << 10, DisableBufferPool: true,
-			BlockCacheCapacity: 64 << 20, WriteBuffer: *wbuf << 20, CompactionTableSize: 8 << 20,
+			BlockCacheCapacity: 64 << 20, WriteBuffer: *memtable << 20, CompactionTableSize: 8 << 20,
 			CompactionTotalSize: 64 << 20, CompactionL0Trigger: 8, WriteL0SlowdownTrigger: 16,
 			WriteL0PauseTrigger: 24,
 		})
@@ -130,10 +130,7 @@ func open(kind, dir string) (store, error) {
 	case "pebble":
 		cache := pebble.NewCache(64 << 20)
 		defer cache.Unref()
-		o := &pebble.Options{Cache: cache, MemTableSize: 32 << 20}
-		if *largeBatch > 0 {
-			o.MemTableSize = uint64(*largeBatch)
-		}
+		o := &pebble.Options{Cache: cache, MemTableSize: uint64(*memtable) << 20}
 		o.EnsureDefaults()
 		for i := range o.Levels {
 			o.Levels[i].BlockSize = 16 << 10
@@ -145,9 +142,10 @@ func open(kind, dir string) (store, error) {
 	return nil, fmt.Errorf("unknown store %q: leveldb or pebble", kind)
 }
 
-var largeBatch = flag.Int("largebatch", 0, "")
-var pause = flag.Duration("pause", 0, "")
-var wbuf = flag.Int("wbuf", 32, "")
+var (
+	memtable = flag.Int("memtable", 8, "memtable (goleveldb's write buffer) in `MiB`; Pebble commits a batch of more than half of it without inserting it into a memtable")
+	pause    = flag.Duration("pause", 0, "pause before each tip batch, as between blocks at a tip (the store's background work catches up)")
+)
 
 func main() {
 	kind := flag.String("store", "leveldb", "`store` to measure: leveldb or pebble")
