@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 )
@@ -35,13 +36,14 @@ func electrumResult(c *conn, out any, method string, params ...string) error {
 	return json.Unmarshal(msg.Result, out)
 }
 
-// errRefused is an Electrum error answer.
+// errRefused is an Electrum error answer, or Esplora's refusal of a script
+// over its limits.
 var errRefused = errors.New("error answer")
 
 // runCheck compares, for every script, the Esplora API's answers with the
 // Electrum server's for the same script, both read at one tip: the node
-// must not be receiving blocks. Scripts the Electrum server refuses (a
-// history or answer over its limits) are counted and skipped. Each
+// must not be receiving blocks. Scripts either server refuses (a history or
+// answer over its limits) are counted and skipped. Each
 // difference is written to out.
 func runCheck(ctx context.Context, cfg *config, scripts *hashList, out io.Writer) (*checkResult, error) {
 	d := &dialer{addr: cfg.Server, tls: cfg.TLS, timeout: cfg.Timeout}
@@ -125,6 +127,11 @@ func checkScript(c *conn, es *esploraSession, esh string) ([]string, error) {
 		v    any
 	}{{"", &stats}, {"/txs/chain", &page}, {"/utxo", &utxos}} {
 		body, err := es.get("/scripthash/" + sh + r.path)
+		var he *httpError
+		if errors.As(err, &he) && he.status == http.StatusBadRequest {
+			// Over --esploramaxutxos or --esploramaxhistory.
+			return nil, fmt.Errorf("%w: %v", errRefused, err)
+		}
 		if err != nil {
 			return nil, err
 		}

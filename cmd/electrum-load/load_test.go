@@ -251,6 +251,18 @@ func TestAgainstNode(t *testing.T) {
 			!strings.Contains(out.String(), mining) {
 			t.Fatalf("%+v %v: %s", res, err, out.String())
 		}
+		// A script over the Esplora API's unspent-output limit is
+		// skipped, not a difference.
+		tight := integration.StartNode(t, integration.NodeConfig{Esplora: true, Args: []string{"--esploramaxutxos=5"}})
+		if _, err := tight.Mine(blocks); err != nil {
+			t.Fatal(err)
+		}
+		cfg = mustParse(t, "-check", "-server", n.ElectrumAddr, "-esplora", tight.EsploraURL, "-scripts", scripts)
+		out.Reset()
+		if res, err = runCheck(ctx, cfg, mustRead(t, scripts), &out); err != nil || res.Checked != 1 ||
+			res.Skipped != 1 || res.Differ != 0 {
+			t.Fatalf("%+v %v: %s", res, err, out.String())
+		}
 	})
 
 	t.Run("limits", func(t *testing.T) {

@@ -204,7 +204,7 @@ func check(ctx context.Context, cfg *config, out io.Writer) error {
 	}
 	res, err := runCheck(ctx, cfg, scripts, out)
 	if res != nil {
-		fmt.Fprintf(out, "checked %d scripts (%d skipped: refused by the Electrum server): %d differ\n",
+		fmt.Fprintf(out, "checked %d scripts (%d skipped: over a server's limits): %d differ\n",
 			res.Checked, res.Skipped, res.Differ)
 	}
 	if err == nil && res.Differ > 0 {
