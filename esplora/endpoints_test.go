@@ -10,6 +10,7 @@ import (
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2/bloom"
+	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -172,7 +173,7 @@ func checkTx(t *testing.T, o *chainOracle, v *txValue, tx *wire.MsgTx, height in
 		if vin.Prevout == nil || vin.Prevout.Value != prev.Value || vin.Prevout.ScriptPubKey != hex.EncodeToString(prev.PkScript) {
 			t.Fatalf("tx %s vin %d prevout %+v, chain %x %d", txid, i, vin.Prevout, prev.PkScript, prev.Value)
 		}
-		checkOut(t, vin.Prevout, prev)
+		checkOut(t, testParams, vin.Prevout, prev)
 		// The harness spends P2SH by pushing the redeem script and
 		// P2WSH with the witness script as the last item.
 		if isP2SH(prev.PkScript) != (vin.InnerRedeemScriptAsm != nil) {
@@ -184,7 +185,7 @@ func checkTx(t *testing.T, o *chainOracle, v *txValue, tx *wire.MsgTx, height in
 	}
 	for i, txout := range tx.TxOut {
 		out += txout.Value
-		checkOut(t, &v.Vout[i], txout)
+		checkOut(t, testParams, &v.Vout[i], txout)
 	}
 	if !coinbase && v.Fee != in-out {
 		t.Fatalf("tx %s fee %d, chain %d", txid, v.Fee, in-out)
@@ -196,13 +197,13 @@ func checkTx(t *testing.T, o *chainOracle, v *txValue, tx *wire.MsgTx, height in
 
 // checkOut compares an output's Esplora form with the output; the address
 // with btcd's own reading of standard scripts.
-func checkOut(t *testing.T, v *txOutValue, out *wire.TxOut) {
+func checkOut(t *testing.T, params *chaincfg.Params, v *txOutValue, out *wire.TxOut) {
 	t.Helper()
 	if v.Value != out.Value || v.ScriptPubKey != hex.EncodeToString(out.PkScript) || v.ScriptPubKeyAsm != scriptAsm(out.PkScript) ||
 		v.ScriptPubKeyType != scriptType(out.PkScript) {
 		t.Fatalf("output %+v, chain %x %d", v, out.PkScript, out.Value)
 	}
-	class, addrs, _, err := txscript.ExtractPkScriptAddrs(out.PkScript, testParams)
+	class, addrs, _, err := txscript.ExtractPkScriptAddrs(out.PkScript, params)
 	switch {
 	case err == nil && len(addrs) == 1 && (class == txscript.PubKeyHashTy || class == txscript.ScriptHashTy ||
 		class == txscript.WitnessV0PubKeyHashTy || class == txscript.WitnessV0ScriptHashTy || class == txscript.WitnessV1TaprootTy):

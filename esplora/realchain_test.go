@@ -17,6 +17,7 @@ import (
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/integration/rpctest"
 	"github.com/btcsuite/btcd/mempool"
@@ -88,7 +89,14 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 			n.coins = append(n.coins, c)
 		}
 	}
-	chain := n.h.Chain
+	n.serve(n.h.Chain, n.h.Params, prefix, extra...)
+	return n
+}
+
+// serve starts the mempool, the Electrum server and the Esplora server on
+// chain, as the node wires them.
+func (n *testNode) serve(chain *blockchain.BlockChain, params *chaincfg.Params, prefix string, extra ...net.Listener) {
+	t := n.t
 	fees := mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 1)
 	n.pool = mempool.New(&mempool.Config{
 		Policy: mempool.Policy{
@@ -100,7 +108,7 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 			MaxSigOpCostPerTx: blockchain.MaxBlockSigOpsCost / 4,
 			MinRelayTxFee:     mempool.DefaultMinRelayTxFee,
 		},
-		ChainParams:    n.h.Params,
+		ChainParams:    params,
 		FetchUtxoView:  chain.FetchUtxoView,
 		BestHeight:     func() int32 { return chain.BestSnapshot().Height },
 		MedianTimePast: func() time.Time { return chain.BestSnapshot().MedianTime },
@@ -114,7 +122,7 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 	})
 	n.overlay = indexers.NewMempool(n.idx.PrevOut)
 	n.backend = &electrum.IndexBackend{
-		Params: n.h.Params, Chain: chain, Index: n.idx, Mempool: n.overlay, Pool: n.pool,
+		Params: params, Chain: chain, Index: n.idx, Mempool: n.overlay, Pool: n.pool,
 		Relay: &electrum.PoolRelay{Pool: n.pool, Fees: fees, OnAccept: func(descs []*mempool.TxDesc) {
 			n.esrv.NotifyMempool(n.overlay.Add(descs...))
 		}},
@@ -123,7 +131,10 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.esrv = electrum.New(electrum.Config{Listeners: []electrum.Listener{{Transport: electrum.TCP, Listener: el}}}, n.backend)
+	// The tests' Electrum client asks for long histories over and over:
+	// no cost throttling.
+	n.esrv = electrum.New(electrum.Config{Listeners: []electrum.Listener{{Transport: electrum.TCP, Listener: el}},
+		CostHardLimit: -1}, n.backend)
 	if err := n.esrv.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +164,6 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 		_ = n.srv.Shutdown(ctx)
 		_ = n.esrv.Shutdown(ctx)
 	})
-	return n
 }
 
 // onChain keeps btcd's mempool in step with the chain, as the node does.
