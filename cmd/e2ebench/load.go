@@ -15,8 +15,9 @@ import (
 // started with the index on a copy of the chain (whose index it first
 // builds), and once its Electrum port reports the tip, the project's load
 // tool (cmd/electrum-load) runs its request mix against it over TCP and
-// times single requests of the heaviest scripts. Its report is the tool's
-// own; -json and -md are passed on.
+// times single requests of the heaviest scripts; with -esplora the node
+// serves its Esplora API too and the tool loads that instead, over HTTP.
+// Its report is the tool's own; -json and -md are passed on.
 func runLoad(args []string) error {
 	var (
 		c        common
@@ -26,6 +27,7 @@ func runLoad(args []string) error {
 		single   int
 		extra    string
 		restart  bool
+		esplora  bool
 	)
 	fs := flag.NewFlagSet("load", flag.ExitOnError)
 	c.register(fs)
@@ -34,6 +36,7 @@ func runLoad(args []string) error {
 	fs.DurationVar(&duration, "duration", 20*time.Second, "measured length of each phase")
 	fs.IntVar(&single, "single", 10, "heavy scripts whose single requests are timed")
 	fs.StringVar(&extra, "loadargs", "", "extra flags for the load tool, space-separated")
+	fs.BoolVar(&esplora, "esplora", false, "load the node's Esplora API (--esploralisten) instead of its Electrum server, with the load tool's Esplora mix")
 	fs.BoolVar(&restart, "restart", false, "restart the node once the index is built, so the load meets a fresh process (empty caches)")
 	fs.Parse(args)
 
@@ -69,6 +72,15 @@ func runLoad(args []string) error {
 		"--nolisten", "--norpc", "--nodnsseed", "--connect=127.0.0.1:1", "--addcheckpoint=" + ci.Checkpoint,
 		"--nocfilters", "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),
 		"--electrummaxsessionsperip=-1", "--electrumcosthardlimit=-1"}, c.nodeArgs...)
+	target := []string{"-server", fmt.Sprintf("127.0.0.1:%d", port)}
+	if esplora {
+		eport, err := freePort()
+		if err != nil {
+			return err
+		}
+		nodeArgs = append(nodeArgs, fmt.Sprintf("--esploralisten=127.0.0.1:%d", eport), "--esploramaxrequestsperip=-1")
+		target = []string{"-esplora", fmt.Sprintf("http://127.0.0.1:%d", eport)}
+	}
 	onLine := func(t time.Duration, line string) {
 		if c.verbose {
 			fmt.Fprintf(os.Stderr, "  [node %6.1fs] %s\n", t.Seconds(), line)
@@ -100,9 +112,9 @@ func runLoad(args []string) error {
 	}
 	fmt.Fprintln(os.Stderr, "running the load")
 
-	largs := []string{"-server", fmt.Sprintf("127.0.0.1:%d", port), "-scripts", scripts,
+	largs := append(target, "-scripts", scripts,
 		"-sessions", sessions, "-duration", duration.String(), "-single", strconv.Itoa(single),
-		"-pid", strconv.Itoa(p.Pid())}
+		"-pid", strconv.Itoa(p.Pid()))
 	if c.jsonOut != "" {
 		largs = append(largs, "-json", c.jsonOut)
 	}
