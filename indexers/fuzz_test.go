@@ -153,7 +153,7 @@ func FuzzSchemaDecoders(f *testing.F) {
 		}
 		defer view.release()
 		b := new(leveldb.Batch)
-		d, err := applyUndoRecord(b, v, view)
+		d, err := applyUndoRecord(b, v, int32(n), view)
 		if err != nil {
 			return
 		}
@@ -181,7 +181,7 @@ func FuzzSchemaDecoders(f *testing.F) {
 		// Written again, the record decodes to the same writes; it is
 		// the same bytes unless its lengths were not minimal varints.
 		b2 := new(leveldb.Batch)
-		if _, err := applyUndoRecord(b2, again.buf, view); err != nil {
+		if _, err := applyUndoRecord(b2, again.buf, int32(n), view); err != nil {
 			t.Fatalf("undo record %x, written again as %x, fails: %v", v, again.buf, err)
 		}
 		if !bytes.Equal(b.Dump(), b2.Dump()) {
@@ -376,7 +376,7 @@ func FuzzIndexReads(f *testing.F) {
 				t.Fatal(err)
 			}
 			if rec := view.Get(undoKey(tip.height)); rec != nil {
-				_, _ = applyUndoRecord(new(leveldb.Batch), rec, view)
+				_, _ = applyUndoRecord(new(leveldb.Batch), rec, tip.height, view)
 			}
 			_ = fillSpendPositions(view, &blockPlan{height: tip.height, txs: []txPlan{{spends: []spendRow{
 				{prev: wire.OutPoint{Hash: id}, height: height}}}}})

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -257,6 +259,29 @@ type replayRecorder struct{ r *undoRecorder }
 func (r replayRecorder) Put(k, v []byte) { _ = r.r.Put(k, v) }
 func (r replayRecorder) Delete(k []byte) { _ = r.r.Delete(k) }
 
+// sortedOps returns the writes of an undoRecorder's buffer (without a
+// header) as strings, sorted.
+func sortedOps(t *testing.T, buf []byte) []string {
+	t.Helper()
+	var out []string
+	for i := 0; i < len(buf); {
+		op := buf[i]
+		kl, m := binary.Uvarint(buf[i+1:])
+		i += 1 + m
+		s := fmt.Sprintf("%d %x", op, buf[i:i+int(kl)])
+		i += int(kl)
+		if op == undoPut {
+			vl, m := binary.Uvarint(buf[i:])
+			i += m
+			s += fmt.Sprintf(" %x", buf[i:i+int(vl)])
+			i += int(vl)
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // undoOp is one write of an undo record.
 type undoOp struct {
 	del        bool
@@ -265,9 +290,11 @@ type undoOp struct {
 }
 
 // TestUndoRecordLayout pins an undo record byte for byte: rows(8) bytes(8),
-// the size change of the undo, then applyDisconnect's writes, op(1)
-// keylen(uvarint) key and for a put vallen(uvarint) value; a restored
-// unspent row holds position 0, looked up again when the record is applied.
+// the size change of the undo, then applyDisconnect's writes but the deletes
+// of the block's own rows, op(1) keylen(uvarint) key and for a put
+// vallen(uvarint) value, then undoOwn; a restored unspent row holds position
+// 0, looked up again when the record is applied, and the block's own rows
+// are read from the store. Applied, it writes what applyDisconnect writes.
 func TestUndoRecordLayout(t *testing.T) {
 	r := &undoRecorder{}
 	_ = r.Put([]byte{0xaa}, []byte{0xbb, 0xcc})
@@ -309,13 +336,16 @@ func TestUndoRecordLayout(t *testing.T) {
 		if op.del {
 			rows--
 			size -= int64(len(op.key) + op.valueLen)
-			body = append(append(append(body, 2), byte(len(op.key))), op.key...)
+			if op.key[2] == tagHist {
+				body = append(append(append(body, 2), byte(len(op.key))), op.key...)
+			}
 			continue
 		}
 		rows++
 		size += int64(len(op.key) + len(op.value))
 		body = append(append(append(append(append(body, 1), byte(len(op.key))), op.key...), byte(len(op.value))), op.value...)
 	}
+	body = append(body, undoOwn)
 	rec := undoRecord(p)
 	head := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(rows)), uint64(size))
 	want(t, "undo record", rec, hex.EncodeToString(append(head, body...)))
@@ -339,7 +369,7 @@ func TestUndoRecordLayout(t *testing.T) {
 		return v
 	}
 	batch := new(leveldb.Batch)
-	if _, err := applyUndoRecord(batch, rec, view()); err == nil {
+	if _, err := applyUndoRecord(batch, rec, 7, view()); err == nil {
 		t.Fatal("an undo record restoring an output of a transaction the store does not hold was applied")
 	}
 	// The spent transaction is the fourth of block 5; another of the same
@@ -362,8 +392,14 @@ func TestUndoRecordLayout(t *testing.T) {
 	if err := store.Put(key(txKeyLen, func(k []byte) { txKey(k, txPos(6, 0)) }), chunk, nil); err != nil {
 		t.Fatal(err)
 	}
+	// The block's own rows, which the record does not list.
+	own := new(leveldb.Batch)
+	applyConnect(batchWriter{own}, planBlock(block, stxos, false), 0)
+	if err := store.Write(own, nil); err != nil {
+		t.Fatal(err)
+	}
 	batch.Reset()
-	d, err := applyUndoRecord(batch, rec, view())
+	d, err := applyUndoRecord(batch, rec, 7, view())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,20 +419,36 @@ func TestUndoRecordLayout(t *testing.T) {
 	if err := batch.Replay(replayRecorder{applied}); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(applied.buf, direct.buf) {
-		t.Fatalf("applied record writes\n%x\napplyDisconnect writes\n%x", applied.buf, direct.buf)
+	if a, b := sortedOps(t, applied.buf), sortedOps(t, direct.buf); !slices.Equal(a, b) {
+		t.Fatalf("applied record writes\n%q\napplyDisconnect writes\n%q", a, b)
+	}
+	// A record of an earlier version lists every write, the block's own
+	// rows too; it is applied as it is.
+	old := &undoRecorder{buf: bytes.Clone(rec[:16])}
+	applyDisconnect(old, planBlock(block, stxos, false))
+	batch.Reset()
+	if _, err := applyUndoRecord(batch, old.buf, 7, view()); err != nil {
+		t.Fatal(err)
+	}
+	oldApplied := &undoRecorder{}
+	if err := batch.Replay(replayRecorder{oldApplied}); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := sortedOps(t, oldApplied.buf), sortedOps(t, direct.buf); !slices.Equal(a, b) {
+		t.Fatalf("a full record applies\n%q\napplyDisconnect writes\n%q", a, b)
 	}
 
 	// Malformed records fail.
 	for name, bad := range map[string][]byte{
 		"short header":  rec[:15],
 		"truncated key": rec[:len(rec)-3],
-		"unknown op":    append(bytes.Clone(rec[:16]), 3, 1, 0xaa),
+		"unknown op":    append(bytes.Clone(rec[:16]), 9, 1, 0xaa),
+		"ops after own": append(bytes.Clone(rec[:16]), undoOwn, 2, 1, 0xaa),
 		"long value":    append(bytes.Clone(rec[:16]), 1, 1, 0xaa, 9, 0xbb),
 		"missing value": append(bytes.Clone(rec[:16]), 1, 1, 0xaa),
 		"varint":        append(bytes.Clone(rec[:16]), 2, 0x80),
 	} {
-		if _, err := applyUndoRecord(new(leveldb.Batch), bad, view()); err == nil {
+		if _, err := applyUndoRecord(new(leveldb.Batch), bad, 7, view()); err == nil {
 			t.Errorf("%s: malformed undo record applied", name)
 		}
 	}

@@ -42,11 +42,17 @@ import (
 // writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.
 // The value of a restored unspent row carries its transaction's position,
 // which btcd's spent outputs do not give; the record holds zero there and
-// the undo looks it up.
+// the undo looks it up. The block's own rows are not listed, only the
+// deletes of its history rows and a closing undoOwn: the undo reads them
+// from the store it removes them from (ownRows), which halves a record.
 
 const (
 	undoPut = 1
 	undoDel = 2
+	// undoOwn deletes the rows the block created: its transaction chunks,
+	// their txid rows, its block row, and the unspent rows at its height
+	// of every script whose history row the record deletes.
+	undoOwn = 3
 )
 
 // undoKeep is how long a record stays after it was written, even when its
@@ -98,6 +104,29 @@ func (w *writer) pruneOldUndo() error {
 // undoRecorder is a rowWriter that encodes writes into an undo record.
 type undoRecorder struct{ buf []byte }
 
+// ownRecorder records the writes of applyDisconnect for the block at height
+// as a record does: its own rows left to undoOwn.
+type ownRecorder struct {
+	undoRecorder
+	height int32
+}
+
+func (r *ownRecorder) Put(k, v []byte) error {
+	if len(k) == utxoKeyLen && k[2] == tagUtxo && int32(binary.BigEndian.Uint32(k[pfx+hashXLen:])) == r.height {
+		// An output created and spent in the block: its row was never
+		// written.
+		return nil
+	}
+	return r.undoRecorder.Put(k, v)
+}
+
+func (r *ownRecorder) Delete(k []byte) error {
+	if len(k) > pfx && k[2] != tagHist {
+		return nil
+	}
+	return r.undoRecorder.Delete(k)
+}
+
 func (r *undoRecorder) Put(k, v []byte) error {
 	r.buf = append(r.buf, undoPut)
 	r.buf = binary.AppendUvarint(r.buf, uint64(len(k)))
@@ -118,16 +147,18 @@ func (r *undoRecorder) copiesRows() {}
 
 // undoRecord encodes the undo record of a planned block.
 func undoRecord(p *blockPlan) []byte {
-	r := &undoRecorder{buf: make([]byte, 16, 16+64*len(p.txs))}
+	r := &ownRecorder{undoRecorder{buf: make([]byte, 16, 16+32*len(p.txs))}, p.height}
 	d := applyDisconnect(r, p)
+	r.buf = append(r.buf, undoOwn)
 	binary.BigEndian.PutUint64(r.buf[0:8], uint64(d.Rows))
 	binary.BigEndian.PutUint64(r.buf[8:16], uint64(d.Bytes))
 	return r.buf
 }
 
-// applyUndoRecord adds the writes of an undo record to b, the positions of
-// restored unspent outputs looked up in r, and returns the size change.
-func applyUndoRecord(b *leveldb.Batch, rec []byte, r kvReader) (sizeStats, error) {
+// applyUndoRecord adds the writes of the undo record of the block at height
+// to b, the positions of restored unspent outputs and the block's own rows
+// read from r, and returns the size change.
+func applyUndoRecord(b *leveldb.Batch, rec []byte, height int32, r kvReader) (sizeStats, error) {
 	bad := errors.New("malformed undo record")
 	if len(rec) < 16 {
 		return sizeStats{}, bad
@@ -144,14 +175,25 @@ func applyUndoRecord(b *leveldb.Batch, rec []byte, r kvReader) (sizeStats, error
 		return s, nil
 	}
 	c := r.Cursor()
+	var hist []hashX
 	for rd.Len() > 0 {
 		op, _ := rd.ReadByte()
+		if op == undoOwn {
+			if rd.Len() > 0 {
+				return d, bad
+			}
+			ownRows(b, c, height, hist)
+			break
+		}
 		k, err := next()
 		if err != nil {
 			return d, err
 		}
 		switch op {
 		case undoDel:
+			if len(k) == histKeyLen && k[2] == tagHist && histHeight(k) == height {
+				hist = append(hist, hashX(k[pfx:pfx+hashXLen]))
+			}
 			b.Delete(k)
 		case undoPut:
 			v, err := next()
@@ -174,6 +216,37 @@ func applyUndoRecord(b *leveldb.Batch, rec []byte, r kvReader) (sizeStats, error
 	return d, nil
 }
 
+// ownRows adds to b the deletes of the rows the block at height created,
+// read with c: its transaction chunks and their txid rows, its block row,
+// and the unspent rows at its height of the scripts of hist.
+func ownRows(b *leveldb.Batch, c cursor, height int32, hist []hashX) {
+	var k [utxoKeyLen]byte
+	start := make([]byte, txKeyLen)
+	txKey(start, txPos(height, 0))
+	blockPrefix := start[:pfx+4]
+	for ok := c.Seek(start); ok && bytes.HasPrefix(c.Key(), blockPrefix); ok = c.Next() {
+		ck, v := c.Key(), c.Value()
+		first := getTxPos(ck[pfx:])
+		for i := 0; i < len(v)/txEntryLen; i++ {
+			n := first + uint64(i)
+			if row, ok := decodeTxEntry(v, n); ok {
+				txidKey(k[:txidKeyLen], &row.txid, n)
+				b.Delete(k[:txidKeyLen])
+			}
+		}
+		b.Delete(ck)
+	}
+	b.Delete(blkKey(height))
+	for i := range hist {
+		histKey(k[:histKeyLen], &hist[i], height)
+		k[2] = tagUtxo
+		p := k[:pfx+hashXLen+4]
+		for ok := c.Seek(p); ok && bytes.HasPrefix(c.Key(), p); ok = c.Next() {
+			b.Delete(c.Key())
+		}
+	}
+}
+
 // undoTip removes the index tip block: one batch with the previous block as
 // the new tip.
 func (w *writer) undoTip() error {
@@ -186,7 +259,7 @@ func (w *writer) undoTip() error {
 	b := new(leveldb.Batch)
 	var delta sizeStats
 	if rec := view.Get(undoKey(t.height)); rec != nil {
-		delta, err = applyUndoRecord(b, rec, view)
+		delta, err = applyUndoRecord(b, rec, t.height, view)
 	} else {
 		delta, err = w.undoFromBlock(b, view, t)
 	}
