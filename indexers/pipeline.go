@@ -117,26 +117,26 @@ type utxoWrite struct {
 // utxoOpBytes is what an entry of assembly.utxo counts toward BatchBytes.
 const utxoOpBytes = utxoKeyLen + utxoValLen
 
-func newAssembly(tip memTip) *assembly {
-	return &assembly{utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: tip,
-		touched: make(map[ScriptHash]struct{}), txids: make(map[chainhash.Hash]struct{})}
-}
-
-// next returns the batch that follows a: a's tip, with the buffers of
-// spare (a committed batch, or nil) reused.
-func (a *assembly) next(spare *assembly) *assembly {
+// newAssembly returns an empty batch on tip, with the buffers of spare (a
+// committed batch, or nil) reused.
+func newAssembly(tip memTip, spare *assembly) *assembly {
 	if spare == nil {
-		return newAssembly(a.tip)
+		return &assembly{utxo: make(map[[utxoKeyLen]byte]utxoOp), tip: tip,
+			touched: make(map[ScriptHash]struct{}), txids: make(map[chainhash.Hash]struct{})}
 	}
 	spare.rows.reset()
 	spare.spent, spare.order = spare.spent[:0], spare.order[:0]
 	clear(spare.utxo)
 	clear(spare.touched)
 	spare.txids = make(map[chainhash.Hash]struct{})
-	spare.tip, spare.full = a.tip, false
+	spare.tip, spare.full = tip, false
 	spare.blocks, spare.txs, spare.all = 0, 0, false
 	return spare
 }
+
+// spareBytes bounds the rows a batch kept for the next pass may hold
+// (writer.spare): a block's, not a full batch's.
+const spareBytes = 8 << 20
 
 func (a *assembly) copiesRows() {}
 
@@ -379,7 +379,8 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	}()
 
 	cm := w.startCommitter()
-	a := newAssembly(w.tip)
+	a := newAssembly(w.tip, w.spare)
+	w.spare = nil
 	var err error
 	for c := range futures {
 		f := <-c
@@ -406,7 +407,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 				a = nil
 				break
 			}
-			a = a.next(cm.spare())
+			a = newAssembly(a.tip, cm.spare())
 		}
 	}
 	if a != nil && a.blocks > 0 {
@@ -414,6 +415,9 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	}
 	if cerr := cm.finish(); cerr != nil {
 		return cerr
+	}
+	if sp := cm.spare(); sp != nil && cap(sp.rows.arena) <= spareBytes {
+		w.spare = sp
 	}
 	return err
 }
@@ -447,7 +451,10 @@ func (w *writer) startCommitter() *committer {
 		failed: make(chan struct{}), done: make(chan error, 1)}
 	go func() {
 		var err error
-		b := new(leveldb.Batch)
+		if w.batch == nil {
+			w.batch = new(leveldb.Batch)
+		}
+		b := w.batch
 		for a := range c.in {
 			if err != nil {
 				continue
@@ -460,6 +467,9 @@ func (w *writer) startCommitter() *committer {
 			case c.spares <- a:
 			default:
 			}
+		}
+		if len(b.Dump()) > spareBytes {
+			w.batch = nil
 		}
 		c.done <- err
 	}()

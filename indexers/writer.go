@@ -8,6 +8,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/syndtr/goleveldb/leveldb"
 )
 
 // The writer: the one goroutine that writes the store.
@@ -65,6 +66,13 @@ type writer struct {
 	// this run wrote.
 	start  Tip
 	recent []undoRef
+	// spare is the last pass's committed batch, whose buffers the next
+	// pass reuses: at the tip and in an initial download, where a pass is
+	// a block, its rows, maps and sorts are not allocated anew.
+	spare *assembly
+	// batch is the committer's scratch leveldb.Batch, kept between passes
+	// for the same reason; one committer runs at a time.
+	batch *leveldb.Batch
 
 	wake chan struct{}
 	quit chan struct{}
