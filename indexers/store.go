@@ -19,9 +19,12 @@ const DefaultCacheMiB = 64
 
 // storeOptions are goleveldb's options for the index. The index writes
 // large batches whose keys span the whole key space; with goleveldb's
-// defaults (4 MiB tables, 10 MiB in level 1, compaction at 4 tables in
-// level 0) a build spends most of its time rewriting tables from level to
-// level (docs/BENCHMARKS.md). A build's full batches skip the memtable
+// defaults (2 MiB tables, level n holding 10 MiB times 10^n, compaction at
+// 4 tables in level 0) a build spends most of its time rewriting tables
+// from level to level (docs/BENCHMARKS.md). Here level n holds 64 MiB
+// times 10^n: an index of up to 640 MiB is all in level 1, and each
+// compaction of level 0 rewrites what of it the new tables' keys span,
+// which is all of it. A build's full batches skip the memtable
 // (pipeline.go); the blocks at the tip go through it, and an insert costs
 // more the more the memtable holds: with 8 MiB a 3,000-transaction block
 // is inserted in about 11 ms, with 32 MiB in about 18. Blocks of 16 KiB instead of 4
