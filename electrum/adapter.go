@@ -148,16 +148,24 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 }
 
 // mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
-// itself: -1 when some input spends a transaction in the pool (the overlay
-// may not know yet that a parent was just mined, or came back from a
-// disconnected block).
+// itself: -1 when some input spends a transaction in the pool that the
+// index does not hold (the overlay may not know yet that a parent was just
+// mined, or came back from a disconnected block). A parent the index holds
+// is confirmed even while btcd's pool still lists it: the index may commit
+// a block before btcd's pool drops the block's transactions, and nothing
+// tells the server when the pool does, so a height read from the pool
+// alone would stay -1 in a status the next history contradicts.
 func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {
 		return overlay
 	}
 	for _, in := range tx.MsgTx().TxIn {
-		if b.Pool.IsTransactionInPool(&in.PreviousOutPoint.Hash) {
+		parent := in.PreviousOutPoint.Hash
+		if !b.Pool.IsTransactionInPool(&parent) {
+			continue
+		}
+		if _, err := b.Index.TxLocation(parent); err != nil {
 			return -1
 		}
 	}

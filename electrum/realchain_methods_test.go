@@ -149,6 +149,70 @@ func TestRealChainMatchesModel(t *testing.T) {
 // broadcasts through the server, a child with an unconfirmed parent,
 // blocks confirming them one at a time and a reorg that returns them to the
 // mempool, checking answers and notifications at each step.
+// TestRealChainStatusWhilePoolHoldsMined: when the index commits a block
+// before btcd's pool drops the block's transactions, a child of a mined
+// transaction is at height 0 in the status notified for the block and in
+// the history, and btcd's pool catching up later changes neither, so no
+// notification is due then.
+func TestRealChainStatusWhilePoolHoldsMined(t *testing.T) {
+	n := newRealNode(t, 2, nil)
+	target := append([]byte{0x00, 0x14}, bytes.Repeat([]byte{0x43}, 20)...)
+	sh := indexers.ScriptHashFromScript(target)
+	change := &n.h.Pool.Spendable[1]
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	var status *string
+	c.must(&status, "blockchain.scripthash.subscribe", sh.String())
+
+	coin := n.coin()
+	tx1 := spendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
+	tx2 := spendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
+	var txid string
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx1))
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx2))
+	c.drain(n.srv)
+
+	history := func() []string {
+		t.Helper()
+		var hist []historyItem
+		c.must(&hist, "blockchain.scripthash.get_history", sh.String())
+		out := []string{}
+		for _, h := range hist {
+			out = append(out, fmt.Sprintf("%s:%d", h.TxHash[:8], h.Height))
+		}
+		return out
+	}
+	n.mu.Lock()
+	n.poolLags = true
+	n.mu.Unlock()
+	b1 := n.mine(nil, tx1)
+	if !n.pool.IsTransactionInPool(b1.Transactions()[1].Hash()) {
+		t.Fatal("btcd's pool dropped the mined transaction; the test needs it held")
+	}
+	want := []string{fmt.Sprintf("%s:%d", tx1.TxHash().String()[:8], b1.Height()), tx2.TxHash().String()[:8] + ":0"}
+	var last *string
+	for _, nt := range c.drain(n.srv) {
+		if nt.Method == "blockchain.scripthash.subscribe" {
+			_, last = statusOf(t, nt)
+		}
+	}
+	if got := history(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("history with the mined parent still in btcd's pool %v, want %v", got, want)
+	}
+	d := indexers.NewStatusHasher()
+	d.Add(tx1.TxHash(), b1.Height())
+	d.Add(tx2.TxHash(), 0)
+	if last == nil || *last != *statusHex(d.Sum()) {
+		t.Fatalf("status notified for the block %v does not match the history %v", last, want)
+	}
+
+	n.dropMined()
+	if got := history(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("history once btcd's pool dropped the parent %v, want %v", got, want)
+	}
+	c.noNote(n.srv)
+}
+
 func TestRealChainMempoolNotifications(t *testing.T) {
 	n := newRealNode(t, 2, nil)
 	target := append([]byte{0x00, 0x14}, bytes.Repeat([]byte{0x42}, 20)...)

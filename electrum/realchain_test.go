@@ -39,6 +39,34 @@ type realNode struct {
 	mu sync.Mutex
 	// coins are mature anyone-can-spend outputs reserved for tests.
 	coins []testchain.Coin
+	// poolLags, when set, keeps connected blocks' transactions in btcd's
+	// pool until dropMined: the index may commit a block before btcd's
+	// pool drops the block's transactions.
+	poolLags bool
+	lagged   []*btcutil.Block
+}
+
+// dropMined removes from btcd's pool the transactions of the blocks
+// connected while poolLags was set, as btcd's pool does in the chain's
+// notification.
+func (n *realNode) dropMined() {
+	n.mu.Lock()
+	blocks := n.lagged
+	n.lagged, n.poolLags = nil, false
+	n.mu.Unlock()
+	for _, b := range blocks {
+		n.removeMined(b)
+	}
+}
+
+// removeMined removes a connected block's transactions from btcd's pool.
+func (n *realNode) removeMined(block *btcutil.Block) {
+	for _, tx := range block.Transactions()[1:] {
+		n.pool.RemoveTransaction(tx, false)
+		n.pool.RemoveDoubleSpends(tx)
+		n.pool.RemoveOrphan(tx)
+		n.pool.ProcessOrphans(tx)
+	}
 }
 
 // newRealNode builds a chain with mature coinbases and a few random
@@ -146,11 +174,14 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 	}
 	switch note.Type {
 	case blockchain.NTBlockConnected:
-		for _, tx := range block.Transactions()[1:] {
-			n.pool.RemoveTransaction(tx, false)
-			n.pool.RemoveDoubleSpends(tx)
-			n.pool.RemoveOrphan(tx)
-			n.pool.ProcessOrphans(tx)
+		n.mu.Lock()
+		lags := n.poolLags
+		if lags {
+			n.lagged = append(n.lagged, block)
+		}
+		n.mu.Unlock()
+		if !lags {
+			n.removeMined(block)
 		}
 		n.fees.RegisterBlock(block)
 	case blockchain.NTBlockDisconnected:
