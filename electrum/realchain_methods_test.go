@@ -145,10 +145,6 @@ func TestRealChainMatchesModel(t *testing.T) {
 	}
 }
 
-// TestRealChainMempoolNotifications drives btcd's real mempool and chain:
-// broadcasts through the server, a child with an unconfirmed parent,
-// blocks confirming them one at a time and a reorg that returns them to the
-// mempool, checking answers and notifications at each step.
 // TestRealChainStatusWhilePoolHoldsMined: when the index commits a block
 // before btcd's pool drops the block's transactions, a child of a mined
 // transaction is at height 0 in the status notified for the block and in
@@ -213,6 +209,10 @@ func TestRealChainStatusWhilePoolHoldsMined(t *testing.T) {
 	c.noNote(n.srv)
 }
 
+// TestRealChainMempoolNotifications drives btcd's real mempool and chain:
+// broadcasts through the server, a child with an unconfirmed parent,
+// blocks confirming them one at a time and a reorg that returns them to the
+// mempool, checking answers and notifications at each step.
 func TestRealChainMempoolNotifications(t *testing.T) {
 	n := newRealNode(t, 2, nil)
 	target := append([]byte{0x00, 0x14}, bytes.Repeat([]byte{0x42}, 20)...)
