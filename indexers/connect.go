@@ -71,10 +71,10 @@ func mustWrite(err error) {
 }
 
 // chunkLen returns the value length of the "Ext" chunk starting at the
-// block's transaction first, of a block of n transactions.
-func chunkLen(first, n int) int {
-	return min(txChunk, n-first) * txEntryLen
-}
+// block's transaction first, of a block of n transactions; the "Exl"
+// chunk's is locLen.
+func chunkLen(first, n int) int { return min(txChunk, n-first) * txEntryLen }
+func locLen(first, n int) int   { return min(txChunk, n-first) * locEntryLen }
 
 // applyConnect is phase 2 of the block pass: all funding rows, then all
 // spending rows, then the block's history rows (from the plan's sorted
@@ -93,14 +93,20 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		val = func(n int) []byte { return vb[:n:n] }
 	}
 
-	// The block's transaction chunks.
+	// The block's transaction chunks: txids, then places.
 	for first := 0; first < len(p.txs); first += txChunk {
 		k := key(txKeyLen)
 		txKey(k, txPos(p.height, first))
 		v := val(chunkLen(first, len(p.txs)))
 		for i := first; i < first+txChunk && i < len(p.txs); i++ {
-			tp := &p.txs[i]
-			encodeTxEntry(v[(i-first)*txEntryLen:], &txRow{txid: tp.txid, offset: tp.offset, size: tp.size})
+			copy(v[(i-first)*txEntryLen:], p.txs[i].txid[:])
+		}
+		mustWrite(w.Put(k, v))
+		k = key(txKeyLen)
+		locKey(k, txPos(p.height, first))
+		v = val(locLen(first, len(p.txs)))
+		for i := first; i < first+txChunk && i < len(p.txs); i++ {
+			putLocEntry(v[(i-first)*locEntryLen:], p.txs[i].offset, p.txs[i].size)
 		}
 		mustWrite(w.Put(k, v))
 	}
@@ -277,6 +283,9 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 		k := s.take(txKeyLen)
 		txKey(k, txPos(p.height, first))
 		mustWrite(w.deleteLen(k, chunkLen(first, len(p.txs))))
+		k = s.take(txKeyLen)
+		locKey(k, txPos(p.height, first))
+		mustWrite(w.deleteLen(k, locLen(first, len(p.txs))))
 	}
 
 	mustWrite(w.Delete(blkKey(p.height)))

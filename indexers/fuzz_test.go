@@ -34,7 +34,7 @@ func FuzzSchemaDecoders(f *testing.F) {
 	uv := make([]byte, utxoValLen)
 	putUtxoVal(uv, 5000, 2)
 	chunk := make([]byte, 2*txEntryLen)
-	encodeTxEntry(chunk[txEntryLen:], &txRow{txid: h, offset: 81, size: 250})
+	copy(chunk[txEntryLen:], h[:])
 	hk := make([]byte, histKeyLen)
 	histKey(hk, &hx, 7)
 	f.Add(uk, uv, uint64(0))
@@ -67,10 +67,8 @@ func FuzzSchemaDecoders(f *testing.F) {
 	f.Fuzz(func(t *testing.T, k, v []byte, n uint64) {
 		if r, ok := decodeTxEntry(v, n); ok {
 			i := int(n%txChunk) * txEntryLen
-			got := make([]byte, txEntryLen)
-			encodeTxEntry(got, &r)
-			if !bytes.Equal(got, v[i:i+txEntryLen]) || r.height != posHeight(n) {
-				t.Fatalf("tx entry %d of %x: %+v encodes to %x", n, v, r, got)
+			if !bytes.Equal(r.txid[:], v[i:i+txEntryLen]) || r.height != posHeight(n) {
+				t.Fatalf("tx entry %d of %x: %+v", n, v, r)
 			}
 		}
 		if r, ok := decodeUtxo(k, v); ok {
@@ -194,11 +192,11 @@ func FuzzSchemaDecoders(f *testing.F) {
 }
 
 // fuzzRowTags are the tables FuzzIndexReads writes rows of.
-var fuzzRowTags = []byte{tagTx, tagTxid, tagHist, tagUtxo, tagBlk, tagUndo}
+var fuzzRowTags = []byte{tagTx, tagTxid, tagHist, tagUtxo, tagBlk, tagUndo, tagLoc}
 
 // FuzzIndexReads writes arbitrary rows into the tables of a real index
 // store (rows of one script's history and unspent outputs, transaction
-// chunks, txid rows, block rows, undo records, the tip, the size and the
+// chunks of txids and of places, txid rows, block rows, undo records, the tip, the size and the
 // schema version: what a damaged or foreign store could hold) through
 // Store, and runs every read of the read API over them, the loading of the
 // index tip and the application of the undo record of the tip's height.
@@ -239,8 +237,9 @@ func FuzzIndexReads(f *testing.F) {
 	txid[0] = 0xab
 	pos := make([]byte, txPosLen)
 	putTxPos(pos, txPos(1, 0))
-	entry := make([]byte, txEntryLen)
-	encodeTxEntry(entry, &txRow{txid: txid, offset: 81, size: 60})
+	entry := bytes.Clone(txid[:])
+	place := make([]byte, locEntryLen)
+	putLocEntry(place, 81, 60)
 	utxo := append(append(binary.BigEndian.AppendUint32(nil, 1), txid[:]...), 0, 0, 0, 0)
 	uval := make([]byte, utxoValLen)
 	putUtxoVal(uval, 5000, 0)
@@ -250,7 +249,7 @@ func FuzzIndexReads(f *testing.F) {
 	var hash chainhash.Hash
 	f.Add(bytes.Join([][]byte{
 		row(tagHist, binary.BigEndian.AppendUint32(nil, 1), []byte{0, 0}), row(tagTx, pos, entry),
-		row(tagTxid, append(txid[:txidPrefix:txidPrefix], pos...), nil),
+		row(tagLoc, pos, place), row(tagTxid, append(txid[:txidPrefix:txidPrefix], pos...), nil),
 		row(tagUtxo, utxo, uval), row(tagBlk, binary.BigEndian.AppendUint32(nil, 0), blkVal(1, &hash)),
 		row(tagBlk, binary.BigEndian.AppendUint32(nil, 1), blkVal(2, &hash)),
 		row(tagUndo, binary.BigEndian.AppendUint32(nil, 1), undo.buf),

@@ -82,10 +82,9 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 // created and spent inside the batch is never written, the others in
 // rows.
 //
-// A full batch (BatchBytes) is written as a leveldb transaction: its rows
-// go to new tables, not through the journal and the memtable again, and
-// none is visible before the commit. Any other batch, a block at the tip or
-// the last of a catch-up, is a leveldb.Batch, written with the journal.
+// A full batch (BatchBytes) is written as a leveldb transaction, straight
+// to new tables; any other, a block at the tip or the last of a catch-up,
+// is a leveldb.Batch, through the journal and the memtable.
 type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp

@@ -339,8 +339,19 @@ func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e H
 		if err := historyEntries(r, c, sh, nums, func(i int, row *txRow) { rows[i] = *row }); err != nil {
 			return err
 		}
+		// The places, from the "Exl" chunks, which ascend as nums do.
+		var k [txKeyLen]byte
+		loc, base, cc := []byte(nil), ^uint64(0), chunkCursor{c: r.Cursor()}
 		blocks = make(map[int32]chainhash.Hash)
 		for i := range rows {
+			if b := nums[i] &^ (txChunk - 1); b != base {
+				base = b
+				locKey(k[:], b)
+				loc = cc.step(k[:])
+			}
+			if !decodeLocEntry(loc, nums[i], &rows[i]) {
+				return corruptf("history of %v names transaction %v, which has no place", sh, rows[i].txid)
+			}
 			h := rows[i].height
 			if _, ok := blocks[h]; ok {
 				continue
@@ -686,15 +697,18 @@ func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	return loc, err
 }
 
-// txLocation is TxLocation inside a view; it also returns the tx row.
+// txLocation is TxLocation inside a view; it also returns the tx row, with
+// the transaction's place in its block.
 func txLocation(meta kvReader, txid *chainhash.Hash) (TxLocation, txRow, error) {
 	n, r, found := locateTx(meta, txid)
 	if !found {
 		return TxLocation{}, r, ErrNotFound
 	}
+	var k [txKeyLen]byte
+	locKey(k[:], n)
 	count, hash, ok := blockTxs(meta, r.height)
-	if !ok || posIndex(n) >= count {
-		return TxLocation{}, r, corruptf("transaction %v has no block row at height %d", txid, r.height)
+	if !ok || posIndex(n) >= count || !decodeLocEntry(meta.Get(k[:]), n, &r) {
+		return TxLocation{}, r, corruptf("transaction %v has no block row or place at height %d", txid, r.height)
 	}
 	return TxLocation{Height: r.height, Pos: posIndex(n), BlockHash: hash}, r, nil
 }

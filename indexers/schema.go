@@ -19,13 +19,16 @@ import (
 // internal byte order). docs/ARCHITECTURE.md has the table and the reasons.
 //
 //	"Exv"                                      schema version, uint32
-//	"Ext" txpos(6)                       ->    32 x (txid(32) offset(4) size(4))
-//	      the transactions of a block in chunks of txChunk: the key is the
+//	"Ext" txpos(6)                       ->    32 x txid(32)
+//	      the txids of a block in chunks of txChunk: the key is the
 //	      position of the chunk's first transaction (pos a multiple of
-//	      txChunk), the value one entry per transaction, fewer in a block's
-//	      last chunk. offset and size locate the serialized transaction
-//	      inside its block as btcd stores it (with witness): a raw
-//	      transaction is one block-region read.
+//	      txChunk), the value one txid per transaction, fewer in a block's
+//	      last chunk.
+//	"Exl" txpos(6)                       ->    32 x (offset(4) size(4))
+//	      the same chunks' places of the transactions inside their block as
+//	      btcd stores it (with witness): a raw transaction is one
+//	      block-region read. Statuses and histories read most of "Ext" for
+//	      a long history and need only its txids, so the places stand apart.
 //	"Exi" txid[0:8] txpos(6)             ->    (empty)
 //	      txid lookup: seek the 8-byte prefix, confirm the txid with "Ext".
 //	"Exh" hashX(11) height(4)            ->    pos(2) pos(2) ...
@@ -47,8 +50,8 @@ import (
 //	"Exz"                                ->    hash(32) height(4, little-endian)
 //	      the index tip: the block every other row ends at.
 //	"Exs"                                ->    rows(8) bytes(8)
-//	      the number of rows of the five tables "Ext", "Exi", "Exh", "Exu"
-//	      and "Exb" and their key and value bytes.
+//	      the number of rows of the six tables "Ext", "Exl", "Exi", "Exh",
+//	      "Exu" and "Exb" and their key and value bytes.
 var (
 	// rowPrefix starts every key of the index.
 	rowPrefix = []byte("Ex")
@@ -65,6 +68,7 @@ var (
 // Table tags, the third byte of every key.
 const (
 	tagTx   = 't'
+	tagLoc  = 'l'
 	tagTxid = 'i'
 	tagHist = 'h'
 	tagUtxo = 'u'
@@ -75,7 +79,7 @@ const (
 const (
 	// schemaVersion is bumped on any change of the layout above; an index of
 	// another version is rebuilt.
-	schemaVersion = 5
+	schemaVersion = 6
 
 	hashXLen   = 11
 	txPosLen   = 6
@@ -86,8 +90,10 @@ const (
 	// transaction to one per txChunk, and a read of one transaction
 	// copies at most txChunk entries.
 	txChunk = 32
-	// txEntryLen is the size of a transaction's entry in an "Ext" row.
-	txEntryLen = chainhash.HashSize + 4 + 4
+	// txEntryLen and locEntryLen are the sizes of a transaction's entries
+	// in its "Ext" and "Exl" chunks.
+	txEntryLen  = chainhash.HashSize
+	locEntryLen = 4 + 4
 	// maxBlockTxs is one more than the largest pos a txpos holds.
 	maxBlockTxs = 1 << 16
 
@@ -146,7 +152,14 @@ func txKey(dst []byte, n uint64) {
 	putTxPos(dst[pfx:], n&^(txChunk-1))
 }
 
-// txRow is one transaction's entry of an "Ext" chunk, with its height.
+// locKey is the key of the "Exl" chunk holding the transaction at n.
+func locKey(dst []byte, n uint64) {
+	txKey(dst, n)
+	dst[2] = tagLoc
+}
+
+// txRow is a transaction's txid and height, from its "Ext" chunk, and its
+// place in its block, from its "Exl" chunk when read.
 type txRow struct {
 	txid   chainhash.Hash
 	height int32
@@ -154,10 +167,21 @@ type txRow struct {
 	size   uint32
 }
 
-func encodeTxEntry(dst []byte, r *txRow) {
-	copy(dst[:32], r.txid[:])
-	binary.BigEndian.PutUint32(dst[32:36], r.offset)
-	binary.BigEndian.PutUint32(dst[36:40], r.size)
+// putLocEntry encodes a transaction's entry of an "Exl" chunk.
+func putLocEntry(dst []byte, offset, size uint32) {
+	binary.BigEndian.PutUint32(dst[:4], offset)
+	binary.BigEndian.PutUint32(dst[4:8], size)
+}
+
+// decodeLocEntry sets r's place in its block from the entry of the
+// transaction at n in its "Exl" chunk v.
+func decodeLocEntry(v []byte, n uint64, r *txRow) bool {
+	i := int(n&(txChunk-1)) * locEntryLen
+	if len(v)%locEntryLen != 0 || i+locEntryLen > len(v) {
+		return false
+	}
+	r.offset, r.size = binary.BigEndian.Uint32(v[i:]), binary.BigEndian.Uint32(v[i+4:])
+	return true
 }
 
 // decodeTxEntry returns the entry of the transaction at n from its chunk v.
@@ -167,11 +191,8 @@ func decodeTxEntry(v []byte, n uint64) (txRow, bool) {
 	if len(v)%txEntryLen != 0 || i+txEntryLen > len(v) {
 		return r, false
 	}
-	e := v[i : i+txEntryLen]
-	copy(r.txid[:], e[:32])
+	copy(r.txid[:], v[i:i+txEntryLen])
 	r.height = posHeight(n)
-	r.offset = binary.BigEndian.Uint32(e[32:36])
-	r.size = binary.BigEndian.Uint32(e[36:40])
 	return r, true
 }
 
@@ -311,7 +332,7 @@ func decodeTipVal(v []byte) (chainhash.Hash, int32, bool) {
 }
 
 // valLen returns the value length of a row of the table key belongs to
-// ("Ext" chunks vary: their deletes give it).
+// ("Ext" and "Exl" chunks vary: their deletes give their lengths).
 func valLen(key []byte) int {
 	switch key[2] {
 	case tagUtxo:

@@ -127,7 +127,7 @@ func TestKeyLayouts(t *testing.T) {
 
 	want(t, "row prefix", rowPrefix, "4578")
 	for tag, wantHex := range map[byte]string{tagTx: "457874", tagTxid: "457869", tagHist: "457868",
-		tagUtxo: "457875", tagBlk: "457862", tagUndo: "457864"} {
+		tagUtxo: "457875", tagBlk: "457862", tagUndo: "457864", tagLoc: "45786c"} {
 		want(t, "table prefix", tablePrefix(tag), wantHex)
 	}
 
@@ -144,10 +144,10 @@ func TestKeyLayouts(t *testing.T) {
 	}
 
 	v := make([]byte, 6*txEntryLen)
-	encodeTxEntry(v[5*txEntryLen:], &txRow{txid: txid, offset: 0x51, size: 0xe1})
-	want(t, "tx entry", v[5*txEntryLen:], internal+"00000051"+"000000e1")
+	copy(v[5*txEntryLen:], txid[:])
+	want(t, "tx entry", v[5*txEntryLen:], internal)
 	r, ok := decodeTxEntry(v, n)
-	if !ok || r.txid != txid || r.height != 2472 || r.offset != 0x51 || r.size != 0xe1 {
+	if !ok || r.txid != txid || r.height != 2472 {
 		t.Errorf("decodeTxEntry %+v", r)
 	}
 	if _, ok := decodeTxEntry(v[:5*txEntryLen], n); ok {
@@ -155,6 +155,18 @@ func TestKeyLayouts(t *testing.T) {
 	}
 	if chunkLen(32, 37) != 5*txEntryLen || chunkLen(0, 37) != txChunk*txEntryLen {
 		t.Error("chunkLen")
+	}
+	k = make([]byte, txKeyLen)
+	locKey(k, n)
+	want(t, "place key", k, "45786c"+"000009a8"+"0020")
+	v = make([]byte, 6*locEntryLen)
+	putLocEntry(v[5*locEntryLen:], 0x51, 0xe1)
+	want(t, "place entry", v[5*locEntryLen:], "00000051"+"000000e1")
+	if !decodeLocEntry(v, n, &r) || r.offset != 0x51 || r.size != 0xe1 || decodeLocEntry(v[:5*locEntryLen], n, &r) {
+		t.Errorf("decodeLocEntry %+v", r)
+	}
+	if locLen(32, 37) != 5*locEntryLen || locLen(0, 37) != txChunk*locEntryLen {
+		t.Error("locLen")
 	}
 
 	k = make([]byte, txidKeyLen)
@@ -210,10 +222,10 @@ func TestKeyLayouts(t *testing.T) {
 	want(t, "stats key", statsKey, "457873")
 	want(t, "stats value", encodeStats(sizeStats{Rows: 0x0102, Bytes: -2}), "0000000000000102"+"fffffffffffffffe")
 	want(t, "version key", versionKey, "457876")
-	if schemaVersion != 5 {
+	if schemaVersion != 6 {
 		t.Errorf("schema version %d: a new version needs a new layout test", schemaVersion)
 	}
-	for tag, n := range map[byte]int{tagTx: 9, tagTxid: 17, tagHist: 18, tagUtxo: 54, tagBlk: 7, tagUndo: -1} {
+	for tag, n := range map[byte]int{tagTx: 9, tagLoc: 9, tagTxid: 17, tagHist: 18, tagUtxo: 54, tagBlk: 7, tagUndo: -1} {
 		if keyLen(tag) != n {
 			t.Errorf("key length of table %c: %d, want %d", tag, keyLen(tag), n)
 		}
@@ -328,6 +340,7 @@ func TestUndoRecordLayout(t *testing.T) {
 		{del: true, key: key(utxoKeyLen, func(k []byte) { utxoKey(k, &hxA, 7, &cbid, 0) }), valueLen: utxoValLen},
 		{del: true, key: key(txidKeyLen, func(k []byte) { txidKey(k, &cbid, txPos(7, 0)) })},
 		{del: true, key: key(txKeyLen, func(k []byte) { txKey(k, txPos(7, 0)) }), valueLen: 2 * txEntryLen},
+		{del: true, key: key(txKeyLen, func(k []byte) { locKey(k, txPos(7, 0)) }), valueLen: 2 * locEntryLen},
 		{del: true, key: blkKey(7), valueLen: blkValLen},
 	}
 	var rows, size int64
@@ -349,8 +362,8 @@ func TestUndoRecordLayout(t *testing.T) {
 	rec := undoRecord(p)
 	head := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(rows)), uint64(size))
 	want(t, "undo record", rec, hex.EncodeToString(append(head, body...)))
-	if rows != -7 {
-		t.Fatalf("the block's undo removes %d rows, want -7", rows)
+	if rows != -8 {
+		t.Fatalf("the block's undo removes %d rows, want -8", rows)
 	}
 
 	// Applied, the record makes the writes of applyDisconnect, the spent
@@ -383,12 +396,11 @@ func TestUndoRecordLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	chunk := make([]byte, 4*txEntryLen)
-	encodeTxEntry(chunk[3*txEntryLen:], &txRow{txid: prev.Hash})
+	copy(chunk[3*txEntryLen:], prev.Hash[:])
 	if err := store.Put(key(txKeyLen, func(k []byte) { txKey(k, txPos(5, 0)) }), chunk, nil); err != nil {
 		t.Fatal(err)
 	}
-	chunk = make([]byte, txEntryLen)
-	encodeTxEntry(chunk, &txRow{txid: other})
+	chunk = bytes.Clone(other[:])
 	if err := store.Put(key(txKeyLen, func(k []byte) { txKey(k, txPos(6, 0)) }), chunk, nil); err != nil {
 		t.Fatal(err)
 	}

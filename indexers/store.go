@@ -17,22 +17,16 @@ import (
 // DefaultCacheMiB is the store's block cache unless Options say otherwise.
 const DefaultCacheMiB = 64
 
-// storeOptions are goleveldb's options for the index. The index writes
-// large batches whose keys span the whole key space; with goleveldb's
-// defaults (2 MiB tables, level n holding 10 MiB times 10^n, compaction at
-// 4 tables in level 0) a build spends most of its time rewriting tables
-// from level to level (docs/BENCHMARKS.md). Here level n holds 64 MiB
-// times 10^n: an index of up to 640 MiB is all in level 1, and each
-// compaction of level 0 rewrites what of it the new tables' keys span,
-// which is all of it. A build's full batches skip the memtable
-// (pipeline.go); the blocks at the tip go through it, and an insert costs
-// more the more the memtable holds: with 8 MiB a 3,000-transaction block
-// is inserted in about 11 ms, with 32 MiB in about 18. Blocks of 16 KiB instead of 4
-// halve the first read of a long history after a start: it loads most of
-// the "Ext" table, and each block is one read from the file. goleveldb's
-// buffer pool hands a block that ends past its size (nearly all do) a
-// buffer of twice the size, zeroed; without the pool each read allocates
-// what it needs, and a cold history read takes a quarter less.
+// storeOptions are goleveldb's options for the index (docs/BENCHMARKS.md
+// has the measurements). The index's batches span the whole key space, so
+// with goleveldb's small default tables and levels a build spends most of
+// its time rewriting tables from level to level; here level 1 holds 640
+// MiB, all of an index of that size. A build's full batches skip the
+// memtable (pipeline.go); a block at the tip goes through it, and an insert
+// costs more the more the memtable holds, so it is small. Blocks of 16 KiB,
+// read without goleveldb's buffer pool (which hands out zeroed buffers of
+// twice the size), make the first read of a long history after a start,
+// which loads most of "Ext", a file read per block.
 func storeOptions(cacheMiB int) *opt.Options {
 	if cacheMiB <= 0 {
 		cacheMiB = DefaultCacheMiB

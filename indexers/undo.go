@@ -217,8 +217,9 @@ func applyUndoRecord(b *leveldb.Batch, rec []byte, height int32, r kvReader) (si
 }
 
 // ownRows adds to b the deletes of the rows the block at height created,
-// read with c: its transaction chunks and their txid rows, its block row,
-// and the unspent rows at its height of the scripts of hist.
+// read with c: its transaction chunks (txids and places) and their txid
+// rows, its block row, and the unspent rows at its height of the scripts of
+// hist.
 func ownRows(b *leveldb.Batch, c cursor, height int32, hist []hashX) {
 	var k [utxoKeyLen]byte
 	start := make([]byte, txKeyLen)
@@ -235,6 +236,8 @@ func ownRows(b *leveldb.Batch, c cursor, height int32, hist []hashX) {
 			}
 		}
 		b.Delete(ck)
+		locKey(k[:txKeyLen], first)
+		b.Delete(k[:txKeyLen])
 	}
 	b.Delete(blkKey(height))
 	for i := range hist {

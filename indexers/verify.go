@@ -42,15 +42,10 @@ import (
 //
 // An unspent row's value holds the position of its transaction in its
 // block, which btcd's spent outputs do not carry; the fingerprint covers its
-// key and amount, and the position is checked against the transaction rows
-// ("Ext", themselves verified) row by row.
-//
+// key and amount, and the position is checked against "Ext" row by row.
 // Spend journals are read through the chain (btcd's decoder is not
-// exported); a journal is immutable for as long as its block is in the main
-// chain. A block the chain disconnects while a verification runs loses its
-// journal, and its spent outputs are then rebuilt from the transactions
-// they come from (spentOutputsFromIndex), each read from the block files and
-// checked against its txid.
+// exported); verifier.spentOutputs says what happens to a block that the
+// chain disconnects meanwhile.
 
 // verifyParts is the number of partitions of a table.
 const verifyParts = 256
@@ -164,25 +159,25 @@ type VerifyResult struct {
 // OK reports whether the stored index equals the one the chain gives.
 func (r *VerifyResult) OK() bool { return len(r.Differences) == 0 && r.MismatchedParts == 0 }
 
+// tableNames name the tables of rows in a Difference, and keyLens are the
+// lengths of their keys.
+var (
+	tableNames = [256]string{tagTx: "tx", tagLoc: "place", tagTxid: "txid", tagHist: "history",
+		tagUtxo: "unspent", tagBlk: "block"}
+	keyLens = [256]int{tagTx: txKeyLen, tagLoc: txKeyLen, tagTxid: txidKeyLen, tagHist: histKeyLen,
+		tagUtxo: utxoKeyLen, tagBlk: blkKeyLen}
+)
+
 // tableName names a table tag for a Difference.
 func tableName(tag byte) string {
-	switch tag {
-	case tagTx:
-		return "tx"
-	case tagTxid:
-		return "txid"
-	case tagHist:
-		return "history"
-	case tagUtxo:
-		return "unspent"
-	case tagBlk:
-		return "block"
+	if n := tableNames[tag]; n != "" {
+		return n
 	}
 	return "meta"
 }
 
 // verifyTags are the tables of rows, in key order.
-var verifyTags = []byte{tagBlk, tagHist, tagTxid, tagTx, tagUtxo}
+var verifyTags = []byte{tagBlk, tagHist, tagTxid, tagLoc, tagTx, tagUtxo}
 
 // fingerprint is a partition reduced to its row count and hash sum.
 type fingerprint struct {
@@ -301,7 +296,7 @@ func (v *verifier) run() error {
 			want[p.tag] = make(map[int]bool)
 		}
 		want[p.tag][p.i] = true
-		if p.tag == tagTx || p.tag == tagBlk {
+		if p.tag == tagTx || p.tag == tagLoc || p.tag == tagBlk {
 			lo = min(lo, int32(p.i)*v.span)
 			hi = max(hi, min(int32(p.i+1)*v.span-1, v.tip.Height))
 		} else {
@@ -403,7 +398,7 @@ func (v *verifier) part(k []byte) (int, int32) {
 		return int(k[pfx]), posHeight(getTxPos(k[pfx+txidPrefix:]))
 	case tagUtxo:
 		return int(k[pfx]), int32(binary.BigEndian.Uint32(k[pfx+hashXLen:]))
-	case tagTx:
+	case tagTx, tagLoc:
 		h := posHeight(getTxPos(k[pfx:]))
 		return int(min(max(h, 0)/v.span, verifyParts-1)), h
 	default: // tagBlk
@@ -412,19 +407,10 @@ func (v *verifier) part(k []byte) (int, int32) {
 	}
 }
 
-// keyLen is the key length of a table's rows.
+// keyLen is the key length of a table's rows, -1 for no table of rows.
 func keyLen(tag byte) int {
-	switch tag {
-	case tagTx:
-		return txKeyLen
-	case tagTxid:
-		return txidKeyLen
-	case tagHist:
-		return histKeyLen
-	case tagUtxo:
-		return utxoKeyLen
-	case tagBlk:
-		return blkKeyLen
+	if n := keyLens[tag]; n > 0 {
+		return n
 	}
 	return -1
 }
@@ -669,10 +655,6 @@ func malformed(k, val []byte) string {
 		return fmt.Sprintf("key of %d bytes, not %d", len(k), n)
 	}
 	switch tag {
-	case tagTxid:
-		if len(val) != 0 {
-			return "non-empty value"
-		}
 	case tagHist:
 		if len(val) == 0 || len(val)%histPosLen != 0 {
 			return fmt.Sprintf("value of %d bytes, not a positive number of %d-byte positions", len(val), histPosLen)
@@ -682,12 +664,16 @@ func malformed(k, val []byte) string {
 				return "positions not ascending"
 			}
 		}
-	case tagUtxo, tagBlk:
+	case tagTxid, tagUtxo, tagBlk:
 		if len(val) != valLen(k) {
 			return fmt.Sprintf("value of %d bytes, not %d", len(val), valLen(k))
 		}
-	case tagTx:
-		if len(val) == 0 || len(val)%txEntryLen != 0 || len(val) > txChunk*txEntryLen {
+	case tagTx, tagLoc:
+		n := txEntryLen
+		if tag == tagLoc {
+			n = locEntryLen
+		}
+		if len(val) == 0 || len(val)%n != 0 || len(val) > txChunk*n {
 			return fmt.Sprintf("value of %d bytes", len(val))
 		}
 	}
@@ -744,7 +730,7 @@ func (v *verifier) drill(tag byte, i int, expected map[string][]byte) error {
 	start := tablePrefix(tag)
 	var within func(k []byte) bool
 	switch tag {
-	case tagTx, tagBlk:
+	case tagTx, tagLoc, tagBlk:
 		lo := int32(i) * v.span
 		start = append(start, 0, 0, 0, 0)
 		binary.BigEndian.PutUint32(start[pfx:], uint32(lo))

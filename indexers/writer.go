@@ -11,19 +11,12 @@ import (
 	"github.com/syndtr/goleveldb/leveldb"
 )
 
-// The writer: the one goroutine that writes the store.
-//
-// btcd's hooks only hand it the connected block with its spent outputs, and
-// btcd's notifications, sent once the chain's tip moved, wake it
-// (manager.go); it never runs inside the chain's transaction. Each
-// pass reconciles the index with the chain: while the index tip is not in
-// the main chain (a reorganization, or a crash that took blocks from btcd's
-// database) it undoes the tip block; then it catches up from the index tip
-// to the chain tip with the pipeline of pipeline.go, one block per batch at
-// the tip and large batches behind it. Every batch holds its blocks' rows,
-// their undo records and the new tip, so the store always holds exactly the
-// rows of its tip, and a crash at any moment leaves a tip the next pass
-// reconciles from.
+// The writer: the one goroutine that writes the store. btcd's hooks hand it
+// each connected block with its spent outputs and btcd's notifications wake
+// it (manager.go), so it never runs inside the chain's transaction. Every
+// batch holds its blocks' rows, their undo records and the new tip, so the
+// store always holds exactly the rows of its tip, and a crash at any moment
+// leaves a tip the next pass reconciles from (pass, pipeline.go).
 
 var (
 	// errInterrupted stops a pass on the interrupt or at Close; what was
