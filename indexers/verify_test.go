@@ -169,7 +169,7 @@ func rowHeight(k []byte) int32 {
 		return int32(binary.BigEndian.Uint32(k[3+11:]))
 	case 'i':
 		return int32(binary.BigEndian.Uint32(k[3+8:]))
-	case 'u', 't', 'b':
+	case 'u', 't', 'l', 'b':
 		off := 3
 		if k[2] == 'u' {
 			off += 11
@@ -265,11 +265,39 @@ func TestVerifyReportsCorruptRows(t *testing.T) {
 			mutate: func() ([]byte, []byte, bool) { k, _ := pick('i'); return k, nil, true }},
 		{name: "transaction chunk changed", table: "tx", kind: "value",
 			mutate: func() ([]byte, []byte, bool) {
-				k, v := pick('t')
+				// A txid no unspent row names: their positions are
+				// checked against the chunks too.
+				named := func(txid []byte) bool {
+					for k := range rows {
+						if len(k) == 54 && k[2] == 'u' && k[18:50] == string(txid) {
+							return true
+						}
+					}
+					return false
+				}
+				for k, v := range rows {
+					if len(k) > 3 && k[2] == 't' && rowHeight([]byte(k)) > 101 {
+						for i := 0; i+32 <= len(v); i += 32 {
+							if !named([]byte(v[i : i+32])) {
+								v = bytes.Clone(v)
+								v[i+5] ^= 1
+								return []byte(k), v, false
+							}
+						}
+					}
+				}
+				t.Fatal("every transaction has an unspent output")
+				return nil, nil, false
+			}},
+		{name: "place chunk changed", table: "place", kind: "value",
+			mutate: func() ([]byte, []byte, bool) {
+				k, v := pick('l')
 				v = bytes.Clone(v)
-				v[34] ^= 1 // a transaction's offset in its block
+				v[2] ^= 1 // the first transaction's offset in its block
 				return k, v, false
 			}},
+		{name: "place chunk deleted", table: "place", kind: "missing",
+			mutate: func() ([]byte, []byte, bool) { k, _ := pick('l'); return k, nil, true }},
 		{name: "block row deleted", table: "block", kind: "missing",
 			mutate: func() ([]byte, []byte, bool) { k, _ := pick('b'); return k, nil, true }},
 		{name: "index tip malformed", table: "meta", kind: "malformed",
