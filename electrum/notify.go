@@ -146,34 +146,37 @@ func (n *notifier) pass(q []event, seq uint64) {
 // it queued.
 func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	var tip *tipEvent
-	changed := make(map[indexers.ScriptHash]struct{})
 	everyone := false
 	for _, e := range q {
 		if e.tip != nil {
 			tip = e.tip
 		}
 		everyone = everyone || e.all
-		for _, sh := range e.touched {
-			changed[sh] = struct{}{}
-		}
-	}
-	if everyone {
-		n.rmu.RLock()
-		for sh := range n.byHash {
-			changed[sh] = struct{}{}
-		}
-		n.rmu.RUnlock()
 	}
 	if tip != nil {
 		sent += n.notifyHeaders(tip, seq)
-		n.rmu.RLock()
+	}
+	// The script hashes somebody subscribes to among those the events
+	// changed: a block touches thousands, of which few have subscribers.
+	changed := make(map[indexers.ScriptHash]struct{})
+	n.rmu.RLock()
+	for _, e := range q {
+		for _, sh := range e.touched {
+			if !everyone && len(n.byHash[sh]) > 0 {
+				changed[sh] = struct{}{}
+			}
+		}
+	}
+	if everyone {
+		for sh := range n.byHash {
+			changed[sh] = struct{}{}
+		}
+	}
+	if tip != nil {
 		for sh := range n.mempoolSubs {
 			changed[sh] = struct{}{}
 		}
-		n.rmu.RUnlock()
 	}
-	// Keep only script hashes somebody subscribes to.
-	n.rmu.RLock()
 	work := make([]indexers.ScriptHash, 0, len(changed))
 	for sh := range changed {
 		if len(n.byHash[sh]) > 0 {
