@@ -76,6 +76,26 @@ func mustWrite(err error) {
 func chunkLen(first, n int) int { return min(txChunk, n-first) * txEntryLen }
 func locLen(first, n int) int   { return min(txChunk, n-first) * locEntryLen }
 
+// putChunks writes the block's transaction chunks, txids and places, with
+// keys and values from key and val.
+func putChunks(w *sizedWriter, p *blockPlan, key, val func(int) []byte) {
+	for first := 0; first < len(p.txs); first += txChunk {
+		txs := p.txs[first:min(first+txChunk, len(p.txs))]
+		k, v := key(txKeyLen), val(len(txs)*txEntryLen)
+		txKey(k, txPos(p.height, first))
+		for i := range txs {
+			copy(v[i*txEntryLen:], txs[i].txid[:])
+		}
+		mustWrite(w.Put(k, v))
+		k, v = key(txKeyLen), val(len(txs)*locEntryLen)
+		locKey(k, txPos(p.height, first))
+		for i := range txs {
+			putLocEntry(v[i*locEntryLen:], txs[i].offset, txs[i].size)
+		}
+		mustWrite(w.Put(k, v))
+	}
+}
+
 // applyConnect is phase 2 of the block pass: all funding rows, then all
 // spending rows, then the block's history rows (from the plan's sorted
 // entries) and its block row. base is the txnum of the block's first transaction. It
@@ -93,23 +113,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		val = func(n int) []byte { return vb[:n:n] }
 	}
 
-	// The block's transaction chunks: txids, then places.
-	for first := 0; first < len(p.txs); first += txChunk {
-		k := key(txKeyLen)
-		txKey(k, txPos(p.height, first))
-		v := val(chunkLen(first, len(p.txs)))
-		for i := first; i < first+txChunk && i < len(p.txs); i++ {
-			copy(v[(i-first)*txEntryLen:], p.txs[i].txid[:])
-		}
-		mustWrite(w.Put(k, v))
-		k = key(txKeyLen)
-		locKey(k, txPos(p.height, first))
-		v = val(locLen(first, len(p.txs)))
-		for i := first; i < first+txChunk && i < len(p.txs); i++ {
-			putLocEntry(v[(i-first)*locEntryLen:], p.txs[i].offset, p.txs[i].size)
-		}
-		mustWrite(w.Put(k, v))
-	}
+	putChunks(w, p, key, val)
 
 	// Funding: txid rows, history rows of paid scripts, new unspent
 	// outputs.
@@ -325,10 +329,8 @@ func fillSpendPositions(r kvReader, p *blockPlan) error {
 // txPosAt returns the index in the block at height of the transaction txid,
 // read from the "Exi" rows with cursor c of r.
 func txPosAt(r kvReader, c cursor, txid *chainhash.Hash, height int32) (uint32, bool) {
-	var (
-		pos   uint32
-		found bool
-	)
+	var pos uint32
+	var found bool
 	txidMatches(r, c, txid, func(n uint64, _ txRow) bool {
 		if posHeight(n) == height {
 			pos, found = posIndex(n), true

@@ -54,10 +54,8 @@ func historyNumsWith(c cursor, hx *hashX, from *uint64, room int) ([]uint64, err
 		seek = make([]byte, histKeyLen)
 		histKey(seek, hx, posHeight(*from))
 	}
-	var (
-		nums []uint64
-		err  error
-	)
+	var nums []uint64
+	var err error
 	for ok := c.Seek(seek); ok && err == nil; ok = c.Next() {
 		k := c.Key()
 		if !bytes.HasPrefix(k, pre) {
@@ -322,10 +320,8 @@ const historyTxsChunk = 1024
 // transaction of btcd's: it must return, with an error to stop, rather
 // than block or end its goroutine.
 func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e HistoryEntry, raw []byte) error) (Tip, error) {
-	var (
-		rows   []txRow
-		blocks map[int32]chainhash.Hash
-	)
+	var rows []txRow
+	var blocks map[int32]chainhash.Hash
 	hx := sh.hashX()
 	tip, err := idx.read(func(r *snapView, _ Tip) error {
 		c := r.Cursor()
