@@ -687,15 +687,15 @@ func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
 	_, err := idx.read(func(r *snapView, _ Tip) error {
 		var err error
-		loc, _, err = txLocation(r, &txid)
+		loc, _, err = txLocation(r, &txid, false)
 		return err
 	})
 	return loc, err
 }
 
 // txLocation is TxLocation inside a view; it also returns the tx row, with
-// the transaction's place in its block.
-func txLocation(meta kvReader, txid *chainhash.Hash) (TxLocation, txRow, error) {
+// the transaction's place in its block when place is set.
+func txLocation(meta kvReader, txid *chainhash.Hash, place bool) (TxLocation, txRow, error) {
 	n, r, found := locateTx(meta, txid)
 	if !found {
 		return TxLocation{}, r, ErrNotFound
@@ -703,7 +703,7 @@ func txLocation(meta kvReader, txid *chainhash.Hash) (TxLocation, txRow, error) 
 	var k [txKeyLen]byte
 	locKey(k[:], n)
 	count, hash, ok := blockTxs(meta, r.height)
-	if !ok || posIndex(n) >= count || !decodeLocEntry(meta.Get(k[:]), n, &r) {
+	if !ok || posIndex(n) >= count || place && !decodeLocEntry(meta.Get(k[:]), n, &r) {
 		return TxLocation{}, r, corruptf("transaction %v has no block row or place at height %d", txid, r.height)
 	}
 	return TxLocation{Height: r.height, Pos: posIndex(n), BlockHash: hash}, r, nil
@@ -781,7 +781,7 @@ func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error)
 	)
 	_, err := idx.read(func(r *snapView, _ Tip) error {
 		var err error
-		loc, row, err = txLocation(r, &txid)
+		loc, row, err = txLocation(r, &txid, true)
 		return err
 	})
 	if err != nil {

@@ -333,7 +333,7 @@ func spentOutputsFromIndex(dbTx database.Tx, r kvReader, block *btcutil.Block) (
 		}
 		for _, in := range tx.MsgTx().TxIn {
 			prev := in.PreviousOutPoint
-			loc, row, err := txLocation(r, &prev.Hash)
+			loc, row, err := txLocation(r, &prev.Hash, true)
 			if err != nil {
 				return nil, fmt.Errorf("spent transaction %v: %w", prev.Hash, err)
 			}

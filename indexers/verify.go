@@ -555,7 +555,7 @@ func (v *verifier) checkRebuilt(block *btcutil.Block, stxos []blockchain.SpentTx
 			continue
 		}
 		for _, in := range tx.MsgTx().TxIn {
-			loc, r, err := txLocation(v.meta, &in.PreviousOutPoint.Hash)
+			loc, r, err := txLocation(v.meta, &in.PreviousOutPoint.Hash, true)
 			if err != nil {
 				return err
 			}
