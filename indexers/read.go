@@ -111,8 +111,13 @@ func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) 
 			out[lo+i] = HistoryEntry{TxHash: row.txid, Height: row.height}
 		})
 	}
+	if len(nums) <= split {
+		return out, entries(c, 0, len(nums))
+	}
+	r = r.Bulk()
+	c = r.Cursor()
 	workers := scanWorkers()
-	if len(nums) <= split || workers < 2 {
+	if workers < 2 {
 		return out, entries(c, 0, len(nums))
 	}
 	var cuts []int

@@ -23,10 +23,9 @@ const DefaultCacheMiB = 64
 // its time rewriting tables from level to level; here level 1 holds 640
 // MiB, all of an index of that size. A build's full batches skip the
 // memtable (pipeline.go); a block at the tip goes through it, and an insert
-// costs more the more the memtable holds, so it is small. Blocks of 16 KiB,
-// read without goleveldb's buffer pool (which hands out zeroed buffers of
-// twice the size), make the first read of a long history after a start,
-// which loads most of "Ext", a file read per block.
+// costs more the more the memtable holds, so it is small. Blocks of 16 KiB
+// make the first read of a long history, which loads most of "Ext", a file
+// read per block; it reads around the block cache (bulkView).
 func storeOptions(cacheMiB int) *opt.Options {
 	if cacheMiB <= 0 {
 		cacheMiB = DefaultCacheMiB
@@ -34,7 +33,6 @@ func storeOptions(cacheMiB int) *opt.Options {
 	return &opt.Options{
 		Compression:            opt.NoCompression,
 		BlockSize:              16 << 10,
-		DisableBufferPool:      true,
 		BlockCacheCapacity:     cacheMiB << 20,
 		WriteBuffer:            8 << 20,
 		CompactionTableSize:    8 << 20,
@@ -57,6 +55,9 @@ type kvReader interface {
 	Get(k []byte) []byte
 	// Cursor returns a cursor over all rows; the reader releases it.
 	Cursor() cursor
+	// Bulk returns a reader of the same rows for a read that touches
+	// more blocks than the store's cache should keep for it.
+	Bulk() kvReader
 }
 
 // cursor steps through rows in key order. Key and Value are valid until
@@ -88,21 +89,38 @@ func newSnapView(db *leveldb.DB) (*snapView, error) {
 	return v, nil
 }
 
-func (v *snapView) Get(k []byte) []byte {
-	val, err := v.snap.Get(k, nil)
+func (v *snapView) Get(k []byte) []byte { return v.get(k, nil) }
+
+func (v *snapView) get(k []byte, ro *opt.ReadOptions) []byte {
+	val, err := v.snap.Get(k, ro)
 	if err != nil {
 		return nil
 	}
 	return val
 }
 
-func (v *snapView) Cursor() cursor {
-	it := v.snap.NewIterator(nil, nil)
+func (v *snapView) Cursor() cursor { return v.cursor(nil) }
+
+func (v *snapView) cursor(ro *opt.ReadOptions) cursor {
+	it := v.snap.NewIterator(nil, ro)
 	v.mu <- struct{}{}
 	v.its = append(v.its, it)
 	<-v.mu
 	return iterCursor{it}
 }
+
+func (v *snapView) Bulk() kvReader { return bulkView{v} }
+
+// bulkView reads v's snapshot around the block cache: a block it reads
+// comes from goleveldb's buffer pool and goes back to it after use. Its
+// cursors are released with v's.
+type bulkView struct{ v *snapView }
+
+var bulkRead = &opt.ReadOptions{DontFillCache: true}
+
+func (b bulkView) Cursor() cursor      { return b.v.cursor(bulkRead) }
+func (b bulkView) Bulk() kvReader      { return b }
+func (b bulkView) Get(k []byte) []byte { return b.v.get(k, bulkRead) }
 
 // release releases the snapshot and every cursor handed out.
 func (v *snapView) release() {

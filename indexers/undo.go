@@ -16,35 +16,19 @@ import (
 	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
-// Undo. btcd deletes a block's spend journal when it disconnects the block,
-// and a crash can take blocks from btcd's database that the index already
-// holds, so the writer undoes a block from data of its own:
-//
-//   - the newest blocks carry an undo record, written in their batch: the
-//     writes that remove the block again (applyDisconnect's, recorded at
-//     connect time), so undoing needs neither the block nor btcd;
-//   - an older block is undone from the block itself, read from btcd's
-//     block files, with its spent outputs rebuilt from the index's own rows
-//     (every spent transaction is in the index, one block-region read away).
-//
-// Which blocks keep a record: a crash can take from btcd's database every
-// block connected since its cache was last written, and there is no way to
-// ask which those are. So every block btcd connects while the writer runs
-// gets a record, and a record goes once its block is UndoBlocks below the
-// index tip and undoKeep old. btcd writes its database cache every few
-// minutes while blocks connect, so a block connected undoKeep ago is on
-// disk; should a crash still take a block with no record (and no copy in
-// btcd's files), the index is rebuilt. The blocks btcd had on disk when the
-// writer started stay in its files, whatever happens to the chain, and are
-// undone from there.
+// Undo (docs/ARCHITECTURE.md, "Undo and crash safety"). btcd deletes a
+// block's spend journal with the block, and a crash can take blocks the
+// index already holds, so the newest blocks carry an undo record written in
+// their batch (kept UndoBlocks deep and undoKeep old), and an older block is
+// undone from btcd's block files with its spent outputs rebuilt from the
+// index's own rows.
 //
 // An undo record is rows(8) bytes(8), the size change of the undo, then its
 // writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.
-// The value of a restored unspent row carries its transaction's position,
-// which btcd's spent outputs do not give; the record holds zero there and
-// the undo looks it up. The block's own rows are not listed, only the
-// deletes of its history rows and a closing undoOwn: the undo reads them
-// from the store it removes them from (ownRows), which halves a record.
+// A restored unspent row's transaction position, which btcd's spent outputs
+// do not give, is zero in the record and looked up by the undo. The block's
+// own rows are not listed, only the deletes of its history rows and a
+// closing undoOwn: the undo reads them from the store (ownRows).
 
 const (
 	undoPut = 1

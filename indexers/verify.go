@@ -18,34 +18,19 @@ import (
 	"github.com/btcsuite/btcd/database"
 )
 
-// Verification of the stored index against the chain.
+// Verification of the stored index against the chain (docs/ARCHITECTURE.md,
+// "Verification"): every row the index should hold at its tip is recomputed
+// from the blocks and btcd's spend journals with the block path's row
+// builder and compared with the stored rows of one snapshot.
 //
-// Verify recomputes every row the index should hold at its tip from the
-// blocks and btcd's spend journals, with the same row builder the block path
-// uses, and compares it with every stored row, inside one database view: the
-// index tip, the rows and the blocks are read from one snapshot, so a live
-// node keeps connecting blocks meanwhile.
-//
-// Memory stays bounded whatever the chain's size: nothing is held per row.
-// Each table is split into verifyParts partitions (by the first byte of the
-// script hash or txid for the tables keyed by one, by height range for the
-// others), and each partition is reduced to a fingerprint on both sides: its
-// row count and the sum (mod 2^64) of a keyed hash of every row's key and
-// value. Rows a later block deletes (spent outputs) subtract what their put
-// added, so the expected side is computed in one pass over the chain and the
-// stored side in one pass over the rows. A partition whose fingerprints
-// differ is then compared row by row: a second pass over the chain collects
-// the expected rows of that partition alone (1/256 of its table) and merges
-// them with the stored ones, which names every difference by table, key,
-// script hash and height. The hash is seeded afresh for every run, so no
-// set of rows can be crafted to cancel out.
-//
-// An unspent row's value holds the position of its transaction in its
-// block, which btcd's spent outputs do not carry; the fingerprint covers its
-// key and amount, and the position is checked against "Ext" row by row.
-// Spend journals are read through the chain (btcd's decoder is not
-// exported); verifier.spentOutputs says what happens to a block that the
-// chain disconnects meanwhile.
+// Memory stays bounded: each table is split into verifyParts partitions,
+// each reduced on both sides to its row count and the sum (mod 2^64) of a
+// keyed hash of every row (a later delete subtracts its put), seeded afresh
+// each run so that no rows can be crafted to cancel out. A partition whose
+// fingerprints differ is compared row by row in a second pass over the
+// chain, which names every difference. An unspent row's position is checked
+// against "Ext" row by row; verifier.spentOutputs says what happens to a
+// block the chain disconnects meanwhile.
 
 // verifyParts is the number of partitions of a table.
 const verifyParts = 256
