@@ -337,12 +337,16 @@ func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e H
 		from = min(max(from, 0), len(nums))
 		nums = nums[from:]
 		rows = make([]txRow, len(nums))
-		if err := historyEntries(r, c, sh, nums, func(i int, row *txRow) { rows[i] = *row }); err != nil {
+		var kv kvReader = r
+		if len(nums) > idx.scanSplit {
+			kv = r.Bulk() // as readHistory
+		}
+		if err := historyEntries(kv, kv.Cursor(), sh, nums, func(i int, row *txRow) { rows[i] = *row }); err != nil {
 			return err
 		}
 		// The places, from the "Exl" chunks, which ascend as nums do.
 		var k [txKeyLen]byte
-		loc, base, cc := []byte(nil), ^uint64(0), chunkCursor{c: r.Cursor()}
+		loc, base, cc := []byte(nil), ^uint64(0), chunkCursor{c: kv.Cursor()}
 		blocks = make(map[int32]chainhash.Hash)
 		for i := range rows {
 			if b := nums[i] &^ (txChunk - 1); b != base {
