@@ -2,7 +2,6 @@ package indexers
 
 import (
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -19,29 +18,16 @@ func ScriptHashFromScript(pkScript []byte) ScriptHash {
 }
 
 // String returns the Electrum form: the hash byte-reversed, in hex.
-func (s ScriptHash) String() string {
-	var r [32]byte
-	for i := range s {
-		r[i] = s[31-i]
-	}
-	return hex.EncodeToString(r[:])
-}
+func (s ScriptHash) String() string { return chainhash.Hash(s).String() }
 
 // ParseScriptHash parses the Electrum hex form of a script hash (64 hex
 // characters, byte-reversed).
 func ParseScriptHash(s string) (ScriptHash, error) {
-	var sh ScriptHash
-	if len(s) != 64 {
-		return sh, fmt.Errorf("invalid script hash %q", s)
+	var h chainhash.Hash
+	if err := chainhash.DecodeStrict(&h, s); err != nil {
+		return ScriptHash{}, fmt.Errorf("invalid script hash %q", s)
 	}
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		return sh, fmt.Errorf("invalid script hash %q", s)
-	}
-	for i := range sh {
-		sh[i] = b[31-i]
-	}
-	return sh, nil
+	return ScriptHash(h), nil
 }
 
 // Tip identifies the block an answer was read at.

@@ -635,10 +635,12 @@ func (p CatchUpProgress) Duration() time.Duration {
 
 // Progress returns the state of the writer's latest catch-up of more than
 // one block.
-func (idx *ElectrumIndex) Progress() CatchUpProgress {
-	idx.progress.mu.Lock()
-	defer idx.progress.mu.Unlock()
-	p := idx.progress.p
+func (idx *ElectrumIndex) Progress() CatchUpProgress { return idx.progress.get() }
+
+func (s *progressState) get() CatchUpProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.p
 	if d := p.Duration().Seconds(); d > 0 {
 		p.Rate = float64(p.Txs) / d
 	}
@@ -695,20 +697,15 @@ func (s *progressState) committed(height int32, txs uint64, writes int) {
 // maybeLog logs the progress line when the interval has passed.
 func (s *progressState) maybeLog(every time.Duration) {
 	s.mu.Lock()
-	p := s.p
-	due := p.Running && time.Since(s.lastLog) >= every
+	due := s.p.Running && time.Since(s.lastLog) >= every
 	if due {
 		s.lastLog = time.Now()
 	}
 	s.mu.Unlock()
-	if !due {
-		return
+	if due {
+		p := s.get()
+		log.Infof("Electrum index: height %d/%d committed (%d tx), %.0f tx/s", p.Height, p.Target, p.Txs, p.Rate)
 	}
-	rate := 0.0
-	if d := p.Duration().Seconds(); d > 0 {
-		rate = float64(p.Txs) / d
-	}
-	log.Infof("Electrum index: height %d/%d committed (%d tx), %.0f tx/s", p.Height, p.Target, p.Txs, rate)
 }
 
 // DefaultCatchUpMemory is the memory, in MiB, a large catch-up may take on

@@ -100,26 +100,31 @@ func txRowAt(meta kvReader, n uint64) (txRow, bool) {
 }
 
 // readHistory returns the txids and heights of sh's history positions nums,
-// in order. A history longer than split entries loads a good part of the
-// "Ext" table, block by block, and the cores share that work: it is cut
-// into runs of positions, each read with a cursor of its own; cuts fall
-// between chunks, so no chunk is read twice.
+// in order.
 func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) ([]HistoryEntry, error) {
 	out := make([]HistoryEntry, len(nums))
-	entries := func(c cursor, lo, hi int) error {
+	err := readRuns(r, c, nums, split, func(_ int, r kvReader, c cursor, lo, hi int) error {
 		return historyEntries(r, c, sh, nums[lo:hi], func(i int, row *txRow) {
 			out[lo+i] = HistoryEntry{TxHash: row.txid, Height: row.height}
 		})
-	}
+	})
+	return out, err
+}
+
+// readRuns has read(w, r, c, lo, hi) read the history positions
+// nums[lo:hi] with reader r and its cursor c, run w of runs that cover nums
+// in order; run 0 on the calling goroutine. A history longer than split
+// entries loads a good part of the "Ext" table, block by block, around the
+// block cache (bulkView), and the cores share that work: each run is read
+// by a goroutine and a cursor of its own; cuts fall between chunks, so no
+// chunk is read twice.
+func readRuns(r kvReader, c cursor, nums []uint64, split int, read func(w int, r kvReader, c cursor, lo, hi int) error) error {
 	if len(nums) <= split {
-		return out, entries(c, 0, len(nums))
+		return read(0, r, c, 0, len(nums))
 	}
 	r = r.Bulk()
 	c = r.Cursor()
 	workers := scanWorkers()
-	if workers < 2 {
-		return out, entries(c, 0, len(nums))
-	}
 	var cuts []int
 	for w := 1; w < workers; w++ {
 		i := max(len(nums)*w/workers, 1)
@@ -140,24 +145,23 @@ func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) 
 			wg.Add(1)
 			go func(lo, hi int) {
 				defer wg.Done()
-				errs[w] = entries(r.Cursor(), lo, hi)
+				errs[w] = read(w, r, r.Cursor(), lo, hi)
 			}(lo, hi)
 		}
 		lo = hi
 	}
-	errs[0] = entries(c, 0, cuts[0])
+	errs[0] = read(0, r, c, 0, cuts[0])
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // historyEntries calls put(i, row) with the "Ext" entry (txid, height and
 // place in its block) of sh's history position nums[i], reading their
-// chunks. Entries in one chunk share a
-// read. Positions come in chain order, so chunks ascend; a chunk in the same
-// or the next block as the one before is reached by stepping cursor c (a
-// fraction of the cost of a seek or a get), and a chunk far from both
-// neighbours is read with a get, which, unlike a seek, stops at the first
-// table holding the key.
+// chunks; entries in one chunk share a read. Positions come in chain order,
+// so chunks ascend; a chunk in the same or the next block as the one before
+// is reached by stepping cursor c (a fraction of the cost of a seek or a
+// get), and a chunk far from both neighbours is read with a get, which,
+// unlike a seek, stops at the first table holding the key.
 func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, put func(i int, row *txRow)) error {
 	var (
 		k     [txKeyLen]byte
@@ -498,13 +502,22 @@ func (idx *ElectrumIndex) statusIn(r kvReader, c cursor, tip Tip, sh ScriptHash,
 	if err != nil {
 		return nil, err
 	}
-	entries, err := readHistory(r, c, sh, nums, idx.scanSplit)
+	// Run 0 is hashed as it is read; the other runs are formatted by their
+	// own goroutines and hashed after it.
+	var runs [maxScanWorkers][]byte
+	before := st.Len()
+	err = readRuns(r, c, nums, idx.scanSplit, func(w int, r kvReader, c cursor, lo, hi int) error {
+		add := st.Add
+		if w > 0 {
+			runs[w] = make([]byte, 0, (hi-lo)*73) // "txid:height:", heights of up to 7 digits
+			add = func(txid chainhash.Hash, h int32) { runs[w] = appendStatusEntry(runs[w], txid, h) }
+		}
+		return historyEntries(r, c, sh, nums[lo:hi], func(_ int, row *txRow) { add(row.txid, row.height) })
+	})
 	if err != nil {
 		return nil, err
 	}
-	for i := range entries {
-		st.Add(entries[i].TxHash, entries[i].Height)
-	}
+	st.write(len(nums)-(st.Len()-before), runs[1:]...)
 	// A new midstate is kept when entries were added to the one resumed,
 	// or when there was none to resume.
 	if (len(nums) > 0 || !resumed) && st.Len() >= statusCacheMin {

@@ -34,24 +34,35 @@ func NewStatusHasher() *StatusHasher {
 
 // Add appends one history entry.
 func (s *StatusHasher) Add(txid chainhash.Hash, height int32) {
+	if s.buf == nil {
+		s.buf = make([]byte, 0, statusFlush+128)
+	}
+	s.buf = appendStatusEntry(s.buf, txid, height)
+	s.n++
+	if len(s.buf) >= statusFlush {
+		s.flush()
+	}
+}
+
+// appendStatusEntry appends an entry of a status, "txid:height:".
+func appendStatusEntry(b []byte, txid chainhash.Hash, height int32) []byte {
 	var rev [32]byte
 	for i := range rev {
 		rev[i] = txid[31-i]
 	}
-	b := s.buf
-	if b == nil {
-		b = make([]byte, 0, statusFlush+128)
-	}
 	b = hex.AppendEncode(b, rev[:])
 	b = append(b, ':')
 	b = strconv.AppendInt(b, int64(height), 10)
-	b = append(b, ':')
-	s.n++
-	if len(b) >= statusFlush {
+	return append(b, ':')
+}
+
+// write appends n entries formatted by appendStatusEntry into bufs.
+func (s *StatusHasher) write(n int, bufs ...[]byte) {
+	s.flush()
+	for _, b := range bufs {
 		s.h.Write(b)
-		b = b[:0]
 	}
-	s.buf = b
+	s.n += n
 }
 
 // flush writes the gathered entries to the hash.

@@ -91,12 +91,6 @@ func (idx *ElectrumIndex) removeLegacy(interrupt <-chan struct{}) error {
 	return os.RemoveAll(base)
 }
 
-// ElectrumIndexInitialized reports whether the index's store exists in dir.
-func ElectrumIndexInitialized(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "CURRENT"))
-	return err == nil
-}
-
 // DropElectrumIndex deletes the Electrum index: its store in dir, an older
 // version's base beside it, and an older version's rows in db. A later start
 // with --electrumindex builds it anew.

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -10,8 +11,6 @@ import (
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
-
-	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // TestAddrIndexAndDrops runs --addrindex (which turns --txindex on) with the
@@ -96,7 +95,7 @@ func TestAddrIndexAndDrops(t *testing.T) {
 		}
 		defer db.Close()
 		return btcdindexers.AddrIndexInitialized(db), btcdindexers.TxIndexInitialized(db),
-			btcdindexers.CfIndexInitialized(db), indexers.ElectrumIndexInitialized(ElectrumIndexPath(cfg.netDataDir))
+			btcdindexers.CfIndexInitialized(db), fileExists(filepath.Join(ElectrumIndexPath(cfg.netDataDir), "CURRENT"))
 	}
 	drop := func(set func(*Config)) {
 		t.Helper()
