@@ -131,7 +131,10 @@ func (r *undoRecorder) copiesRows() {}
 
 // undoRecord encodes the undo record of a planned block.
 func undoRecord(p *blockPlan) []byte {
-	r := &ownRecorder{undoRecorder{buf: make([]byte, 16, 16+32*len(p.txs))}, p.height}
+	// Room for a restored unspent row per input and a history delete per
+	// entry, so that the record is allocated once.
+	n := 17 + len(p.bufs.spends)*(3+utxoKeyLen+utxoValLen) + len(p.hist)*(2+histKeyLen)
+	r := &ownRecorder{undoRecorder{buf: make([]byte, 16, n)}, p.height}
 	d := applyDisconnect(r, p)
 	r.buf = append(r.buf, undoOwn)
 	binary.BigEndian.PutUint64(r.buf[0:8], uint64(d.Rows))
