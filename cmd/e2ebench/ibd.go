@@ -53,13 +53,17 @@ type ibdRun struct {
 	TipIndex  latency `json:"tip_index"`
 	TipNotify latency `json:"tip_notify"`
 	// TipHeavy is the same for the notifications of the chain's longest
-	// histories the tip blocks touched.
+	// histories the tip blocks touched; TipHeavyCommit is from the
+	// index's commit of the block (its "Indexed block" line, read as it
+	// is written) to those notifications.
 	TipHeavy        latency `json:"tip_heavy"`
+	TipHeavyCommit  latency `json:"tip_heavy_commit"`
 	Connections     int32   `json:"connections"` // TCP connections the client made to the node
 	ShutdownSeconds float64 `json:"shutdown_seconds"`
 
 	submitBigMs, indexBigMs                          []float64
 	tipSubmitMs, tipIndexMs, tipNotifyMs, tipHeavyMs []float64
+	tipHeavyCommitMs                                 []float64
 }
 
 // ibdSummary holds the medians of one configuration's runs, and the
@@ -76,6 +80,8 @@ type ibdSummary struct {
 	TipIndex     latency `json:"tip_index"`
 	TipNotify    latency `json:"tip_notify"`
 	TipHeavy     latency `json:"tip_heavy"`
+	// TipHeavyCommit: as ibdRun's.
+	TipHeavyCommit latency `json:"tip_heavy_commit"`
 }
 
 type ibdReport struct {
@@ -265,8 +271,9 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 	args = append(args, c.nodeArgs...)
 
 	var (
-		mu      sync.Mutex
-		indexed = map[int32]time.Duration{}
+		mu        sync.Mutex
+		indexed   = map[int32]time.Duration{}
+		indexedAt = map[int32]time.Time{}
 	)
 	onLine := func(t time.Duration, line string) {
 		if c.verbose {
@@ -274,7 +281,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		}
 		if h, _, d, ok := parseIndexedBlock(line); ok {
 			mu.Lock()
-			indexed[h] = d
+			indexed[h], indexedAt[h] = d, time.Now()
 			mu.Unlock()
 		}
 	}
@@ -359,11 +366,18 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			if withIndex {
 				port = ePort
 			}
-			res, err := runTip(rc, port, tips, heavy)
+			committed := func(h int32) (time.Time, bool) {
+				mu.Lock()
+				defer mu.Unlock()
+				t, ok := indexedAt[h]
+				return t, ok
+			}
+			res, err := runTip(rc, port, tips, heavy, committed)
 			if err != nil {
 				return fmt.Errorf("tip phase: %w", err)
 			}
 			run.tipSubmitMs, run.tipNotifyMs, run.tipHeavyMs = res.submit, res.notify, res.heavy
+			run.tipHeavyCommitMs = res.heavyCommit
 			run.TipBlocks = len(tips)
 		}
 		res, err := rc.call("getblockcount")
@@ -399,7 +413,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		}
 		run.TipSubmit, run.TipIndex, run.TipNotify = summarize(run.tipSubmitMs), summarize(run.tipIndexMs),
 			summarize(run.tipNotifyMs)
-		run.TipHeavy = summarize(run.tipHeavyMs)
+		run.TipHeavy, run.TipHeavyCommit = summarize(run.tipHeavyMs), summarize(run.tipHeavyCommitMs)
 		return nil
 	}()
 	hwm, cpu := p.HWMKB(), p.CPUSeconds()
@@ -423,7 +437,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 }
 
 func (rep *ibdReport) summary(kind string) ibdSummary {
-	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot, theavy []float64
+	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot, theavy, tcommit []float64
 	for _, r := range rep.Runs {
 		if r.Kind != kind {
 			continue
@@ -436,8 +450,10 @@ func (rep *ibdReport) summary(kind string) ibdSummary {
 		idx = append(idx, r.indexBigMs...)
 		tsub, tidx, tnot = append(tsub, r.tipSubmitMs...), append(tidx, r.tipIndexMs...), append(tnot, r.tipNotifyMs...)
 		theavy = append(theavy, r.tipHeavyMs...)
+		tcommit = append(tcommit, r.tipHeavyCommitMs...)
 	}
 	return ibdSummary{Runs: len(secs), Seconds: median(secs), BlocksPerSec: median(bps), TxPerSec: median(tps),
 		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx),
-		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot), TipHeavy: summarize(theavy)}
+		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot), TipHeavy: summarize(theavy),
+		TipHeavyCommit: summarize(tcommit)}
 }

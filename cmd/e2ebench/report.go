@@ -254,6 +254,10 @@ func (rep *ibdReport) writeTable(w io.Writer) {
 	if h := rep.With.TipHeavy; h.N > 0 {
 		fmt.Fprintf(w, "the %d longest histories the server answers, when a tip block touched them: notification p50 %s, p90 %s, max %s ms (%d)\n",
 			tipHeavy, fmtMs(h.P50Ms, h.N), fmtMs(h.P90Ms, h.N), fmtMs(h.MaxMs, h.N), h.N)
+		if c := rep.With.TipHeavyCommit; c.N > 0 {
+			fmt.Fprintf(w, "  the same from the index's commit of the block: p50 %s, p90 %s, max %s ms\n",
+				fmtMs(c.P50Ms, c.N), fmtMs(c.P90Ms, c.N), fmtMs(c.MaxMs, c.N))
+		}
 	}
 }
 
@@ -304,7 +308,8 @@ func (rep *ibdReport) markdown() string {
 		}
 		if h := rep.With.TipHeavy; h.N > 0 {
 			fmt.Fprintf(&b, "\nThe wallet also subscribed to the chain's %d longest histories the server answers: their "+
-				"notifications after a tip block touching them, p50 / p90 / max: %s ms (%d).\n", tipHeavy, lat(h), h.N)
+				"notifications after a tip block touching them, p50 / p90 / max: %s ms (%d); from the index's "+
+				"commit of the block: %s ms.\n", tipHeavy, lat(h), h.N, lat(rep.With.TipHeavyCommit))
 		}
 	}
 	return b.String()

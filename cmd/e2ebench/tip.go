@@ -269,17 +269,19 @@ func (c *notifyClient) since(scripts []string, t time.Time) []time.Time {
 func (c *notifyClient) Close() error { return c.conn.Close() }
 
 // tipResult is what the tip phase measured, in milliseconds: submitblock's
-// latency per block, and from submitblock's answer to each status
-// notification of a script the block pays and of a heavy script it
-// touched.
+// latency per block, from submitblock's answer to each status notification
+// of a script the block pays and of a heavy script it touched, and from the
+// index's commit of the block to the latter.
 type tipResult struct {
-	submit, notify, heavy []float64
+	submit, notify, heavy, heavyCommit []float64
 }
 
 // runTip sends the tip blocks one at a time after a pause; with ePort not
 // 0, a wallet subscribed to the blocks' scripts and to the heavy ones times
-// the notifications.
-func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string) (res tipResult, err error) {
+// the notifications. committed gives when the index committed a block
+// (false: not known).
+func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string,
+	committed func(height int32) (time.Time, bool)) (res tipResult, err error) {
 	var nc *notifyClient
 	if ePort != 0 {
 		if nc, err = dialNotify("127.0.0.1:"+strconv.Itoa(ePort), blocks, heavy); err != nil {
@@ -317,8 +319,12 @@ func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string) (res ti
 		if nc != nil {
 			// The heavy scripts the block touched were notified in the
 			// same pass as its own.
+			at, ok := committed(b.height)
 			for _, t := range nc.since(heavy, start) {
 				res.heavy = append(res.heavy, ms(t.Sub(connected)))
+				if ok {
+					res.heavyCommit = append(res.heavyCommit, ms(t.Sub(at)))
+				}
 			}
 		}
 	}
