@@ -62,6 +62,23 @@ func (s *slab) take(n int) []byte {
 	return b
 }
 
+// rowBufs returns where a block's keys and values are written: a scratch
+// buffer each for a writer that copies rows (rowCopier), else slabs.
+func rowBufs(dst rowWriter) (key, val func(n int) []byte) {
+	if _, ok := dst.(rowCopier); !ok {
+		var ks, vs slab
+		return ks.take, vs.take
+	}
+	var ks [utxoKeyLen]byte
+	var vs []byte
+	return func(n int) []byte { return ks[:n:n] }, func(n int) []byte {
+		if cap(vs) < n {
+			vs = make([]byte, n)
+		}
+		return vs[:n:n]
+	}
+}
+
 // mustWrite stops the process on a write error of a rowWriter; the writers
 // of this package do not fail.
 func mustWrite(err error) {
@@ -102,16 +119,8 @@ func putChunks(w *sizedWriter, p *blockPlan, key, val func(int) []byte) {
 // returns what the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
-	var s, vs slab
+	key, val := rowBufs(dst)
 	empty := []byte{}
-	// A writer that copies rows gets them in two scratch buffers.
-	key, val := s.take, vs.take
-	if _, ok := dst.(rowCopier); ok {
-		var ks [utxoKeyLen]byte
-		var vb [txChunk * txEntryLen]byte
-		key = func(n int) []byte { return ks[:n:n] }
-		val = func(n int) []byte { return vb[:n:n] }
-	}
 
 	putChunks(w, p, key, val)
 
@@ -148,22 +157,11 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 		}
 	}
 
-	// History: one row per script the block funds or spends. A writer
-	// that copies rows gets each value in one scratch buffer.
-	hv := vs.take
-	if _, ok := dst.(rowCopier); ok {
-		var scratch []byte
-		hv = func(n int) []byte {
-			if cap(scratch) < n {
-				scratch = make([]byte, n)
-			}
-			return scratch[:n:n]
-		}
-	}
+	// History: one row per script the block funds or spends.
 	eachHistRow(p.hist, func(hx *hashX, run []histEntry) {
 		k := key(histKeyLen)
 		histKey(k, hx, p.height)
-		v := hv(len(run) * histPosLen)
+		v := val(len(run) * histPosLen)
 		putHistPositions(v, run)
 		mustWrite(w.Put(k, v))
 	})
@@ -249,22 +247,22 @@ func putHistPositions(v []byte, run []histEntry) {
 // It returns what the block's removal adds to the index's size (negative).
 func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	w := &sizedWriter{w: dst}
-	var s slab
+	key, val := rowBufs(dst)
 
 	for i := len(p.txs) - 1; i >= 0; i-- {
 		tp := &p.txs[i]
 		for j := range tp.spends {
 			sp := &tp.spends[j]
 			hx := sp.script.hashX()
-			k := s.take(utxoKeyLen)
+			k := key(utxoKeyLen)
 			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
-			v := s.take(utxoValLen)
+			v := val(utxoValLen)
 			putUtxoVal(v, sp.value, sp.pos)
 			mustWrite(w.Put(k, v))
 		}
 	}
 	eachHistRow(p.hist, func(hx *hashX, run []histEntry) {
-		k := s.take(histKeyLen)
+		k := key(histKeyLen)
 		histKey(k, hx, p.height)
 		mustWrite(w.deleteLen(k, len(run)*histPosLen))
 	})
@@ -275,19 +273,19 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 		for j := range tp.funds {
 			f := &tp.funds[j]
 			hx := f.script.hashX()
-			k := s.take(utxoKeyLen)
+			k := key(utxoKeyLen)
 			utxoKey(k, &hx, p.height, &tp.txid, f.vout)
 			mustWrite(w.Delete(k))
 		}
-		k := s.take(txidKeyLen)
+		k := key(txidKeyLen)
 		txidKey(k, &tp.txid, txNum)
 		mustWrite(w.Delete(k))
 	}
 	for first := 0; first < len(p.txs); first += txChunk {
-		k := s.take(txKeyLen)
+		k := key(txKeyLen)
 		txKey(k, txPos(p.height, first))
 		mustWrite(w.deleteLen(k, chunkLen(first, len(p.txs))))
-		k = s.take(txKeyLen)
+		k = key(txKeyLen)
 		locKey(k, txPos(p.height, first))
 		mustWrite(w.deleteLen(k, locLen(first, len(p.txs))))
 	}
