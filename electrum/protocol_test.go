@@ -303,9 +303,8 @@ func TestHeaderMethods(t *testing.T) {
 		}
 		var proof proofResult
 		c.must(&proof, "blockchain.block.header", 1, 3)
-		leaf := mustHash(t, "00"+strings.Repeat("0", 62))
 		raw, _ := hex.DecodeString(proof.Header)
-		leaf = chainhash.DoubleHashH(raw)
+		leaf := chainhash.DoubleHashH(raw)
 		var branch []chainhash.Hash
 		for _, b := range proof.Branch {
 			branch = append(branch, mustHash(t, b))

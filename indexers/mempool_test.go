@@ -21,13 +21,12 @@ import (
 // transactions: tx1 spends confirmed output c1 (script A) and pays B and
 // change to A; tx2 spends tx1's output to B and pays C.
 type poolFixture struct {
-	a, b, c    []byte
-	c1         wire.OutPoint
-	tx1, tx2   *mempool.TxDesc
-	confirmed  map[wire.OutPoint]*wire.TxOut
-	shA, shB   ScriptHash
-	shC        ScriptHash
-	prevOutErr error
+	a, b, c   []byte
+	c1        wire.OutPoint
+	tx1, tx2  *mempool.TxDesc
+	confirmed map[wire.OutPoint]*wire.TxOut
+	shA, shB  ScriptHash
+	shC       ScriptHash
 }
 
 func newPoolFixture() *poolFixture {

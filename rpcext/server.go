@@ -230,19 +230,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return firstErr
 }
 
-// checkAuth reports whether r carries the configured basic-auth
-// credentials.
-func (s *Server) checkAuth(r *http.Request) bool {
-	if !s.authOn {
-		return true
-	}
-	user, pass, ok := r.BasicAuth()
-	if !ok {
-		return false
-	}
-	return s.credentialsMatch(user, pass)
-}
-
 // credentialsMatch compares credentials in constant time.
 func (s *Server) credentialsMatch(user, pass string) bool {
 	u := sha256.Sum256([]byte(user))

@@ -46,9 +46,7 @@ func (h *Harness) reorg(rng *rand.Rand, depth int, spec BlockSpec, replay bool) 
 			if err != nil {
 				return nil, err
 			}
-			for _, tx := range b.MsgBlock().Transactions[1:] {
-				replayed = append(replayed, tx)
-			}
+			replayed = append(replayed, b.MsgBlock().Transactions[1:]...)
 		}
 	}
 	for i := 0; i <= depth; i++ {
