@@ -124,14 +124,14 @@ func TestAnswerCacheFollowsTheChain(t *testing.T) {
 
 	// A block paying the script: a new tip, a longer history.
 	coin := n.coin()
-	paid := n.mine(nil, spendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript)))
+	paid := n.mine(nil, testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript)))
 	checkHistory("after a block")
 	checkHeaders("after a block")
 
 	// A transaction paying the script waits in the mempool.
 	coin = n.coin()
 	var txid string
-	c16.must(&txid, "blockchain.transaction.broadcast", txHex(spendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript))))
+	c16.must(&txid, "blockchain.transaction.broadcast", txHex(testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-100_000, historyScript))))
 	checkHistory("with a mempool entry")
 
 	// The block paying the script is replaced by two others: its

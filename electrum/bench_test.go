@@ -110,7 +110,7 @@ func benchNode(b testing.TB) *realNode {
 	var txs []*wire.MsgTx
 	for i := 0; i < 100; i++ {
 		c := testchain.Coin{OutPoint: wire.OutPoint{Hash: fanTx, Index: uint32(i)}, Value: 1_000_000, Script: change}
-		txs = append(txs, spendTx([]testchain.Coin{c}, wire.NewTxOut(900_000, historyScript)))
+		txs = append(txs, testchain.SpendTx([]testchain.Coin{c}, wire.NewTxOut(900_000, historyScript)))
 	}
 	n.mine(nil, txs...)
 	h, _, err := n.idx.History(indexers.ScriptHashFromScript(historyScript), 0)

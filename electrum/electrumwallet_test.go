@@ -97,7 +97,7 @@ func electrumWalletFlow(t *testing.T, bin, transport string) {
 	}
 	coin := n.coin()
 	change := &n.h.Pool.Spendable[1]
-	pay := spendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, pkScript), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
+	pay := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, pkScript), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
 	if err := n.backend.Broadcast(pay); err != nil {
 		t.Fatal(err)
 	}

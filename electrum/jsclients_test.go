@@ -85,7 +85,7 @@ func TestJSClients(t *testing.T) {
 			}
 			coin := n.coin()
 			change := &n.h.Pool.Spendable[1]
-			tx := spendTx([]testchain.Coin{coin}, wire.NewTxOut(7000_0000, target), wire.NewTxOut(coin.Value-7000_0000-15_000, change.PkScript))
+			tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(7000_0000, target), wire.NewTxOut(coin.Value-7000_0000-15_000, change.PkScript))
 			if err := n.backend.Broadcast(tx); err != nil {
 				t.Fatal(err)
 			}

@@ -161,8 +161,8 @@ func TestRealChainStatusWhilePoolHoldsMined(t *testing.T) {
 	c.must(&status, "blockchain.scripthash.subscribe", sh.String())
 
 	coin := n.coin()
-	tx1 := spendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
-	tx2 := spendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
+	tx1 := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
+	tx2 := testchain.SpendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
 	var txid string
 	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx1))
 	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx2))
@@ -235,7 +235,7 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 	c16.negotiate("1.6")
 
 	coin := n.coin()
-	tx1 := spendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
+	tx1 := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(1_0000_0000, target), wire.NewTxOut(coin.Value-1_0000_0000-20_000, change.PkScript))
 	var txid string
 	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx1))
 	if txid != tx1.TxHash().String() {
@@ -291,7 +291,7 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 	}
 
 	// A child of tx1's change pays the target again: height -1.
-	tx2 := spendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
+	tx2 := testchain.SpendTx([]testchain.Coin{changeCoin(tx1, 1, change)}, wire.NewTxOut(5000_0000, target), wire.NewTxOut(tx1.TxOut[1].Value-5000_0000-30_000, change.PkScript))
 	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx2))
 	id2 := tx2.TxHash().String()[:8]
 	expectStatus([]string{id1 + ":0", id2 + ":-1"})
@@ -308,8 +308,8 @@ func TestRealChainMempoolNotifications(t *testing.T) {
 
 	// A package: parent and child accepted in order (1.6).
 	coin2 := n.coin()
-	p := spendTx([]testchain.Coin{coin2}, wire.NewTxOut(coin2.Value-10_000, change.PkScript))
-	ch := spendTx([]testchain.Coin{changeCoin(p, 0, change)}, wire.NewTxOut(2000_0000, target), wire.NewTxOut(p.TxOut[0].Value-2000_0000-10_000, change.PkScript))
+	p := testchain.SpendTx([]testchain.Coin{coin2}, wire.NewTxOut(coin2.Value-10_000, change.PkScript))
+	ch := testchain.SpendTx([]testchain.Coin{changeCoin(p, 0, change)}, wire.NewTxOut(2000_0000, target), wire.NewTxOut(p.TxOut[0].Value-2000_0000-10_000, change.PkScript))
 	var pr map[string]any
 	c16.must(&pr, "blockchain.transaction.broadcast_package", []string{txHex(p), txHex(ch)})
 	if pr["success"] != true {

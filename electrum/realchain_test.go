@@ -14,7 +14,6 @@ import (
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/integration/rpctest"
 	"github.com/btcsuite/btcd/mempool"
-	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -55,17 +54,7 @@ func (n *realNode) dropMined() {
 	n.lagged, n.poolLags = nil, false
 	n.mu.Unlock()
 	for _, b := range blocks {
-		n.removeMined(b)
-	}
-}
-
-// removeMined removes a connected block's transactions from btcd's pool.
-func (n *realNode) removeMined(block *btcutil.Block) {
-	for _, tx := range block.Transactions()[1:] {
-		n.pool.RemoveTransaction(tx, false)
-		n.pool.RemoveDoubleSpends(tx)
-		n.pool.RemoveOrphan(tx)
-		n.pool.ProcessOrphans(tx)
+		testchain.RemoveMined(n.pool, b)
 	}
 }
 
@@ -103,28 +92,8 @@ func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 	}
 	n.fees = mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 1)
 	chain := n.h.Chain
-	n.pool = mempool.New(&mempool.Config{
-		Policy: mempool.Policy{
-			MaxTxVersion:      2,
-			AcceptNonStd:      true,
-			FreeTxRelayLimit:  15,
-			MaxOrphanTxs:      100,
-			MaxOrphanTxSize:   100000,
-			MaxSigOpCostPerTx: blockchain.MaxBlockSigOpsCost / 4,
-			MinRelayTxFee:     mempool.DefaultMinRelayTxFee,
-		},
-		ChainParams:    n.h.Params,
-		FetchUtxoView:  chain.FetchUtxoView,
-		BestHeight:     func() int32 { return chain.BestSnapshot().Height },
-		MedianTimePast: func() time.Time { return chain.BestSnapshot().MedianTime },
-		CalcSequenceLock: func(tx *btcutil.Tx, view *blockchain.UtxoViewpoint) (*blockchain.SequenceLock, error) {
-			return chain.CalcSequenceLock(tx, view, true)
-		},
-		IsDeploymentActive: chain.IsDeploymentActive,
-		SigCache:           txscript.NewSigCache(1000),
-		HashCache:          txscript.NewHashCache(1000),
-		FeeEstimator:       n.fees,
-	})
+	n.pool = testchain.NewTxPool(chain, n.h.Params, n.fees)
+
 	n.overlay = indexers.NewMempool(n.idx.PrevOut)
 	n.backend = &IndexBackend{
 		Params:  n.h.Params,
@@ -181,7 +150,7 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 		}
 		n.mu.Unlock()
 		if !lags {
-			n.removeMined(block)
+			testchain.RemoveMined(n.pool, block)
 		}
 		n.fees.RegisterBlock(block)
 	case blockchain.NTBlockDisconnected:
@@ -225,19 +194,6 @@ func (n *realNode) coin() testchain.Coin {
 	return c
 }
 
-// spendTx builds a transaction spending anyone-can-spend coins (the
-// reserved coins or outputs paying change scripts) into outs.
-func spendTx(ins []testchain.Coin, outs ...*wire.TxOut) *wire.MsgTx {
-	tx := wire.NewMsgTx(2)
-	for _, c := range ins {
-		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: c.OutPoint, SignatureScript: c.Script.SigScript, Witness: c.Script.Witness, Sequence: wire.MaxTxInSequenceNum})
-	}
-	for _, o := range outs {
-		tx.AddTxOut(o)
-	}
-	return tx
-}
-
 // changeCoin describes output vout of tx paying script as spendable.
 func changeCoin(tx *wire.MsgTx, vout uint32, script *testchain.Script) testchain.Coin {
 	return testchain.Coin{OutPoint: wire.OutPoint{Hash: tx.TxHash(), Index: vout}, Value: tx.TxOut[vout].Value, Script: script}
@@ -279,35 +235,7 @@ func (n *realNode) mineMempool() *btcutil.Block {
 	for _, d := range n.pool.MiningDescs() {
 		txs = append(txs, d.Tx.MsgTx())
 	}
-	return n.mine(nil, orderTxs(txs)...)
-}
-
-// orderTxs puts parents before children.
-func orderTxs(txs []*wire.MsgTx) []*wire.MsgTx {
-	in := map[[32]byte]bool{}
-	for _, tx := range txs {
-		in[tx.TxHash()] = true
-	}
-	var out []*wire.MsgTx
-	done := map[[32]byte]bool{}
-	for len(out) < len(txs) {
-		for _, tx := range txs {
-			if done[tx.TxHash()] {
-				continue
-			}
-			ready := true
-			for _, ti := range tx.TxIn {
-				if in[ti.PreviousOutPoint.Hash] && !done[ti.PreviousOutPoint.Hash] {
-					ready = false
-				}
-			}
-			if ready {
-				done[tx.TxHash()] = true
-				out = append(out, tx)
-			}
-		}
-	}
-	return out
+	return n.mine(nil, testchain.OrderTxs(txs)...)
 }
 
 // waitNotified waits until the server's notifier has handled everything

@@ -394,7 +394,7 @@ func TestScriptsAgainstChainAndElectrum(t *testing.T) {
 		}
 	}
 	coin := n.coin()
-	n.mine(spendTx([]testchain.Coin{coin}, &wire.TxOut{Value: 7_000, PkScript: pkScript},
+	n.mine(testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: 7_000, PkScript: pkScript},
 		&wire.TxOut{Value: coin.Value - 8_000, PkScript: pkScript}))
 	o = buildOracle(t, n.h.Chain)
 	var stats struct {

@@ -148,7 +148,7 @@ func TestJSClients(t *testing.T) {
 
 	// Fund: broadcast through mempool.js, seen unconfirmed by both.
 	coin := n.coin()
-	prev := spendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 10_000, PkScript: script.PkScript})
+	prev := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 10_000, PkScript: script.PkScript})
 	var txid string
 	d.ok("mempool", "transactions", "postTx", map[string]any{"txhex": txHex(prev)}, &txid)
 	if txid != prev.TxHash().String() {
@@ -182,7 +182,7 @@ func TestJSClients(t *testing.T) {
 	first := prev
 	for i := 0; i < 30; i++ {
 		in := testchain.Coin{OutPoint: wire.OutPoint{Hash: prev.TxHash(), Index: 0}, Value: prev.TxOut[0].Value, Script: &script}
-		tx := spendTx([]testchain.Coin{in}, &wire.TxOut{Value: in.Value - 1000, PkScript: script.PkScript})
+		tx := testchain.SpendTx([]testchain.Coin{in}, &wire.TxOut{Value: in.Value - 1000, PkScript: script.PkScript})
 		lib := libs[i%2]
 		var got string
 		d.ok(lib, "transactions", "postTx", map[string]any{"txhex": txHex(tx)}, &got)

@@ -36,7 +36,7 @@ func TestMempoolAndBroadcast(t *testing.T) {
 	esh := hex.EncodeToString(sh[:])
 
 	coin := n.coin()
-	tx1 := spendTx([]testchain.Coin{coin},
+	tx1 := testchain.SpendTx([]testchain.Coin{coin},
 		&wire.TxOut{Value: 50_000_000, PkScript: script.PkScript},
 		&wire.TxOut{Value: coin.Value - 50_000_000 - 1000, PkScript: script.PkScript})
 	code, body := n.post("/tx", txHex(tx1))
@@ -70,7 +70,7 @@ func TestMempoolAndBroadcast(t *testing.T) {
 	}
 
 	// A child spending the first output.
-	tx2 := spendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: tx1.TxHash(), Index: 0}, Value: 50_000_000, Script: &script}},
+	tx2 := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: tx1.TxHash(), Index: 0}, Value: 50_000_000, Script: &script}},
 		&wire.TxOut{Value: 50_000_000 - 2000, PkScript: testchain.NewSpendableScript(testchain.KindP2SH, 88_888).PkScript})
 	if code, body := n.post("/tx", txHex(tx2)); code != http.StatusOK {
 		t.Fatalf("POST child: %d %s", code, body)

@@ -21,7 +21,6 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/integration/rpctest"
 	"github.com/btcsuite/btcd/mempool"
-	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,28 +97,8 @@ func newTestNode(t testing.TB, prefix string, extra ...net.Listener) *testNode {
 func (n *testNode) serve(chain *blockchain.BlockChain, params *chaincfg.Params, prefix string, extra ...net.Listener) {
 	t := n.t
 	fees := mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 1)
-	n.pool = mempool.New(&mempool.Config{
-		Policy: mempool.Policy{
-			MaxTxVersion:      2,
-			AcceptNonStd:      true,
-			FreeTxRelayLimit:  15,
-			MaxOrphanTxs:      100,
-			MaxOrphanTxSize:   100000,
-			MaxSigOpCostPerTx: blockchain.MaxBlockSigOpsCost / 4,
-			MinRelayTxFee:     mempool.DefaultMinRelayTxFee,
-		},
-		ChainParams:    params,
-		FetchUtxoView:  chain.FetchUtxoView,
-		BestHeight:     func() int32 { return chain.BestSnapshot().Height },
-		MedianTimePast: func() time.Time { return chain.BestSnapshot().MedianTime },
-		CalcSequenceLock: func(tx *btcutil.Tx, view *blockchain.UtxoViewpoint) (*blockchain.SequenceLock, error) {
-			return chain.CalcSequenceLock(tx, view, true)
-		},
-		IsDeploymentActive: chain.IsDeploymentActive,
-		SigCache:           txscript.NewSigCache(1000),
-		HashCache:          txscript.NewHashCache(1000),
-		FeeEstimator:       fees,
-	})
+	n.pool = testchain.NewTxPool(chain, params, fees)
+
 	n.overlay = indexers.NewMempool(n.idx.PrevOut)
 	n.backend = &electrum.IndexBackend{
 		Params: params, Chain: chain, Index: n.idx, Mempool: n.overlay, Pool: n.pool,
@@ -174,12 +153,7 @@ func (n *testNode) onChain(note *blockchain.Notification) {
 	}
 	switch note.Type {
 	case blockchain.NTBlockConnected:
-		for _, tx := range block.Transactions()[1:] {
-			n.pool.RemoveTransaction(tx, false)
-			n.pool.RemoveDoubleSpends(tx)
-			n.pool.RemoveOrphan(tx)
-			n.pool.ProcessOrphans(tx)
-		}
+		testchain.RemoveMined(n.pool, block)
 	case blockchain.NTBlockDisconnected:
 		for _, tx := range block.Transactions()[1:] {
 			_, _, _ = n.pool.MaybeAcceptTransaction(tx, false, true)
@@ -215,19 +189,6 @@ func (n *testNode) coin() testchain.Coin {
 	return c
 }
 
-// spendTx builds a transaction spending anyone-can-spend coins into outs.
-func spendTx(ins []testchain.Coin, outs ...*wire.TxOut) *wire.MsgTx {
-	tx := wire.NewMsgTx(2)
-	for _, c := range ins {
-		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: c.OutPoint, SignatureScript: c.Script.SigScript,
-			Witness: c.Script.Witness, Sequence: wire.MaxTxInSequenceNum})
-	}
-	for _, o := range outs {
-		tx.AddTxOut(o)
-	}
-	return tx
-}
-
 // mineMempool mines the pool's transactions into a block at the tip and
 // waits for the index.
 func (n *testNode) mineMempool() *btcutil.Block {
@@ -236,7 +197,7 @@ func (n *testNode) mineMempool() *btcutil.Block {
 	for _, d := range n.pool.MiningDescs() {
 		txs = append(txs, d.Tx.MsgTx())
 	}
-	return n.mine(orderTxs(txs)...)
+	return n.mine(testchain.OrderTxs(txs)...)
 }
 
 // mine mines one block holding txs at the tip and waits for the index.
@@ -440,32 +401,4 @@ func buildOracle(t testing.TB, chain *blockchain.BlockChain) *chainOracle {
 		}
 	}
 	return o
-}
-
-// orderTxs puts parents before children.
-func orderTxs(txs []*wire.MsgTx) []*wire.MsgTx {
-	in := map[chainhash.Hash]bool{}
-	for _, tx := range txs {
-		in[tx.TxHash()] = true
-	}
-	var out []*wire.MsgTx
-	done := map[chainhash.Hash]bool{}
-	for len(out) < len(txs) {
-		for _, tx := range txs {
-			if done[tx.TxHash()] {
-				continue
-			}
-			ready := true
-			for _, ti := range tx.TxIn {
-				if in[ti.PreviousOutPoint.Hash] && !done[ti.PreviousOutPoint.Hash] {
-					ready = false
-				}
-			}
-			if ready {
-				done[tx.TxHash()] = true
-				out = append(out, tx)
-			}
-		}
-	}
-	return out
 }

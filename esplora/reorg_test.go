@@ -24,7 +24,7 @@ func TestReorganization(t *testing.T) {
 	sh := indexers.ScriptHashFromScript(script.PkScript)
 	esh := hex.EncodeToString(sh[:])
 	coin := n.coin()
-	tx := spendTx([]testchain.Coin{coin}, &wire.TxOut{Value: 40_000_000, PkScript: script.PkScript},
+	tx := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: 40_000_000, PkScript: script.PkScript},
 		&wire.TxOut{Value: coin.Value - 40_000_000 - 1500, PkScript: script.PkScript})
 	txid := tx.TxHash().String()
 	if code, body := n.post("/tx", txHex(tx)); code != http.StatusOK {

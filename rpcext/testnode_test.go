@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcec/v2"
@@ -85,28 +86,8 @@ func newTestNode(t testing.TB) *testNode {
 		peers:    make(map[string]bool),
 		stopped:  make(chan struct{}),
 	}
-	n.pool = mempool.New(&mempool.Config{
-		Policy: mempool.Policy{
-			MaxTxVersion:      2,
-			AcceptNonStd:      true,
-			FreeTxRelayLimit:  15,
-			MaxOrphanTxs:      100,
-			MaxOrphanTxSize:   100000,
-			MaxSigOpCostPerTx: blockchain.MaxBlockSigOpsCost / 4,
-			MinRelayTxFee:     mempool.DefaultMinRelayTxFee,
-		},
-		ChainParams:    params,
-		FetchUtxoView:  chain.FetchUtxoView,
-		BestHeight:     func() int32 { return chain.BestSnapshot().Height },
-		MedianTimePast: func() time.Time { return chain.BestSnapshot().MedianTime },
-		CalcSequenceLock: func(tx *btcutil.Tx, view *blockchain.UtxoViewpoint) (*blockchain.SequenceLock, error) {
-			return chain.CalcSequenceLock(tx, view, true)
-		},
-		IsDeploymentActive: chain.IsDeploymentActive,
-		SigCache:           txscript.NewSigCache(1000),
-		HashCache:          txscript.NewHashCache(1000),
-		FeeEstimator:       n.fees,
-	})
+	n.pool = testchain.NewTxPool(chain, params, n.fees)
+
 	chain.Subscribe(n.onChainEvent)
 	return n
 }
@@ -127,12 +108,7 @@ func (n *testNode) onChainEvent(note *blockchain.Notification) {
 		}
 		srv := n.server
 		n.mu.Unlock()
-		for _, tx := range block.Transactions()[1:] {
-			n.pool.RemoveTransaction(tx, false)
-			n.pool.RemoveDoubleSpends(tx)
-			n.pool.RemoveOrphan(tx)
-			n.pool.ProcessOrphans(tx)
-		}
+		testchain.RemoveMined(n.pool, block)
 		n.fees.RegisterBlock(block)
 		if srv != nil {
 			srv.NotifyBlockConnected(block)
