@@ -161,3 +161,29 @@ func TestSlowReader(t *testing.T) {
 	}
 	good.must(nil, "server.ping")
 }
+
+// TestVersionWithSignsRefused: a protocol version is two or three numbers
+// of digits only; "+1.+4" or "1.4.-0" is no version at all.
+func TestVersionWithSignsRefused(t *testing.T) {
+	fx := newFixture(t, nil)
+	for _, v := range []string{"+1.+4", "+1.6", "1.4.-0", "1.+6", " 1.4"} {
+		c := dial(t, fx.addr)
+		r := c.await(c.sendExpect("1", `{"jsonrpc":"2.0","id":1,"method":"server.version","params":["x","`+v+`"]}`))
+		if r.Error == nil || r.Error.Code != codeBadRequest {
+			t.Fatalf("server.version %q: result %s error %v; want error 1", v, r.Result, r.Error)
+		}
+		if !c.closedByServer() {
+			t.Fatalf("server.version %q: session kept open", v)
+		}
+	}
+}
+
+// TestMethodNullInvalid: "method": null is no string, as 5 is not.
+func TestMethodNullInvalid(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	r := c.await(c.sendExpect("1", `{"jsonrpc":"2.0","id":1,"method":null}`))
+	if r.Error == nil || r.Error.Code != codeInvalidRequest || !strings.Contains(r.Error.Message, "method must be a string") {
+		t.Fatalf(`"method": null answered %+v, want -32600 method must be a string`, r.Error)
+	}
+}

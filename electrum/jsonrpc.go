@@ -241,7 +241,8 @@ func decodeRequest(raw []byte) *request {
 	}
 	if m, ok := simpleString(w.Method); ok {
 		r.method = m
-	} else if err := json.Unmarshal(w.Method, &r.method); err != nil {
+	} else if w.Method[0] != '"' || json.Unmarshal(w.Method, &r.method) != nil {
+		// null decodes into a string without an error.
 		r.err = rpcErrorf(codeInvalidRequest, "invalid request: method must be a string")
 		return r
 	}

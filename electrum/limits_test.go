@@ -262,3 +262,79 @@ func gateHeld(g *workGate) int {
 	defer g.mu.Unlock()
 	return len(g.held)
 }
+
+// TestBatchWithNotificationAtHardLimitAnswered: at the hard cost limit a
+// batch holding a request and a notification is answered -101, and the
+// session is closed once that answer is written, not before.
+func TestBatchWithNotificationAtHardLimitAnswered(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.CostSoftLimit = 50
+		c.CostHardLimit = 250
+		c.RequestSleep = time.Millisecond
+	})
+	c := fx.client(t, "1.4")
+	// Three error answers of errorCost each take the session to the limit.
+	for i := 0; i < 3; i++ {
+		if _, rerr := c.call("no.such.method"); rerr != nil && rerr.Code == codeExcessiveUsage {
+			t.Fatalf("hard limit reached after %d errors", i+1)
+		}
+	}
+	c.send(`[{"jsonrpc":"2.0","id":1,"method":"server.ping"},{"jsonrpc":"2.0","method":"server.ping"}]`)
+	select {
+	case rs := <-c.batches:
+		if len(rs) != 1 || rs[0].Error == nil || rs[0].Error.Code != codeExcessiveUsage {
+			t.Fatalf("batch answer %+v, want one -101", rs)
+		}
+	case <-c.done:
+		t.Fatal("session closed without answering the batch")
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer")
+	}
+	if !c.closedByServer() {
+		t.Fatal("session kept open after its -101")
+	}
+}
+
+// TestTimedOutSubscribeNotKept: a subscription whose answer was -102 (the
+// request timed out) is undone once its handler finishes: it holds no slot
+// of the subscription limits and sends no notifications. The same for
+// blockchain.headers.subscribe.
+func TestTimedOutSubscribeNotKept(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond })
+	c := fx.client(t, "1.4.2")
+	fx.f.mu.Lock()
+	fx.f.slow = 300 * time.Millisecond
+	fx.f.mu.Unlock()
+	if _, rerr := c.call("blockchain.scripthash.subscribe", fx.shA.String()); rerr == nil || rerr.Code != codeServerBusy {
+		t.Fatalf("slow subscribe: %v, want -102", rerr)
+	}
+	fx.f.mu.Lock()
+	fx.f.slow = 0
+	// headers.subscribe reads the tip under this lock: held, it times out.
+	done := make(chan *RPCError, 1)
+	go func() {
+		_, rerr := c.call("blockchain.headers.subscribe")
+		done <- rerr
+	}()
+	rerr := <-done
+	time.Sleep(300 * time.Millisecond)
+	fx.f.mu.Unlock()
+	if rerr == nil || rerr.Code != codeServerBusy {
+		t.Fatalf("headers.subscribe with the tip held: %v, want -102", rerr)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.s.SubscriptionCount() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d subscriptions held after the subscribe was answered -102", fx.s.SubscriptionCount())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the headers handler finishes too
+	fx.mineAndNotify(fx.a)
+	c.noNote(fx.s)
+	var was bool
+	c.must(&was, "blockchain.scripthash.unsubscribe", fx.shA.String())
+	if was {
+		t.Fatal("unsubscribe after a timed-out subscribe returned true")
+	}
+}

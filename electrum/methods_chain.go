@@ -305,5 +305,12 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	if after == nil {
 		return res, nil
 	}
-	return afterAnswer{v: res, after: after}, nil
+	return afterAnswer{v: res, after: after, dropped: func() {
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		if ss.headersPending {
+			ss.headersSub, ss.headersPending = false, false
+			n.dropSession(ss, nil)
+		}
+	}}, nil
 }

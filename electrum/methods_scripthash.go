@@ -370,11 +370,8 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	if err != nil {
-		if fresh && ss.subs[sh] == st {
-			delete(ss.subs, sh)
-			ss.nsubs.Add(-1)
-			n.removeSub(ss, sh)
-			srv.releaseSubs(ss, 1)
+		if fresh {
+			ss.dropSubLocked(sh, st)
 		}
 		return nil, err
 	}
@@ -404,7 +401,23 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		if !equalStatus(st.status, answered) {
 			ss.sendHeld(statusNotification(sh, st.status))
 		}
+	}, dropped: func() {
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		ss.dropSubLocked(sh, st)
 	}}, nil
+}
+
+// dropSubLocked undoes the subscription st to sh that a subscribe made but
+// did not answer, unless the session no longer holds it. subMu is held.
+func (ss *session) dropSubLocked(sh indexers.ScriptHash, st *subState) {
+	if ss.subs[sh] != st {
+		return
+	}
+	delete(ss.subs, sh)
+	ss.nsubs.Add(-1)
+	ss.srv.notifier.removeSub(ss, sh)
+	ss.srv.releaseSubs(ss, 1)
 }
 
 // sendHeld queues a notification a pass held back until a subscription's

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -400,6 +401,9 @@ func (ss *session) readLoop() {
 			if errors.As(err, &ne) && ne.Timeout() {
 				ss.setCloseReason(DisconnectIdle)
 			}
+			if _, line := ss.conn.(*lineConn); line && errors.Is(err, io.EOF) {
+				ss.finishAnswers()
+			}
 			return
 		}
 		ss.bytesIn.Add(uint64(len(frame)))
@@ -414,6 +418,26 @@ func (ss *session) readLoop() {
 		if ss.closed() || ss.overLimit.Load() {
 			return
 		}
+	}
+}
+
+// finishAnswers ends a session whose client closed its sending side (as
+// a script piping requests in does): the requests it sent are answered,
+// and the session closes once the answers are written. A WebSocket client
+// closes with a close frame, after which nothing more is sent to it.
+func (ss *session) finishAnswers() {
+	// Holding every request slot means no request is running.
+	for range cap(ss.sem) {
+		if !ss.acquire() {
+			return
+		}
+	}
+	ss.sendMu.Lock()
+	ss.closeAfter = true
+	ss.sendMu.Unlock()
+	select {
+	case ss.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -490,6 +514,8 @@ func (ss *session) dispatch(m *message) bool {
 		resp, ok, after := ss.executeMsg(r)
 		if ok {
 			ss.deliverMsg(resp)
+		} else if ss.overLimit.Load() {
+			ss.close()
 		}
 		if after != nil {
 			after()
@@ -596,6 +622,8 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 	}
 	if len(out) > 0 {
 		ss.deliver(encodeBatch(out))
+	} else if ss.overLimit.Load() {
+		ss.close()
 	}
 }
 
@@ -640,10 +668,8 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 		defer release()
 	}
 	if r.isNotification() {
-		if ss.overLimit.Load() {
-			// No answer will carry the -101: close now.
-			ss.close()
-		}
+		// Over the hard limit, the caller closes the session: at once
+		// when no answer carries the -101, else once that is written.
 		if after != nil {
 			after()
 		}
@@ -678,6 +704,9 @@ type builtAnswer struct {
 type afterAnswer struct {
 	v     any
 	after func()
+	// dropped, when not nil, runs instead of after when the answer is
+	// never sent (the request timed out): it undoes the subscription.
+	dropped func()
 }
 
 // call runs the method of r within the request timeout and cost limits,
@@ -721,9 +750,9 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 	}
 	ss.charge(m.cost)
 	type answer struct {
-		v              any
-		rerr           *RPCError
-		after, release func()
+		v                       any
+		rerr                    *RPCError
+		after, dropped, release func()
 	}
 	ch := make(chan answer, 1)
 	ss.srv.workers.run(func() {
@@ -745,7 +774,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 			a.v, a.release = ba.v, ba.release
 		}
 		if aa, ok := res.(afterAnswer); ok {
-			a.v, a.after = aa.v, aa.after
+			a.v, a.after, a.dropped = aa.v, aa.after, aa.dropped
 		}
 		if _, raw := a.v.(json.RawMessage); a.rerr == nil && !raw {
 			// Encoding is part of the request's work: inside the gate.
@@ -764,13 +793,16 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		}
 		return a.v.(json.RawMessage), nil, a.after, a.release, m
 	case <-ctx.Done():
-		// The handler finishes on its own; its after still runs.
+		// The handler finishes on its own; a subscription it made is
+		// undone, as the client was told the call failed.
 		go func() {
 			a := <-ch
 			if a.release != nil {
 				a.release()
 			}
-			if a.after != nil {
+			if a.dropped != nil {
+				a.dropped()
+			} else if a.after != nil {
 				a.after()
 			}
 		}()

@@ -205,8 +205,14 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 		// Wallet web pages are served from other origins by design.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
+	// The timeouts bound a connection that is never upgraded: one kept
+	// alive between plain requests, or one sending a request slowly.
+	// An upgraded session sets its own deadlines for every read and write.
 	hs := &http.Server{
 		ReadHeaderTimeout: tlsHandshakeTimeout,
+		ReadTimeout:       tlsHandshakeTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c, err := up.Upgrade(w, r, nil)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -339,4 +340,68 @@ func clientFrame(op byte, payload []byte) []byte {
 		f = append(f, c^key[i%4])
 	}
 	return f
+}
+
+// TestWSPortClosesIdlePlainHTTP: a connection to the WebSocket port that
+// is never upgraded is not a session, so no session limit holds it; the
+// HTTP server's idle timeout closes it.
+func TestWSPortClosesIdlePlainHTTP(t *testing.T) {
+	fx := newFixtureChain(t)
+	s := New(Config{WSListen: []string{"127.0.0.1:0"}, IdleTimeout: time.Second, MaxSessionsPerIP: 1}, fx.f)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	addr := s.Addrs()[WS][0].String()
+	var conns []net.Conn
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err != nil || !strings.Contains(line, "400") {
+			t.Fatalf("answer %q %v, want 400", line, err)
+		}
+		conns = append(conns, c)
+	}
+	for i, c := range conns {
+		// Closed within a few idle timeouts: the read ends with EOF,
+		// not with the deadline.
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.Copy(io.Discard, c); err != nil {
+			t.Fatalf("connection %d: %v, want closed by the server", i, err)
+		}
+	}
+}
+
+// TestHalfClosedClientAnswered: a client that sends its requests and
+// closes its sending side (a script piping into nc) gets every answer,
+// the last line counting without its newline, and then the server closes.
+func TestHalfClosedClientAnswered(t *testing.T) {
+	fx := newFixture(t, nil)
+	for _, tail := range []string{"\n", ""} {
+		conn, err := net.Dial("tcp", fx.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(10 * time.Second))
+		conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["x","1.4"]}` + "\n" +
+			`{"jsonrpc":"2.0","id":1,"method":"blockchain.block.header","params":[1]}` + "\n" +
+			`{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]}` + tail))
+		conn.(*net.TCPConn).CloseWrite()
+		b, err := io.ReadAll(conn)
+		if err != nil {
+			t.Fatalf("tail %q: %v, want the answers and a close", tail, err)
+		}
+		for _, id := range []string{`"id":0`, `"id":1`, `"id":2`} {
+			if !strings.Contains(string(b), id) {
+				t.Fatalf("tail %q: answers %q lack %s", tail, b, id)
+			}
+		}
+	}
 }

@@ -53,9 +53,13 @@ func parseVersion(s string) (protoVersion, bool) {
 		if p == "" || len(p) > 4 {
 			return v, false
 		}
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return v, false
+		n := 0
+		for _, c := range []byte(p) {
+			// Digits only: strconv.Atoi would take "+4" and "-0".
+			if c < '0' || c > '9' {
+				return v, false
+			}
+			n = n*10 + int(c-'0')
 		}
 		v[i] = n
 	}
