@@ -5,8 +5,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // TestClientAddress checks which address a request counts against: its
@@ -112,5 +115,48 @@ func TestCostLimits(t *testing.T) {
 				t.Fatalf("refused at request %d, want never", refusedAt)
 			}
 		})
+	}
+}
+
+// TestRefusedPathsShareOneLabel: requests refused before any endpoint
+// took them, and paths that are no endpoint, count under "unknown": a
+// client cannot grow the metrics with paths of its own making, which it
+// could if the label came from its path (about 14 million paths of the
+// endpoints' words).
+func TestRefusedPathsShareOneLabel(t *testing.T) {
+	s := New(Config{CostSoftLimit: 2, CostHardLimit: 10}, nil, nil, nil)
+	reg := prometheus.NewRegistry()
+	if err := s.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	s.costs.charge("192.0.2.1", s.limits, 1_000_000) // over its hard limit
+	words := []string{"tx", "blocks", "raw", "hex", "txs", "utxo", "mempool", "status", "hash", "tip"}
+	for _, a := range words {
+		for _, b := range words {
+			r := httptest.NewRequest(http.MethodGet, "/tx/"+a+"/"+b, nil)
+			r.RemoteAddr = "192.0.2.1:1234"
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			if w.Code != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429", w.Code)
+			}
+		}
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "esplora_requests_total" {
+			continue
+		}
+		if n := len(mf.GetMetric()); n != 1 {
+			t.Fatalf("%d esplora_requests_total series for refused requests, want 1", n)
+		}
+		for _, l := range mf.GetMetric()[0].GetLabel() {
+			if l.GetName() == "endpoint" && l.GetValue() != "unknown" {
+				t.Fatalf("refused requests labelled %q, want unknown", l.GetValue())
+			}
+		}
 	}
 }

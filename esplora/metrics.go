@@ -43,41 +43,18 @@ func (s *Server) RegisterMetrics(reg prometheus.Registerer) error {
 }
 
 // observe records one answered request.
-func (m *metrics) observe(parts []string, code int, gone bool, d time.Duration) {
+func (m *metrics) observe(endpoint string, code int, gone bool, d time.Duration) {
 	if m == nil {
 		return
 	}
-	ep := endpointName(parts)
+	ep := endpoint
+	if ep == "" {
+		ep = "unknown"
+	}
 	c := strconv.Itoa(code)
 	if gone {
 		c = "gone"
 	}
 	m.requests.WithLabelValues(ep, c).Inc()
 	m.latency.WithLabelValues(ep).Observe(d.Seconds())
-}
-
-// literalSegments are the path segments that name an endpoint; every other
-// segment is a parameter.
-var literalSegments = map[string]bool{
-	"blocks": true, "tip": true, "height": true, "hash": true, "block-height": true, "block": true,
-	"status": true, "txids": true, "header": true, "raw": true, "txid": true, "txs": true, "tx": true,
-	"hex": true, "merkle-proof": true, "merkleblock-proof": true, "outspend": true, "outspends": true,
-	"address": true, "scripthash": true, "chain": true, "mempool": true, "utxo": true, "recent": true,
-	"fee-estimates": true, "broadcast": true,
-}
-
-// endpointName returns the path pattern of a request, "/tx/:/outspends"
-// for example: a bounded set of labels whatever the paths asked for.
-func endpointName(parts []string) string {
-	if len(parts) == 0 || len(parts) > 5 || !literalSegments[parts[0]] {
-		return "unknown"
-	}
-	name := ""
-	for i, p := range parts {
-		if i > 0 && !literalSegments[p] {
-			p = ":"
-		}
-		name += "/" + p
-	}
-	return name
 }

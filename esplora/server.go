@@ -293,8 +293,13 @@ type request struct {
 	method string
 	parts  []string
 	query  url.Values
-	body   []byte
-	txs    map[[32]byte]*cachedTx
+	// body is read by the endpoint that takes one (readBody), within the
+	// server's MaxBody.
+	body io.Reader
+	txs  map[[32]byte]*cachedTx
+	// endpoint is the path pattern route matched, "/tx/:/hex": the
+	// metrics' label, "" (unknown) for a request no endpoint took.
+	endpoint string
 }
 
 // ServeHTTP answers one request as electrs' REST server does: the path is
@@ -308,7 +313,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(path, s.prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
 		s.writeError(w, notFound("endpoint does not exist "+strconv.Quote(path)))
-		s.mx.observe(nil, http.StatusNotFound, false, time.Since(start))
+		s.mx.observe("", http.StatusNotFound, false, time.Since(start))
 		return
 	}
 	if rest == "" {
@@ -318,7 +323,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
 		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
 			s.writeError(w, errTooManyRequests)
-			s.mx.observe(strings.Split(rest, "/")[1:], errTooManyRequests.status, false, time.Since(start))
+			s.mx.observe("", errTooManyRequests.status, false, time.Since(start))
 			return
 		}
 		defer s.inFlight.release(ip)
@@ -327,7 +332,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if err := s.costs.admit(r.Context(), ip, s.limits); err != nil {
 			if he, ok := err.(*httpError); ok {
 				s.writeError(w, he)
-				s.mx.observe(strings.Split(rest, "/")[1:], he.status, false, time.Since(start))
+				s.mx.observe("", he.status, false, time.Since(start))
 			}
 			return
 		}
@@ -341,24 +346,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		parts:  strings.Split(rest, "/")[1:],
 		query:  r.URL.Query(),
 		txs:    make(map[[32]byte]*cachedTx),
-	}
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-		if err != nil {
-			he := badRequest(err.Error())
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				he = &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBody)}
-			}
-			s.writeError(w, he)
-			s.mx.observe(req.parts, he.status, false, time.Since(start))
-			return
-		}
-		req.body = body
+		body:   http.MaxBytesReader(w, r.Body, s.cfg.MaxBody),
 	}
 	rep, err := s.route(req, rest)
 	if req.ctx.Err() != nil {
-		s.mx.observe(req.parts, 0, true, time.Since(start))
+		s.mx.observe(req.endpoint, 0, true, time.Since(start))
 		return // the client has gone
 	}
 	if err != nil {
@@ -367,14 +359,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			he = internalError(err)
 		}
 		s.writeError(w, he)
-		parts := req.parts
-		if strings.HasPrefix(he.msg, "endpoint does not exist") {
-			parts = nil
-		}
-		s.mx.observe(parts, he.status, false, time.Since(start))
+		s.mx.observe(req.endpoint, he.status, false, time.Since(start))
 		return
 	}
-	defer func() { s.mx.observe(req.parts, http.StatusOK, false, time.Since(start)) }()
+	defer func() { s.mx.observe(req.endpoint, http.StatusOK, false, time.Since(start)) }()
 	h := w.Header()
 	h.Set("Content-Type", rep.contentType)
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(rep.ttl))
@@ -409,7 +397,29 @@ func (q *request) is(method string, segs ...string) bool {
 			return false
 		}
 	}
+	var b strings.Builder
+	for _, s := range segs {
+		b.WriteByte('/')
+		if s == "*" {
+			s = ":"
+		}
+		b.WriteString(s)
+	}
+	q.endpoint = b.String()
 	return true
+}
+
+// readBody reads the request's body, refused over maxBody bytes.
+func (q *request) readBody(maxBody int64) ([]byte, error) {
+	body, err := io.ReadAll(q.body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", maxBody)}
+		}
+		return nil, badRequest(err.Error())
+	}
+	return body, nil
 }
 
 // route dispatches a request to its endpoint.
@@ -460,7 +470,11 @@ func (s *Server) route(q *request, path string) (*reply, error) {
 	case q.is(get, "tx", "*", "outspends"):
 		return s.outspends(q, q.parts[1])
 	case q.is(post, "tx"):
-		return s.broadcast(string(q.body))
+		body, err := q.readBody(s.cfg.MaxBody)
+		if err != nil {
+			return nil, err
+		}
+		return s.broadcast(string(body))
 	case q.is(get, "broadcast"):
 		hexTx := q.query.Get("tx")
 		if !q.query.Has("tx") {
