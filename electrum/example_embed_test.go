@@ -45,7 +45,7 @@ func Example_embedInBtcd() {
 	// calls once the server exists.
 	var srv *electrum.Server
 	var chain *blockchain.BlockChain
-	idx, err := indexers.NewElectrumIndex(db, params, indexers.Options{
+	idx, err := indexers.NewElectrumIndex(db, indexers.Options{
 		Dir: filepath.Join(dir, "electrum_index"),
 		OnCommit: func(c indexers.Commit) {
 			if srv == nil {

@@ -49,7 +49,7 @@ func TestMainnetShapedChain(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	n := &testNode{t: t}
-	if n.idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{Dir: t.TempDir(), OnCommit: n.onCommit}); err != nil {
+	if n.idx, err = indexers.NewElectrumIndex(db, indexers.Options{Dir: t.TempDir(), OnCommit: n.onCommit}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.idx.Close() })

@@ -60,7 +60,7 @@ func BenchmarkConnectBlock(b *testing.B) {
 	}
 	b.Logf("block: %d transactions, %d inputs, %d outputs", len(block.Transactions()), ins, outs)
 	var last atomic.Pointer[indexers.BlockPass]
-	idx, err := indexers.NewElectrumIndex(h.DB, h.Params, indexers.Options{Dir: b.TempDir(),
+	idx, err := indexers.NewElectrumIndex(h.DB, indexers.Options{Dir: b.TempDir(),
 		OnBlock: func(p indexers.BlockPass) { last.Store(&p) }})
 	if err != nil {
 		b.Fatal(err)
@@ -204,7 +204,7 @@ func benchCatchUp(b *testing.B, path string, params *chaincfg.Params, opts index
 			b.Fatal(err)
 		}
 		opts.Dir = filepath.Join(b.TempDir(), "index")
-		idx, err := indexers.NewElectrumIndex(db, params, opts)
+		idx, err := indexers.NewElectrumIndex(db, opts)
 		if err != nil {
 			b.Fatal(err)
 		}

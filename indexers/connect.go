@@ -115,8 +115,9 @@ func putChunks(w *sizedWriter, p *blockPlan, key, val func(int) []byte) {
 
 // applyConnect is phase 2 of the block pass: all funding rows, then all
 // spending rows, then the block's history rows (from the plan's sorted
-// entries) and its block row. base is the txnum of the block's first transaction. It
-// returns what the block adds to the index's size.
+// entries) and its block row. base is the number of the chain's
+// transactions below the block, for the block row's count. It returns what
+// the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
 	key, val := rowBufs(dst)
@@ -124,8 +125,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 
 	putChunks(w, p, key, val)
 
-	// Funding: txid rows, history rows of paid scripts, new unspent
-	// outputs.
+	// Funding: txid rows and new unspent outputs.
 	for i := range p.txs {
 		tp := &p.txs[i]
 		txNum := txPos(p.height, i)
@@ -167,7 +167,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	})
 
 	mustWrite(w.Put(blkKey(p.height), blkVal(base+uint64(len(p.txs)), &p.hash)))
-	p.writes, p.writeBytes, p.sizeDelta = w.ops, w.opBytes, w.d
+	p.writes, p.writeBytes = w.ops, w.opBytes
 	return w.d
 }
 

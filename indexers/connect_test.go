@@ -114,7 +114,7 @@ func checkSize(t testing.TB, idx *indexers.ElectrumIndex) {
 func buildBeside(t testing.TB, h *testchain.Harness, opts indexers.Options) (*indexers.ElectrumIndex, map[string][]byte) {
 	t.Helper()
 	opts.Dir = t.TempDir()
-	idx, err := indexers.NewElectrumIndex(h.DB, h.Params, opts)
+	idx, err := indexers.NewElectrumIndex(h.DB, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,7 +379,7 @@ func TestHooksDoNoDatabaseWork(t *testing.T) {
 			Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 				if c.electrum {
 					var err error
-					idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{Dir: t.TempDir()})
+					idx, err = indexers.NewElectrumIndex(db, indexers.Options{Dir: t.TempDir()})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -486,7 +486,7 @@ func TestBlockPathReadsNothing(t *testing.T) {
 			var err error
 			opts.Dir = t.TempDir()
 			opts.OnBlock = onBlock
-			if idx, err = indexers.NewElectrumIndex(db, params, opts); err != nil {
+			if idx, err = indexers.NewElectrumIndex(db, opts); err != nil {
 				t.Fatal(err)
 			}
 			if spy, err = idx.SpyOnStore(); err != nil {
@@ -924,7 +924,7 @@ func TestCatchUpProgressIsCommitted(t *testing.T) {
 	}
 	err := h.Reopen(func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		var err error
-		idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{
+		idx, err = indexers.NewElectrumIndex(db, indexers.Options{
 			Dir: t.TempDir(), BatchBytes: 8 << 10, OnCommit: onCommit,
 			OnBlock: func(p indexers.BlockPass) { blockWrites += p.Writes; blocks++ }})
 		if err != nil {
@@ -1031,7 +1031,7 @@ func TestWriterFollowsWithoutSync(t *testing.T) {
 	h, err := testchain.CreateWith(t.TempDir(), testchain.Options{
 		Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 			var err error
-			if idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{Dir: t.TempDir()}); err != nil {
+			if idx, err = indexers.NewElectrumIndex(db, indexers.Options{Dir: t.TempDir()}); err != nil {
 				t.Fatal(err)
 			}
 			mgr = &syncingManager{Manager: indexers.NewManager(db, idx)}

@@ -19,6 +19,7 @@ import (
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -179,7 +180,7 @@ func eqFreshData(t testing.TB, h *testchain.Harness) map[string][]byte {
 // records.
 func eqFreshDataUndo(t testing.TB, h *testchain.Harness) (map[string][]byte, map[string][]byte) {
 	t.Helper()
-	idx, err := indexers.NewElectrumIndex(h.DB, h.Params, indexers.Options{Dir: t.TempDir()})
+	idx, err := indexers.NewElectrumIndex(h.DB, indexers.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -741,15 +742,17 @@ func TestUndoBothWaysEqualsFreshIndex(t *testing.T) {
 	verifyIndexOK(t, h, idx, "end")
 
 	// Without a restart: the blocks connected since the last one have
-	// records, deeper than the window too.
+	// records, deeper than the window too; the earlier run's are gone once
+	// deeper than the window.
 	restart("before the blocks connected while running", true)
+	_, before := h.Tip()
 	for i := 0; i < 6; i++ {
 		if _, err := h.Mine(rng, spec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if hs := undoHeights(t, idx); len(hs) != window+6 {
-		t.Fatalf("undo records at %v after 6 blocks", hs)
+	if hs := undoHeights(t, idx); len(hs) != 6 || hs[0] != before+1 {
+		t.Fatalf("undo records at %v after 6 blocks on %d", hs, before)
 	}
 	if _, err := h.Reorg(rng, 8, branch); err != nil {
 		t.Fatal(err)
@@ -993,6 +996,48 @@ func TestOtherSchemaVersionIsRebuilt(t *testing.T) {
 	}
 	eqCompare(t, "rebuilt from another schema version", want, got)
 	verifyIndexOK(t, h, reopened, "rebuilt")
+}
+
+// TestInterruptedWipeFinished: a wipe deletes the schema version first,
+// so a crash in the middle of one leaves a store without a version and
+// with some rows; the next start wipes it whole and builds it again. Here
+// the crash came after the block rows were deleted, and the rows left
+// include a history row and an undo record of a branch the chain no longer
+// holds, which building the chain again would not overwrite.
+func TestInterruptedWipeFinished(t *testing.T) {
+	dir := t.TempDir()
+	var idx *indexers.ElectrumIndex
+	h := eqCreate(t, dir, indexers.Options{}, &idx)
+	s := &eqScenario{rng: rand.New(rand.NewSource(8))}
+	s.phase1(t, h)
+	want := eqIndexData(t, idx)
+
+	db := idx.Store()
+	b := new(leveldb.Batch)
+	stale := append([]byte("Exh\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b"), 0, 0, 0, 7)
+	b.Put(stale, []byte{0, 1})
+	b.Put(indexers.UndoKey(1<<20), []byte{1, 2, 3})
+	b.Delete(indexers.VersionKey)
+	it := db.NewIterator(util.BytesPrefix([]byte("Exb")), nil)
+	for it.Next() {
+		b.Delete(bytes.Clone(it.Key()))
+	}
+	it.Release()
+	if b.Len() < 5 {
+		t.Fatalf("%d writes", b.Len())
+	}
+	if err := db.Write(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	var reopened *indexers.ElectrumIndex
+	if err := h.Reopen(eqFactory(dir, indexers.Options{}, &reopened)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := eqUndoData(t, reopened)[string(indexers.UndoKey(1<<20))]; ok {
+		t.Fatal("an undo record survived the interrupted wipe")
+	}
+	eqCompare(t, "after an interrupted wipe", want, eqIndexData(t, reopened))
+	verifyIndexOK(t, h, reopened, "after an interrupted wipe")
 }
 
 // TestLegacyRowsInBlockDatabaseRemoved opens the index on a block database

@@ -212,7 +212,7 @@ func FuzzIndexReads(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { db.Close() })
-	idx, err := NewElectrumIndex(db, params, Options{Dir: filepath.Join(f.TempDir(), "index")})
+	idx, err := NewElectrumIndex(db, Options{Dir: filepath.Join(f.TempDir(), "index")})
 	if err != nil {
 		f.Fatal(err)
 	}

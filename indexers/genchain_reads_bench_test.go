@@ -58,7 +58,7 @@ func BenchmarkGenChainReads(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		idx, err := indexers.NewElectrumIndex(db, &chaincfg.SimNetParams, indexers.Options{Dir: store})
+		idx, err := indexers.NewElectrumIndex(db, indexers.Options{Dir: store})
 		if err != nil {
 			db.Close()
 			b.Fatal(err)

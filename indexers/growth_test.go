@@ -79,3 +79,39 @@ func undoBytes(t testing.TB, idx *indexers.ElectrumIndex) int64 {
 	}
 	return b
 }
+
+// TestEarlierRunUndoRecordsPruned: the undo records an earlier run left
+// are deleted as their blocks go UndoBlocks deep, as the running writer's
+// own are (without waiting undoKeep: their blocks were on disk at start),
+// not only at the next start.
+func TestEarlierRunUndoRecordsPruned(t *testing.T) {
+	dir := t.TempDir()
+	opts := indexers.Options{UndoBlocks: 5}
+	var idx *indexers.ElectrumIndex
+	h := testchain.New(t, testchain.ElectrumIndex(dir, opts, &idx, nil))
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(9))
+	mine := func(n int) {
+		for i := 0; i < n; i++ {
+			if _, err := h.Mine(rng, testchain.DefaultSpec()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mine(10)
+	if err := h.Reopen(testchain.ElectrumIndex(dir, opts, &idx, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if recs, _, err := idx.UndoSize(); err != nil || recs != int64(opts.UndoBlocks) {
+		t.Fatalf("after a restart %d undo records (%v), want %d", recs, err, opts.UndoBlocks)
+	}
+	mine(opts.UndoBlocks + 1)
+	// The earlier run's records are all deeper than UndoBlocks now; this
+	// run's stay for undoKeep.
+	if recs, _, err := idx.UndoSize(); err != nil || recs != int64(opts.UndoBlocks+1) {
+		t.Fatalf("%d undo records (%v) after %d more blocks, want this run's %d", recs, err, opts.UndoBlocks+1, opts.UndoBlocks+1)
+	}
+	sameAsScratch(t, "after the blocks", h, idx)
+}

@@ -219,7 +219,7 @@ func heavyChain(t *testing.T, db database.DB, params *chaincfg.Params, opts inde
 	checkpoints []chaincfg.Checkpoint) (*blockchain.BlockChain, *indexers.ElectrumIndex) {
 	t.Helper()
 	opts.Dir = t.TempDir()
-	idx, err := indexers.NewElectrumIndex(db, params, opts)
+	idx, err := indexers.NewElectrumIndex(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func BenchmarkIBDReplay(b *testing.B) {
 		var mgr *indexers.Manager
 		var idx *indexers.ElectrumIndex
 		if withIndex {
-			idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{Dir: filepath.Join(b.TempDir(), "index")})
+			idx, err = indexers.NewElectrumIndex(db, indexers.Options{Dir: filepath.Join(b.TempDir(), "index")})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/syndtr/goleveldb/leveldb"
@@ -22,7 +21,8 @@ const ElectrumIndexName = "electrum index"
 const DefaultUndoBlocks = 288
 
 // DefaultBatchBytes is the size of a catch-up batch (its rows' keys and
-// values) unless Options say otherwise.
+// values and their bookkeeping, assembly.size) unless Options say
+// otherwise.
 const DefaultBatchBytes = 16 << 20
 
 // DefaultProgressInterval is the default interval of the catch-up's
@@ -76,10 +76,9 @@ type Commit struct {
 // keeps following btcd's main chain, and the read API over it (read.go).
 // Create it with NewElectrumIndex and hand it to NewManager.
 type ElectrumIndex struct {
-	db     database.DB // btcd's database: blocks and spend journals
-	params *chaincfg.Params
-	opts   Options
-	store  *leveldb.DB
+	db    database.DB // btcd's database: blocks and spend journals
+	opts  Options
+	store *leveldb.DB
 
 	// stuck is set when a write failed in a way that leaves the store
 	// unable to close (openTxError).
@@ -102,7 +101,7 @@ type ElectrumIndex struct {
 
 // NewElectrumIndex opens the index's store in opts.Dir. db is btcd's
 // database, which the index reads blocks and spend journals from.
-func NewElectrumIndex(db database.DB, params *chaincfg.Params, opts Options) (*ElectrumIndex, error) {
+func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("electrum index: no store directory")
 	}
@@ -122,7 +121,7 @@ func NewElectrumIndex(db database.DB, params *chaincfg.Params, opts Options) (*E
 	if err != nil {
 		return nil, fmt.Errorf("electrum index: open store %s: %w", opts.Dir, err)
 	}
-	idx := &ElectrumIndex{db: db, params: params, opts: opts, store: store,
+	idx := &ElectrumIndex{db: db, opts: opts, store: store,
 		statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
 	if err := idx.prepareStore(); err != nil {
 		store.Close()
@@ -155,7 +154,9 @@ func (idx *ElectrumIndex) Close() error {
 }
 
 // prepareStore writes the schema version of a new store and wipes one of
-// another version, which is then built again.
+// another version, which is then built again. A store without a version
+// is new, or one whose wipe a crash interrupted: it is wiped (a new one
+// holds nothing to delete).
 func (idx *ElectrumIndex) prepareStore() error {
 	v, err := idx.store.Get(versionKey, nil)
 	switch {
@@ -171,9 +172,9 @@ func (idx *ElectrumIndex) prepareStore() error {
 		return nil
 	default:
 		log.Infof("Electrum index has another schema version, rebuilding it")
-		if err := idx.wipe(); err != nil {
-			return err
-		}
+	}
+	if err := idx.wipe(); err != nil {
+		return err
 	}
 	b := new(leveldb.Batch)
 	ver := make([]byte, 4)
@@ -184,12 +185,16 @@ func (idx *ElectrumIndex) prepareStore() error {
 	if err := idx.store.Write(b, nil); err != nil {
 		return err
 	}
-	idx.setLatest(memTip{valid: true, height: -1})
+	idx.setLatest(memTip{height: -1})
 	return nil
 }
 
-// wipe deletes every row of the store.
+// wipe deletes every row of the store, the schema version first: a wipe
+// a crash interrupts is finished at the next start (prepareStore).
 func (idx *ElectrumIndex) wipe() error {
+	if err := idx.store.Delete(versionKey, nil); err != nil {
+		return err
+	}
 	it := idx.store.NewIterator(nil, nil)
 	defer it.Release()
 	b := new(leveldb.Batch)
@@ -211,7 +216,6 @@ func (idx *ElectrumIndex) wipe() error {
 // memTip is the index tip with its cumulative transaction count and the
 // index's size at that tip.
 type memTip struct {
-	valid   bool
 	hash    chainhash.Hash
 	height  int32
 	txCount uint64
@@ -237,7 +241,7 @@ func tipIn(r kvReader) (memTip, error) {
 	if !ok {
 		return memTip{}, corruptf("malformed tip entry")
 	}
-	t := memTip{valid: true, hash: hash, height: height, stats: decodeStats(r.Get(statsKey))}
+	t := memTip{hash: hash, height: height, stats: decodeStats(r.Get(statsKey))}
 	if height < 0 {
 		return t, nil
 	}

@@ -233,7 +233,7 @@ func TestMempoolPrevOutFromIndex(t *testing.T) {
 	if err := db.Update(func(tx database.Tx) error { return tx.StoreBlock(block) }); err != nil {
 		t.Fatal(err)
 	}
-	idx, err := NewElectrumIndex(db, params, Options{Dir: t.TempDir()})
+	idx, err := NewElectrumIndex(db, Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -531,7 +531,7 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 	if a.blocks == 0 {
 		a.began = start.Add(-fetchTook)
 	}
-	a.tip = memTip{valid: true, hash: p.hash, height: p.height,
+	a.tip = memTip{hash: p.hash, height: p.height,
 		txCount: a.tip.txCount + uint64(len(p.txs)), stats: a.tip.stats.add(delta)}
 	a.blocks++
 	a.txs += uint64(len(p.txs))

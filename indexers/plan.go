@@ -25,10 +25,9 @@ type blockPlan struct {
 	hist []histEntry
 	bufs *planBufs // the arrays txs, hist and the rows live in
 
-	// writes and writeBytes are what applyConnect put and deleted, and
-	// sizeDelta what that added to the index's size (observe.go).
+	// writes and writeBytes are what applyConnect put and deleted
+	// (observe.go).
 	writes, writeBytes int64
-	sizeDelta          sizeStats
 }
 
 // txPlan holds one transaction's part of a blockPlan.
@@ -38,9 +37,8 @@ type txPlan struct {
 	size   uint32
 
 	// scripts are the distinct scripts the transaction touches: first those
-	// it pays (nFund of them), then those it only spends from.
+	// it pays, then those it only spends from.
 	scripts []ScriptHash
-	nFund   int
 
 	// funds are the outputs that stay unspent at the end of the block.
 	funds []fundRow
@@ -229,7 +227,6 @@ func (pl *planner) planTx(i int, buf *[]byte) {
 		}
 		tp.funds = append(tp.funds, fundRow{script: sh, vout: uint32(vout), value: out.Value})
 	}
-	tp.nFund = len(tp.scripts)
 	if i == 0 {
 		return
 	}

@@ -84,7 +84,7 @@ func historyNumsWith(c cursor, hx *hashX, from *uint64, room int) ([]uint64, err
 }
 
 // room turns a caller's limit (<= 0: none) and the entries already counted
-// into historyNums' bound.
+// into historyNumsWith's bound.
 func room(limit, have int) int {
 	if limit <= 0 {
 		return -1
@@ -155,8 +155,8 @@ func readRuns(r kvReader, c cursor, nums []uint64, split int, read func(w int, r
 	return errors.Join(errs...)
 }
 
-// historyEntries calls put(i, row) with the "Ext" entry (txid, height and
-// place in its block) of sh's history position nums[i], reading their
+// historyEntries calls put(i, row) with the "Ext" entry (txid and height)
+// of sh's history position nums[i], reading their
 // chunks; entries in one chunk share a read. Positions come in chain order,
 // so chunks ascend; a chunk in the same or the next block as the one before
 // is reached by stepping cursor c (a fraction of the cost of a seek or a
@@ -425,8 +425,8 @@ type txSpan struct {
 }
 
 // spanRows appends to spans the regions that hold rows, which are in chain
-// order and numbered from base: transactions of one block closer than
-// spanGap share one.
+// order and numbered from base: transactions of one block at most spanGap
+// apart share one.
 func spanRows(spans []txSpan, rows []txRow, base int) []txSpan {
 	for i := range rows {
 		r := &rows[i]
@@ -636,7 +636,7 @@ func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
 	var sum int64
 	hx := sh.hashX()
 	tip, err := idx.read(func(r *snapView, tip Tip) error {
-		sum, _ = sumUnspent(r, r.Cursor(), &hx, tip.Height, idx.scanSplit)
+		sum = sumUnspent(r, r.Cursor(), &hx, tip.Height, idx.scanSplit)
 		return nil
 	})
 	return sum, tip, err

@@ -171,9 +171,9 @@ func (s *utxoScan) count(n int64) bool {
 	return true
 }
 
-// sumUnspent returns the sum and the number of the unspent rows of hx up to
-// height top, read with c and, past split rows, several cursors.
-func sumUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (sum, rows int64) {
+// sumUnspent returns the sum of the unspent rows of hx up to height top,
+// read with c and, past split rows, several cursors.
+func sumUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (sum int64) {
 	s := utxoScan{r: r, hx: hx, top: top, split: split}
 	sums := make([]int64, 1)
 	s.run(c, func(n int) {
@@ -184,7 +184,7 @@ func sumUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (sum, row
 	for _, v := range sums {
 		sum += v
 	}
-	return sum, s.rows.Load()
+	return sum
 }
 
 // yieldRows is how many rows a long read walks between two yields.

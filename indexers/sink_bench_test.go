@@ -90,7 +90,7 @@ func BenchmarkRowSinks(b *testing.B) {
 		b.Run(sink.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				store := filepath.Join(b.TempDir(), "index")
-				idx, err := NewElectrumIndex(cdb, params, Options{Dir: store, BatchBytes: batch})
+				idx, err := NewElectrumIndex(cdb, Options{Dir: store, BatchBytes: batch})
 				if err != nil {
 					b.Fatal(err)
 				}

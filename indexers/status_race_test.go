@@ -56,7 +56,7 @@ func TestPropertyStatusReadDuringDisconnect(t *testing.T) {
 			h, err := testchain.CreateWith(t.TempDir(), testchain.Options{
 				Index: func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 					var err error
-					if idx, err = indexers.NewElectrumIndex(db, params, indexers.Options{Dir: t.TempDir()}); err != nil {
+					if idx, err = indexers.NewElectrumIndex(db, indexers.Options{Dir: t.TempDir()}); err != nil {
 						t.Fatal(err)
 					}
 					mgr = &hookedManager{Manager: indexers.NewManager(db, idx)}

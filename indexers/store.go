@@ -48,8 +48,9 @@ func openStore(dir string, cacheMiB int) (*leveldb.DB, error) {
 	return leveldb.OpenFile(dir, storeOptions(cacheMiB))
 }
 
-// kvReader is what the read paths read rows through: a store snapshot, or
-// the writer's view of the store.
+// kvReader is what the read paths and undo read rows through: a store
+// snapshot (snapView), or one that reads around the block cache
+// (bulkView).
 type kvReader interface {
 	// Get returns the value of k, nil when there is none.
 	Get(k []byte) []byte

@@ -50,9 +50,8 @@ type undoRef struct {
 }
 
 // pruneUndo deletes, with del, the records of this run that are UndoBlocks
-// below tip and undoKeep old. recent is in the order the records were
-// written, which is height order but for the blocks of a reorganization:
-// those wait behind a higher one for a while.
+// below tip and undoKeep old. recent is in height order (an undo drops
+// the records of the blocks it removes).
 func (w *writer) pruneUndo(del func([]byte), tip int32, now time.Time) {
 	n := int32(w.idx.opts.UndoBlocks)
 	i := 0
@@ -67,17 +66,24 @@ func (w *writer) pruneUndo(del func([]byte), tip int32, now time.Time) {
 }
 
 // pruneOldUndo deletes the records an earlier run left more than
-// UndoBlocks below the index tip: every block the chain holds at start is on
-// disk.
+// UndoBlocks below the index tip, and hands the others to pruneUndo as
+// written long ago: every block the chain holds at start is on disk.
 func (w *writer) pruneOldUndo() error {
 	b := new(leveldb.Batch)
+	var kept []undoRef
 	it := w.idx.store.NewIterator(util.BytesPrefix(tablePrefix(tagUndo)), nil)
 	for it.Next() {
 		k := it.Key()
-		if len(k) == blkKeyLen && int32(binary.BigEndian.Uint32(k[pfx:])) <= w.tip.height-int32(w.idx.opts.UndoBlocks) {
+		if len(k) != blkKeyLen {
+			continue
+		}
+		if h := int32(binary.BigEndian.Uint32(k[pfx:])); h <= w.tip.height-int32(w.idx.opts.UndoBlocks) {
 			b.Delete(bytes.Clone(k))
+		} else if !slices.ContainsFunc(w.recent, func(r undoRef) bool { return r.height == h }) {
+			kept = append(kept, undoRef{height: h})
 		}
 	}
+	w.recent = append(kept, w.recent...)
 	it.Release()
 	if err := it.Error(); err != nil {
 		return err
@@ -88,24 +94,13 @@ func (w *writer) pruneOldUndo() error {
 // undoRecorder is a rowWriter that encodes writes into an undo record.
 type undoRecorder struct{ buf []byte }
 
-// ownRecorder records the writes of applyDisconnect for the block at height
-// as a record does: its own rows left to undoOwn.
-type ownRecorder struct {
-	undoRecorder
-	height int32
-}
-
-func (r *ownRecorder) Put(k, v []byte) error {
-	if len(k) == utxoKeyLen && k[2] == tagUtxo && int32(binary.BigEndian.Uint32(k[pfx+hashXLen:])) == r.height {
-		// An output created and spent in the block: its row was never
-		// written.
-		return nil
-	}
-	return r.undoRecorder.Put(k, v)
-}
+// ownRecorder records the writes of applyDisconnect as a record does: the
+// block's own rows left to undoOwn, so only its history rows' deletes. Its
+// puts restore outputs of earlier blocks, which the record lists.
+type ownRecorder struct{ undoRecorder }
 
 func (r *ownRecorder) Delete(k []byte) error {
-	if len(k) > pfx && k[2] != tagHist {
+	if k[2] != tagHist {
 		return nil
 	}
 	return r.undoRecorder.Delete(k)
@@ -134,7 +129,7 @@ func undoRecord(p *blockPlan) []byte {
 	// Room for a restored unspent row per input and a history delete per
 	// entry, so that the record is allocated once.
 	n := 17 + len(p.bufs.spends)*(3+utxoKeyLen+utxoValLen) + len(p.hist)*(2+histKeyLen)
-	r := &ownRecorder{undoRecorder{buf: make([]byte, 16, n)}, p.height}
+	r := &ownRecorder{undoRecorder{buf: make([]byte, 16, n)}}
 	d := applyDisconnect(r, p)
 	r.buf = append(r.buf, undoOwn)
 	binary.BigEndian.PutUint64(r.buf[0:8], uint64(d.Rows))
@@ -259,7 +254,7 @@ func (w *writer) undoTip() error {
 	b.Delete(undoKey(t.height))
 	// A block connected again at this height writes a record of its own.
 	w.recent = slices.DeleteFunc(w.recent, func(r undoRef) bool { return r.height >= t.height })
-	nt := memTip{valid: true, height: t.height - 1, stats: t.stats.add(delta)}
+	nt := memTip{height: t.height - 1, stats: t.stats.add(delta)}
 	if nt.height >= 0 {
 		count, hash, ok := decodeBlkVal(view.Get(blkKey(nt.height)))
 		if !ok {

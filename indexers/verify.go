@@ -76,8 +76,9 @@ type VerifyOptions struct {
 
 // Difference is one row on which the stored index and the chain disagree.
 type Difference struct {
-	// Table names the table: "tx", "txid", "history", "unspent", "block",
-	// or "meta" for the index's tip, schema version and size entries.
+	// Table names the table: "tx", "place", "txid", "history", "unspent",
+	// "block", or "meta" for the index's tip, schema version and size
+	// entries.
 	Table string
 	// Kind is "missing" (the chain says the row should be there),
 	// "extra" (stored but not expected), "value" (stored with another
@@ -188,9 +189,9 @@ type verifier struct {
 	res              *VerifyResult
 }
 
-// Verify compares the Electrum index stored in db with the index the chain
-// gives at the index's tip, from one database snapshot. chain is the chain
-// open on db, used for its spend journals. The error is for a verification
+// Verify compares the Electrum index in its store, read from one snapshot,
+// with the index the chain in db gives at the index's tip. chain is the
+// chain open on db, used for its spend journals. The error is for a verification
 // that could not run (or was cancelled through ctx); a mismatch is reported
 // in the result.
 func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, opts VerifyOptions) (*VerifyResult, error) {
@@ -465,9 +466,9 @@ func (w *fpWriter) block(p *blockPlan) {
 
 // chainPassInto runs the block path's row builder over the blocks from lo
 // to hi into w, and returns the index's size as the block path counts it
-// (for lo 0). Transaction numbers count from the chain's start, so the
-// blocks below lo are counted (from their headers' transaction counts,
-// read from the blocks) but not planned.
+// (for lo 0). Block rows count the chain's transactions from its start,
+// so the blocks below lo are counted (from their headers' transaction
+// counts, read from the blocks) but not planned.
 func (v *verifier) chainPassInto(lo, hi int32, w planWriter) (sizeStats, error) {
 	var (
 		base  uint64

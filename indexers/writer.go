@@ -48,8 +48,10 @@ type handed struct {
 	stxos []blockchain.SpentTxOut
 }
 
-// writer owns every write to the store. tip is touched by its goroutine
-// only (and by the synchronous first pass before the goroutine starts).
+// writer owns every write to the store. A pass runs on its goroutine (the
+// first one before the goroutine starts) and commits through a committer
+// goroutine of its own (pipeline.go), which updates tip, spare and batch;
+// the pass reads them once the committer has finished.
 type writer struct {
 	idx   *ElectrumIndex
 	chain *blockchain.BlockChain
@@ -250,9 +252,10 @@ func (w *writer) pass(stop <-chan struct{}) error {
 }
 
 // rebuild empties the index; the pass then builds it from the genesis
-// block.
+// block. A store without its version is wiped by prepareStore, at the next
+// start too should this one crash.
 func (w *writer) rebuild() error {
-	if err := w.idx.wipe(); err != nil {
+	if err := w.idx.store.Delete(versionKey, nil); err != nil {
 		return err
 	}
 	if err := w.idx.prepareStore(); err != nil {

@@ -50,7 +50,7 @@ func newIndexSet(db database.DB, cfg *Config, onCommit func(indexers.Commit),
 	if cfg.ElectrumIndex {
 		indxLog.Info("Electrum index is enabled")
 		var err error
-		s.electrum, err = indexers.NewElectrumIndex(db, cfg.params, indexers.Options{
+		s.electrum, err = indexers.NewElectrumIndex(db, indexers.Options{
 			Dir:              ElectrumIndexPath(cfg.netDataDir),
 			CacheMiB:         cfg.ElectrumCache,
 			UndoBlocks:       cfg.ElectrumUndoBlocks,

@@ -350,7 +350,7 @@ func ElectrumIndex(dir string, opts indexers.Options, out **indexers.ElectrumInd
 	others func(db database.DB, params *chaincfg.Params) []btcdindexers.Indexer) IndexFactory {
 	return func(db database.DB, params *chaincfg.Params) blockchain.IndexManager {
 		opts.Dir = dir
-		idx, err := indexers.NewElectrumIndex(db, params, opts)
+		idx, err := indexers.NewElectrumIndex(db, opts)
 		if err != nil {
 			panic(err)
 		}
