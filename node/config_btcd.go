@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
 )
@@ -141,9 +143,38 @@ func (cfg *Config) normalizeBtcd() error {
 	if cfg.TorIsolation && cfg.Proxy == "" && cfg.OnionProxy == "" {
 		return errors.New("tor stream isolation requires either proxy or onion proxy to be set")
 	}
-	if (cfg.RPCLimitUser != "" || cfg.RPCLimitPass != "") && cfg.RPCLimitUser == cfg.RPCUser &&
-		cfg.RPCLimitPass == cfg.RPCPass {
-		return errors.New("--rpcuser and --rpcpass may not be the same as --rpclimituser and --rpclimitpass")
+	// A limited user that shares the admin's name or password is one guess
+	// away from admin (btcd refuses both too).
+	if cfg.RPCUser != "" && cfg.RPCUser == cfg.RPCLimitUser {
+		return errors.New("--rpcuser and --rpclimituser must not be the same user name")
+	}
+	if cfg.RPCPass != "" && cfg.RPCPass == cfg.RPCLimitPass {
+		return errors.New("--rpcpass and --rpclimitpass must not be the same password")
+	}
+	if err := cfg.normalizeMining(); err != nil {
+		return err
+	}
+	if cfg.MaxOrphanTxs < 0 {
+		return fmt.Errorf("--maxorphantx=%d: must not be negative", cfg.MaxOrphanTxs)
+	}
+	for _, c := range cfg.UserAgentComments {
+		if strings.ContainsAny(c, "/:()") {
+			return fmt.Errorf("--uacomment=%q: a user agent comment must not hold '/', ':', '(' or ')'", c)
+		}
+	}
+	if cfg.Profile != "" {
+		if port, err := strconv.Atoi(cfg.Profile); err != nil || port < 1024 || port > 65535 {
+			return fmt.Errorf("--profile=%s: the profiling port must be a number from 1024 to 65535", cfg.Profile)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"rpcmaxclients", cfg.RPCMaxClients}, {"rpcmaxwebsockets", cfg.RPCMaxWebsockets},
+		{"rpcmaxconcurrentreqs", cfg.RPCMaxConcurrentReqs}} {
+		if f.v < 0 {
+			return fmt.Errorf("--%s=%d: must not be negative", f.name, f.v)
+		}
 	}
 	for _, ip := range cfg.ExternalIPs {
 		if strings.TrimSpace(ip) == "" {
@@ -194,4 +225,30 @@ func (cfg *Config) agentAllowed(userAgent string) bool {
 		}
 	}
 	return false
+}
+
+// normalizeMining checks the block template's size and weight limits and
+// derives one from the other as btcd does: a weight given alone lets the
+// weight decide (the size limit goes to its maximum), a size given alone
+// sets the weight it implies; the minimum and priority sizes are cut to the
+// maximum.
+func (cfg *Config) normalizeMining() error {
+	const sizeMin, sizeMax = 1000, blockchain.MaxBlockBaseSize - 1000
+	const weightMin, weightMax = 4000, blockchain.MaxBlockWeight - 4000
+	if cfg.BlockMaxSize < sizeMin || cfg.BlockMaxSize > sizeMax {
+		return fmt.Errorf("--blockmaxsize=%d: must be from %d to %d", cfg.BlockMaxSize, sizeMin, sizeMax)
+	}
+	if cfg.BlockMaxWeight < weightMin || cfg.BlockMaxWeight > weightMax {
+		return fmt.Errorf("--blockmaxweight=%d: must be from %d to %d", cfg.BlockMaxWeight, weightMin, weightMax)
+	}
+	cfg.BlockPrioritySize = min(cfg.BlockPrioritySize, cfg.BlockMaxSize)
+	cfg.BlockMinSize = min(cfg.BlockMinSize, cfg.BlockMaxSize)
+	cfg.BlockMinWeight = min(cfg.BlockMinWeight, cfg.BlockMaxWeight)
+	switch {
+	case cfg.BlockMaxSize == defaultBlockMaxSize && cfg.BlockMaxWeight != defaultBlockMaxWeight:
+		cfg.BlockMaxSize = blockchain.MaxBlockBaseSize - 1000
+	case cfg.BlockMaxSize != defaultBlockMaxSize && cfg.BlockMaxWeight == defaultBlockMaxWeight:
+		cfg.BlockMaxWeight = cfg.BlockMaxSize * blockchain.WitnessScaleFactor
+	}
+	return nil
 }

@@ -139,6 +139,17 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"metrics address", []string{"--regtest", "--metricslisten=127.0.0.1:notaport"}, "--metricslisten"},
 		{"electrum listener", []string{"--regtest", "--electrumindex", "--electrumtlslisten=0.0.0.0:5O002"}, "--electrumtlslisten"},
 		{"rpc listener", []string{"--regtest", "--rpclisten=127.0.0.1:99999"}, "--rpclisten"},
+		{"limited user shares the password", []string{"--regtest", "--rpcuser=a", "--rpcpass=same", "--rpclimituser=l", "--rpclimitpass=same"}, "--rpclimitpass"},
+		{"limited user shares the name", []string{"--regtest", "--rpcuser=same", "--rpcpass=a", "--rpclimituser=same", "--rpclimitpass=b"}, "--rpclimituser"},
+		{"negative orphans", []string{"--regtest", "--maxorphantx=-1"}, "--maxorphantx"},
+		{"user agent comment", []string{"--regtest", "--uacomment=evil/1.0:(x)"}, "--uacomment"},
+		{"profile port not a number", []string{"--regtest", "--profile=notaport"}, "--profile"},
+		{"profile port below 1024", []string{"--regtest", "--profile=80"}, "--profile"},
+		{"block size", []string{"--regtest", "--blockmaxsize=10"}, "--blockmaxsize"},
+		{"block weight", []string{"--regtest", "--blockmaxweight=4000000"}, "--blockmaxweight"},
+		{"negative rpcmaxclients", []string{"--regtest", "--rpcmaxclients=-5"}, "--rpcmaxclients"},
+		{"negative rpcmaxwebsockets", []string{"--regtest", "--rpcmaxwebsockets=-5"}, "--rpcmaxwebsockets"},
+		{"negative rpcmaxconcurrentreqs", []string{"--regtest", "--rpcmaxconcurrentreqs=-5"}, "--rpcmaxconcurrentreqs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +158,26 @@ func TestLoadConfigRejects(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestBlockSizeAndWeightDerived: as btcd, a block weight given alone lets
+// the weight decide, and a block size given alone sets the weight it
+// implies.
+func TestBlockSizeAndWeightDerived(t *testing.T) {
+	cfg, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--regtest", "--blockmaxweight=3996000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BlockMaxSize != 999000 || cfg.BlockMaxWeight != 3996000 {
+		t.Errorf("--blockmaxweight=3996000: size %d, weight %d; want 999000, 3996000", cfg.BlockMaxSize, cfg.BlockMaxWeight)
+	}
+	cfg, _, err = LoadConfig([]string{writeConfigFile(t, ""), "--regtest", "--blockmaxsize=500000", "--blockminsize=600000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BlockMaxWeight != 2000000 || cfg.BlockMinSize != 500000 {
+		t.Errorf("--blockmaxsize=500000: weight %d, min size %d; want 2000000, 500000", cfg.BlockMaxWeight, cfg.BlockMinSize)
 	}
 }
 

@@ -403,7 +403,7 @@ func TestBtcdOptionsValidation(t *testing.T) {
 		"whitelist":         {func(c *Config) { c.Whitelists = []string{"not-an-ip"} }, "whitelist"},
 		"torisolation":      {func(c *Config) { c.TorIsolation = true }, "requires either proxy"},
 		"signet challenge":  {func(c *Config) { c.RegressionTest, c.SigNet, c.SigNetChallenge = false, true, "zz" }, "signet challenge"},
-		"limit user = full": {func(c *Config) { c.RPCLimitUser, c.RPCLimitPass = c.RPCUser, c.RPCPass }, "may not be the same"},
+		"limit user = full": {func(c *Config) { c.RPCLimitUser, c.RPCLimitPass = c.RPCUser, c.RPCPass }, "must not be the same"},
 	} {
 		cfg := base()
 		tc.set(cfg)

@@ -2,11 +2,15 @@ package rpcext
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
@@ -185,5 +189,61 @@ func TestConcurrentClients(t *testing.T) {
 		if f.height != h {
 			t.Fatalf("notification for height %d, want %d", f.height, h)
 		}
+	}
+}
+
+// TestSilentUnauthenticatedWebsocketsClosed: a websocket opened without
+// credentials must authenticate within the read timeout or is closed, so
+// clients that send nothing cannot hold every slot of MaxWebsockets.
+func TestSilentUnauthenticatedWebsocketsClosed(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = 3 })
+	for i := 0; i < 3; i++ {
+		conn, _, err := wsDial(t, ts, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+	}
+	if _, resp, err := wsDial(t, ts, true); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth websocket: %v, want 503 while three hold the slots", err)
+	}
+	deadline := time.Now().Add(requestReadTimeout + 10*time.Second)
+	for {
+		conn, _, err := wsDial(t, ts, true)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("an authenticated websocket still refused %v after three silent ones opened: %v",
+				requestReadTimeout+10*time.Second, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestSlowRequestBodyDoesNotHoldSlots: a request whose body never arrives
+// is cut off by the read timeout instead of holding a slot of MaxClients.
+func TestSlowRequestBodyDoesNotHoldSlots(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, newTestNode(t), func(c *Config) {
+		c.LimitUser, c.LimitPass = "lim", "limpass"
+		c.MaxClients = 2
+	})
+	for i := 0; i < 2; i++ {
+		conn, err := tls.Dial("tcp", ts.addr, ts.tlsConfig(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		req, _ := http.NewRequest(http.MethodPost, ts.baseURL()+"/", nil)
+		req.SetBasicAuth("lim", "limpass")
+		fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\nContent-Length: 1000\r\n\r\n{",
+			req.Header.Get("Authorization"))
+	}
+	time.Sleep(requestReadTimeout + 2*time.Second)
+	if status, body := ts.post(t, `{"method":"getblockcount","id":1}`, true); status != http.StatusOK {
+		t.Fatalf("a request after two stalled bodies: %d %s", status, body)
 	}
 }

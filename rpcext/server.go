@@ -154,9 +154,12 @@ func (s *Server) Start() error {
 	}
 	s.ntfn.start()
 	for _, ln := range lns {
+		// ReadTimeout bounds a request's body as well: a client
+		// sending one slowly holds a slot of MaxClients meanwhile.
 		hs := &http.Server{
 			Handler:           mux,
 			ReadHeaderTimeout: 10 * time.Second,
+			ReadTimeout:       requestReadTimeout,
 			IdleTimeout:       2 * time.Minute,
 			MaxHeaderBytes:    1 << 16,
 			ErrorLog:          stdlog.New(httpErrorLog{}, "", 0),

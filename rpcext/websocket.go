@@ -15,6 +15,10 @@ const (
 	// wsWriteWait bounds writing one message to a websocket client.
 	wsWriteWait = 30 * time.Second
 
+	// requestReadTimeout bounds reading a request, body included, and a
+	// websocket client's time to authenticate (btcd's read timeout).
+	requestReadTimeout = 10 * time.Second
+
 	// wsMaxQueuedMessages and wsMaxQueuedBytes bound what may wait for a
 	// slow websocket reader; beyond them the client is disconnected
 	// rather than holding memory or stalling notifications for others.
@@ -105,6 +109,15 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	c.conn = conn
 	c.mu.Unlock()
 	conn.SetReadLimit(s.cfg.MaxRequestBytes)
+	// The HTTP server's read deadline for the upgrade request holds on
+	// the connection: an authenticated client reads without one, another
+	// must authenticate within it or is closed, for it holds a slot of
+	// MaxWebsockets.
+	if authed {
+		conn.SetReadDeadline(time.Time{})
+	} else {
+		conn.SetReadDeadline(time.Now().Add(requestReadTimeout))
+	}
 	// Shutdown may have picked this client before conn was set.
 	select {
 	case <-c.quit:
@@ -170,6 +183,7 @@ func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 	}
 	c.authenticated = true
 	c.limited = limited
+	c.conn.SetReadDeadline(time.Time{})
 	return nil, nil
 }
 
