@@ -227,3 +227,14 @@ func TestElectrumTLSWithGeneratedCert(t *testing.T) {
 		t.Fatalf("server.version over TLS = %v", v)
 	}
 }
+
+// TestElectrumInfoWithoutIndex: a node without the Electrum index is not
+// catching up: getelectruminfo says no index (height -1) and no progress.
+func TestElectrumInfoWithoutIndex(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	generate(t, n, 2)
+	info := rpcBackend{n}.ElectrumInfo()
+	if info.IndexHeight != -1 || info.CatchingUp || info.Progress != 0 || info.ChainHeight != 2 {
+		t.Fatalf("getelectruminfo without the index: %+v", info)
+	}
+}

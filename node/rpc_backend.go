@@ -160,11 +160,12 @@ func (b rpcBackend) ElectrumInfo() rpcext.ElectrumInfo {
 			}
 		}
 	}
-	info.CatchingUp = info.IndexHeight < info.ChainHeight
+	// Without the index there is nothing to catch up.
+	info.CatchingUp = b.index.electrum != nil && info.IndexHeight < info.ChainHeight
 	if info.ChainHeight > 0 {
 		info.Progress = float64(max(info.IndexHeight, 0)) / float64(info.ChainHeight)
 	}
-	if !info.CatchingUp {
+	if !info.CatchingUp && b.index.electrum != nil {
 		info.Progress = 1
 	}
 	info.Listeners = b.srv.electrumListenURLs()
