@@ -80,8 +80,9 @@ type ElectrumIndex struct {
 	opts  Options
 	store *leveldb.DB
 
-	// stuck is set when a write failed in a way that leaves the store
-	// unable to close (openTxError).
+	// stuck is set when a write of the store failed (storeFailed): the
+	// writer writes nothing more in this run, and Close leaves the store to
+	// the process's exit.
 	stuck atomic.Bool
 	// pub is a snapshot of the store taken after the writer's last commit,
 	// with the tip it holds (store.go); nil before the store is loaded.
@@ -142,9 +143,9 @@ func (idx *ElectrumIndex) Close() error {
 			p.unref()
 		}
 		if idx.stuck.Load() {
-			// Closing would wait for the write lock a failed
-			// OpenTransaction kept (openTxError); the process's exit
-			// closes the files, and the next start reconciles.
+			// A failed write may keep the store's write lock (a failed
+			// OpenTransaction), which Close would wait for; the process's
+			// exit closes the files, and the next start reconciles.
 			log.Errorf("Electrum index: the store is left open after its failed write")
 			return
 		}

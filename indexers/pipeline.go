@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"math"
 	"runtime"
 	"runtime/debug"
@@ -40,21 +39,26 @@ const maxTouched = 50000
 const largeCatchUp = 100000
 
 // fetcher plans the blocks from..to in parallel and delivers them in
-// order on out. It stops early when stop closes.
+// order on out. It starts no fetch once stop closes.
 func (w *writer) fetcher(from, to int32, stop <-chan struct{}) <-chan chan fetched {
 	workers := runtime.GOMAXPROCS(0)
 	out := make(chan chan fetched, 2*workers+2)
 	go func() {
 		defer close(out)
 		sem := make(chan struct{}, workers)
-		for h := from; h <= to; h++ {
+		for h := from; h <= to && !interrupted(stop); h++ {
 			c := make(chan fetched, 1)
 			select {
 			case out <- c:
 			case <-stop:
 				return
 			}
-			sem <- struct{}{}
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				c <- fetched{err: errInterrupted}
+				return
+			}
 			go func(h int32) {
 				defer func() { <-sem }()
 				c <- w.fetchAndPlan(h)
@@ -219,14 +223,6 @@ func keyPrefix(k []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-// openTxError is a failure of goleveldb's OpenTransaction. Past the point
-// where it takes the store's write lock (flushing the memtable, waiting for
-// compactions: the disk is failing), it returns without giving the lock
-// back, and the store's Close would wait for it forever.
-type openTxError struct{ err error }
-
-func (e *openTxError) Error() string { return e.err.Error() }
-func (e *openTxError) Unwrap() error { return e.err }
 
 // write writes the sorted batch's rows into a transaction when the batch
 // is full, else into b and then the store, and commits them.
@@ -238,7 +234,7 @@ func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
 	}
 	tr, err := store.OpenTransaction()
 	if err != nil {
-		return &openTxError{err}
+		return err
 	}
 	a.each(func(k, v []byte) {
 		if err == nil {
@@ -249,11 +245,15 @@ func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
 			err = tr.Delete(k, nil)
 		}
 	})
-	if err != nil {
-		tr.Discard()
-		return err
+	if err == nil {
+		err = tr.Commit()
 	}
-	return tr.Commit()
+	if err != nil {
+		// A failed Commit keeps the transaction, and the store's write
+		// lock, for a retry.
+		tr.Discard()
+	}
+	return err
 }
 
 // each passes the sorted batch's rows to put and del.
@@ -354,7 +354,6 @@ func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 // batches before them.
 func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct{}) error {
 	quit := make(chan struct{})
-	defer close(quit)
 	halt := make(chan struct{})
 	go func() {
 		select {
@@ -367,14 +366,14 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	w.idx.progress.begin(from, to, targetTxs)
 	defer w.idx.progress.end()
 	defer func() {
-		// Drain the planned blocks still in flight.
-		go func() {
-			for c := range futures {
-				if f := <-c; f.plan != nil {
-					planPool.Put(f.plan.bufs)
-				}
+		// Wait for the fetches in flight: none reads btcd's database
+		// once the pass, and so Close, has returned.
+		close(quit)
+		for c := range futures {
+			if f := <-c; f.plan != nil {
+				planPool.Put(f.plan.bufs)
 			}
-		}()
+		}
 	}()
 
 	cm := w.startCommitter()
@@ -561,11 +560,7 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 // committer's goroutine; b is its scratch leveldb.Batch.
 func (w *writer) commit(a *assembly, b *leveldb.Batch) error {
 	ops := a.ops()
-	if err := a.write(w.idx.store, b); err != nil {
-		var ote *openTxError
-		if errors.As(err, &ote) {
-			w.idx.stuck.Store(true)
-		}
+	if err := w.idx.storeWrite(func() error { return a.write(w.idx.store, b) }); err != nil {
 		return err
 	}
 	w.tip = a.tip

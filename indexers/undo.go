@@ -264,7 +264,7 @@ func (w *writer) undoTip() error {
 	}
 	b.Put(tipKey, tipVal(&nt.hash, nt.height))
 	b.Put(statsKey, encodeStats(nt.stats))
-	if err := w.idx.store.Write(b, nil); err != nil {
+	if err := w.idx.storeWrite(func() error { return w.idx.store.Write(b, nil) }); err != nil {
 		return err
 	}
 	w.tip = nt

@@ -19,18 +19,10 @@ import (
 )
 
 // Verification of the stored index against the chain (docs/ARCHITECTURE.md,
-// "Verification"): every row the index should hold at its tip is recomputed
-// from the blocks and btcd's spend journals with the block path's row
-// builder and compared with the stored rows of one snapshot.
-//
-// Memory stays bounded: each table is split into verifyParts partitions,
-// each reduced on both sides to its row count and the sum (mod 2^64) of a
-// keyed hash of every row (a later delete subtracts its put), seeded afresh
-// each run so that no rows can be crafted to cancel out. A partition whose
-// fingerprints differ is compared row by row in a second pass over the
-// chain, which names every difference. An unspent row's position is checked
-// against "Ext" row by row; verifier.spentOutputs says what happens to a
-// block the chain disconnects meanwhile.
+// "Verification"): each table's rows, recomputed from the blocks with the
+// block path's row builder and read from one snapshot, are reduced per
+// partition to a count and a sum of keyed hashes, seeded each run; a
+// partition that differs is compared row by row in a second pass.
 
 // verifyParts is the number of partitions of a table.
 const verifyParts = 256

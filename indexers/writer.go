@@ -26,7 +26,27 @@ var (
 	// the index tip: the chain reorganized under it. The next pass
 	// reconciles.
 	errChainMoved = errors.New("electrum index: chain moved during catch-up")
+	// errStoreFailed ends every pass after a failed write of the store.
+	errStoreFailed = errors.New("electrum index: a write of its store failed; it writes nothing more " +
+		"until the node is restarted, and then resumes from its last commit")
 )
+
+// storeWrite runs write, a write of the store. A failed write may leave
+// goleveldb unable to write again (its write lock kept, its journal torn),
+// so the first failure stops the writer for the rest of the run: logged
+// once, the index serves its last commit, and the next start reconciles.
+func (idx *ElectrumIndex) storeWrite(write func() error) error {
+	if idx.stuck.Load() {
+		return errStoreFailed
+	}
+	if err := write(); err != nil {
+		idx.stuck.Store(true)
+		log.Criticalf("Electrum index: writing its store failed: %v. The index stays at its last commit "+
+			"until the node is restarted (free disk space or repair the disk first); it then resumes from there", err)
+		return fmt.Errorf("%w: %v", errStoreFailed, err)
+	}
+	return nil
+}
 
 // interrupted reports whether the channel is closed.
 func interrupted(ch <-chan struct{}) bool {
@@ -125,7 +145,7 @@ func (w *writer) loop() {
 		n := w.started
 		w.mu.Unlock()
 		err := w.pass(w.quit)
-		if err != nil && !errors.Is(err, errInterrupted) {
+		if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errStoreFailed) {
 			log.Errorf("Electrum index: %v", err)
 		}
 		w.mu.Lock()
@@ -223,11 +243,16 @@ func (w *writer) pass(stop <-chan struct{}) error {
 		if interrupted(stop) {
 			return errInterrupted
 		}
+		if w.idx.stuck.Load() {
+			return errStoreFailed
+		}
 		for w.tip.height >= 0 && !w.chain.MainChainHasBlock(&w.tip.hash) {
 			if interrupted(stop) {
 				return errInterrupted
 			}
-			if err := w.undoTip(); err != nil {
+			if err := w.undoTip(); errors.Is(err, errStoreFailed) {
+				return err
+			} else if err != nil {
 				log.Warnf("Electrum index tip %v at height %d is not in the main chain and "+
 					"cannot be undone (%v): rebuilding the index", w.tip.hash, w.tip.height, err)
 				if err := w.rebuild(); err != nil {
