@@ -223,7 +223,6 @@ func keyPrefix(k []byte) uint64 {
 	return binary.BigEndian.Uint64(b[:])
 }
 
-
 // write writes the sorted batch's rows into a transaction when the batch
 // is full, else into b and then the store, and commits them.
 func (a *assembly) write(store *leveldb.DB, b *leveldb.Batch) error {
