@@ -15,6 +15,7 @@ import (
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcjson"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/gorilla/websocket"
 )
 
 // newOfflineServer returns a server over node that is not listening, for
@@ -197,7 +198,7 @@ func TestConcurrentClients(t *testing.T) {
 // clients that send nothing cannot hold every slot of MaxWebsockets.
 func TestSilentUnauthenticatedWebsocketsClosed(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = 3 })
+	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = 4 })
 	for i := 0; i < 3; i++ {
 		conn, _, err := wsDial(t, ts, false)
 		if err != nil {
@@ -205,6 +206,23 @@ func TestSilentUnauthenticatedWebsocketsClosed(t *testing.T) {
 		}
 		defer conn.Close()
 	}
+	// A fourth authenticates in-band in time, and then may stay idle.
+	authed, _, err := wsDial(t, ts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer authed.Close()
+	call := func(req string) {
+		t.Helper()
+		authed.SetReadDeadline(time.Now().Add(time.Minute))
+		if err := authed.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
+			t.Fatal(err)
+		}
+		if _, msg, err := authed.ReadMessage(); err != nil || !bytes.Contains(msg, []byte(`"error":null`)) {
+			t.Fatalf("%s: %s %v", req, msg, err)
+		}
+	}
+	call(`{"method":"authenticate","params":["` + testUser + `","` + testPass + `"],"id":1}`)
 	if _, resp, err := wsDial(t, ts, true); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a fourth websocket: %v, want 503 while three hold the slots", err)
 	}
@@ -213,6 +231,7 @@ func TestSilentUnauthenticatedWebsocketsClosed(t *testing.T) {
 		conn, _, err := wsDial(t, ts, true)
 		if err == nil {
 			conn.Close()
+			call(`{"method":"getblockcount","id":2}`)
 			return
 		}
 		if time.Now().After(deadline) {

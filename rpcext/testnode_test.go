@@ -54,7 +54,9 @@ type testNode struct {
 // newTestNode opens a fresh regtest chain in a temporary directory.
 func newTestNode(t testing.TB) *testNode {
 	t.Helper()
-	params := &chaincfg.RegressionNetParams
+	// A copy: btcd points its parameters' deployment clocks at the chain,
+	// and tests run chains in parallel.
+	params := testchain.RegtestParams()
 	db, err := database.Create("ffldb", filepath.Join(t.TempDir(), "blocks"), params.Net)
 	if err != nil {
 		t.Fatal(err)

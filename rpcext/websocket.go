@@ -147,10 +147,15 @@ func (c *wsClient) readLoop() {
 		if kind != websocket.TextMessage && kind != websocket.BinaryMessage {
 			continue
 		}
-		if !c.authenticated && !c.admitUnauthenticated(msg) {
+		authed := c.authenticated
+		if !authed && !c.admitUnauthenticated(msg) {
 			return
 		}
 		reply := c.s.processBody(msg, c)
+		if !authed && c.authenticated {
+			// Authenticated in time: no deadline from now on.
+			c.conn.SetReadDeadline(time.Time{})
+		}
 		if reply != nil && !c.queue(reply) {
 			return
 		}
@@ -183,7 +188,6 @@ func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 	}
 	c.authenticated = true
 	c.limited = limited
-	c.conn.SetReadDeadline(time.Time{})
 	return nil, nil
 }
 
