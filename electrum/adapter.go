@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bytes"
+	"fmt"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/blockchain"
@@ -209,7 +210,24 @@ func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 func (b *IndexBackend) FeeHistogram() [][2]float64 { return b.Mempool.FeeHistogram() }
 
 // Broadcast implements TxRelay.
-func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error { return b.Relay.Broadcast(tx) }
+//
+// It answers as bitcoind's sendrawtransaction does, which wallets rely on:
+// a transaction the pool already holds is accepted again, so that a wallet
+// may broadcast it again, and one the index holds confirmed is ErrInChain.
+func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
+	err := b.Relay.Broadcast(tx)
+	if err == nil {
+		return nil
+	}
+	hash := tx.TxHash()
+	if b.Pool != nil && b.Pool.HaveTransaction(&hash) {
+		return nil
+	}
+	if _, lerr := b.Index.TxLocation(hash); lerr == nil {
+		return fmt.Errorf("%w: %v", ErrInChain, err)
+	}
+	return err
+}
 
 // EstimateFee implements TxRelay.
 func (b *IndexBackend) EstimateFee(blocks int, mode string) (float64, error) {

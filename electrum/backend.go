@@ -123,3 +123,7 @@ type TxRelay interface {
 // ErrRejected can wrap a Broadcast error to mark it as a policy or
 // consensus rejection (as opposed to an internal failure).
 var ErrRejected = errors.New("transaction rejected")
+
+// ErrInChain wraps the Broadcast error of a transaction the chain already
+// holds (bitcoind's -27).
+var ErrInChain = errors.New("transaction already in block chain")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -461,5 +462,29 @@ func TestRealChainOtherMethods(t *testing.T) {
 	}
 	if got := rootFromBranch(chainhash.DoubleHashH(raw), branch, int(tip-2)); got.String() != hs.Root {
 		t.Fatal("block.headers proof for the last header does not verify")
+	}
+}
+
+// TestRealChainBroadcastAgain: as bitcoind's sendrawtransaction answers
+// ElectrumX, a transaction already in the mempool broadcast again is
+// answered with its txid (wallets broadcast again), and one already
+// confirmed is refused as already in the chain.
+func TestRealChainBroadcastAgain(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	coin := n.coin()
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, n.h.Pool.Spendable[0].PkScript))
+	for i := 0; i < 2; i++ {
+		var txid string
+		c.must(&txid, "blockchain.transaction.broadcast", txHex(tx))
+		if txid != tx.TxHash().String() {
+			t.Fatalf("broadcast %d: %s, want %s", i+1, txid, tx.TxHash())
+		}
+	}
+	n.mineMempool()
+	_, rerr := c.call("blockchain.transaction.broadcast", txHex(tx))
+	if rerr == nil || rerr.Code != codeBadRequest || !strings.Contains(rerr.Message, "already in block chain") {
+		t.Fatalf("broadcast of a confirmed transaction: %+v, want error 1 already in block chain", rerr)
 	}
 }

@@ -333,11 +333,11 @@ func (s *Server) blockTxs(q *request, hs, startStr string) (*reply, error) {
 		start = n
 	}
 	txs := block.Transactions()
-	if start >= uint64(len(txs)) {
-		return nil, notFound("start index out of range")
-	}
 	if start%chainTxsPerPage != 0 {
-		return nil, badRequest("start index must be a multipication of " + strconv.Itoa(chainTxsPerPage))
+		return nil, badRequest("start index must be a multiple of " + strconv.Itoa(chainTxsPerPage))
+	}
+	if start >= uint64(len(txs)) {
+		return nil, badRequest("start index out of range")
 	}
 	end := min(int(start)+chainTxsPerPage, len(txs))
 	loc := indexers.TxLocation{Height: height, BlockHash: *block.Hash()}

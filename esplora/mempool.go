@@ -109,7 +109,9 @@ func (s *Server) mempoolRecent() (*reply, error) {
 	sort.SliceStable(descs, func(i, j int) bool { return descs[i].Added.After(descs[j].Added) })
 	out := []txOverview{}
 	for _, d := range descs[:min(len(descs), recentTxs)] {
-		var value int64
+		// value is what the inputs spend, as electrs counts it: the
+		// outputs and the fee.
+		value := d.Fee
 		for _, o := range d.Tx.MsgTx().TxOut {
 			value += o.Value
 		}
@@ -161,6 +163,9 @@ func (s *Server) broadcast(body string) (*reply, error) {
 		return nil, rpcError(-22, "TX decode failed")
 	}
 	if err := s.index.Broadcast(tx); err != nil {
+		if errors.Is(err, electrum.ErrInChain) {
+			return nil, rpcError(-27, "Transaction already in block chain")
+		}
 		if errors.Is(err, electrum.ErrRejected) {
 			return nil, rpcError(-26, strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": "))
 		}
