@@ -41,17 +41,29 @@ func (b *IndexBackend) ChainTip() (indexers.Tip, error) { return b.Index.Tip() }
 // (see latestTipper).
 func (b *IndexBackend) LatestTip() (indexers.Tip, bool) { return b.Index.LatestTip() }
 
-// BlockHeader implements ChainSource.
+// BlockHeader implements ChainSource with BlockHash's block.
 func (b *IndexBackend) BlockHeader(height int32) (wire.BlockHeader, error) {
-	hash, err := b.Chain.BlockHashByHeight(height)
+	hash, err := b.BlockHash(height)
 	if err != nil {
-		return wire.BlockHeader{}, indexers.ErrNotFound
+		return wire.BlockHeader{}, err
 	}
-	return b.Chain.HeaderByHash(hash)
+	return b.Chain.HeaderByHash(&hash)
 }
 
-// BlockHash implements ChainSource.
+// BlockHash implements ChainSource: the block at height of the chain the
+// index holds. That is btcd's main chain, but for a moment in a
+// reorganization, until the writer has undone the blocks it took: then
+// the index's own block rows name the blocks its histories are of.
 func (b *IndexBackend) BlockHash(height int32) (chainhash.Hash, error) {
+	if tip, ok := b.Index.LatestTip(); ok && height <= tip.Height {
+		if main, err := b.Chain.BlockHashByHeight(tip.Height); err != nil || *main != tip.Hash {
+			hash, _, err := b.Index.Block(height)
+			if err != nil {
+				return chainhash.Hash{}, indexers.ErrNotFound
+			}
+			return hash, nil
+		}
+	}
 	hash, err := b.Chain.BlockHashByHeight(height)
 	if err != nil {
 		return chainhash.Hash{}, indexers.ErrNotFound

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
@@ -486,5 +487,48 @@ func TestRealChainBroadcastAgain(t *testing.T) {
 	_, rerr := c.call("blockchain.transaction.broadcast", txHex(tx))
 	if rerr == nil || rerr.Code != codeBadRequest || !strings.Contains(rerr.Message, "already in block chain") {
 		t.Fatalf("broadcast of a confirmed transaction: %+v, want error 1 already in block chain", rerr)
+	}
+}
+
+// TestRealChainHeadersOfIndexTipInReorg: while btcd's chain has
+// reorganized and the index's writer has yet to undo its tip, the headers
+// a wallet gets are those of the index's chain, which its histories and
+// proofs are of: headers.subscribe and block.header at the tip's height
+// give the index tip's header, not the new branch's.
+func TestRealChainHeadersOfIndexTipInReorg(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	parent := n.mine(nil)
+	n.hold()
+	a := n.process(parent, time.Second)
+	<-n.held
+	if tip, _ := n.idx.LatestTip(); tip.Hash != *a.Hash() {
+		t.Fatalf("index tip %v, want %v", tip.Hash, a.Hash())
+	}
+	b1 := n.process(parent, 2*time.Second)
+	n.process(b1, time.Second) // the chain reorganizes onto b1 and b2
+	if best := n.h.Chain.BestSnapshot(); best.Height != a.Height()+1 {
+		t.Fatalf("chain at %d, want the longer branch at %d", best.Height, a.Height()+1)
+	}
+	want, _ := headerHex(&a.MsgBlock().Header)
+	var hs headerResult
+	c.must(&hs, "blockchain.headers.subscribe")
+	if hs.Height != a.Height() || hs.Hex != want {
+		t.Fatalf("headers.subscribe {%d %s}, want the index tip {%d %s}", hs.Height, hs.Hex, a.Height(), want)
+	}
+	var hdr string
+	c.must(&hdr, "blockchain.block.header", a.Height())
+	if hdr != want {
+		t.Fatalf("block.header(%d) = %s, want the index tip's %s", a.Height(), hdr, want)
+	}
+	n.release()
+	if err := n.idx.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := headerHex(&b1.MsgBlock().Header)
+	c.must(&hdr, "blockchain.block.header", a.Height())
+	if hdr != other {
+		t.Fatalf("block.header(%d) after the undo = %s, want the new branch's %s", a.Height(), hdr, other)
 	}
 }

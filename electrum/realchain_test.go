@@ -43,6 +43,30 @@ type realNode struct {
 	// pool drops the block's transactions.
 	poolLags bool
 	lagged   []*btcutil.Block
+	// gate, when set, holds the index's writer in its commit callback
+	// (after it published the commit) until release; held tells a commit
+	// waits there.
+	gate chan struct{}
+	held chan struct{}
+}
+
+// hold makes the writer wait after its next commit, so that the chain can
+// move on while the index stays at that tip.
+func (n *realNode) hold() {
+	n.mu.Lock()
+	n.gate, n.held = make(chan struct{}), make(chan struct{}, 1)
+	n.mu.Unlock()
+	n.t.Cleanup(n.release)
+}
+
+// release lets the writer go on.
+func (n *realNode) release() {
+	n.mu.Lock()
+	if n.gate != nil {
+		close(n.gate)
+		n.gate = nil
+	}
+	n.mu.Unlock()
 }
 
 // dropMined removes from btcd's pool the transactions of the blocks
@@ -164,6 +188,16 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 
 // onCommit pushes the index's commits to the server, as the node does.
 func (n *realNode) onCommit(c indexers.Commit) {
+	n.mu.Lock()
+	gate, held := n.gate, n.held
+	n.mu.Unlock()
+	if gate != nil {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
 	srv := n.srv
 	if srv == nil {
 		return
@@ -199,8 +233,21 @@ func changeCoin(tx *wire.MsgTx, vout uint32, script *testchain.Script) testchain
 	return testchain.Coin{OutPoint: wire.OutPoint{Hash: tx.TxHash(), Index: vout}, Value: tx.TxOut[vout].Value, Script: script}
 }
 
-// mine mines one block on prev (nil: the tip) holding txs.
+// mine mines one block on prev (nil: the tip) holding txs and waits for
+// the index.
 func (n *realNode) mine(prev *btcutil.Block, txs ...*wire.MsgTx) *btcutil.Block {
+	n.t.Helper()
+	block := n.process(prev, time.Second, txs...)
+	if err := n.idx.Sync(); err != nil {
+		n.t.Fatal(err)
+	}
+	return block
+}
+
+// process mines one block on prev (nil: the tip) holding txs, timed after
+// prev by after (blocks on one parent differ by it), and has the chain
+// process it, without waiting for the index.
+func (n *realNode) process(prev *btcutil.Block, after time.Duration, txs ...*wire.MsgTx) *btcutil.Block {
 	n.t.Helper()
 	if prev == nil {
 		best := n.h.Chain.BestSnapshot()
@@ -215,17 +262,14 @@ func (n *realNode) mine(prev *btcutil.Block, txs ...*wire.MsgTx) *btcutil.Block 
 	for _, tx := range txs {
 		utxs = append(utxs, btcutil.NewTx(tx))
 	}
-	ts := prev.MsgBlock().Header.Timestamp.Add(time.Second)
-	block, err := rpctest.CreateBlock(prev, utxs, 4, ts, n.minerTo, nil, n.h.Params)
+	block, err := rpctest.CreateBlock(prev, utxs, 4, prev.MsgBlock().Header.Timestamp.Add(after), n.minerTo, nil, n.h.Params)
 	if err != nil {
 		n.t.Fatal(err)
 	}
 	if _, _, err := n.h.Chain.ProcessBlock(block, blockchain.BFNone); err != nil {
 		n.t.Fatal(err)
 	}
-	if err := n.idx.Sync(); err != nil {
-		n.t.Fatal(err)
-	}
+	block.SetHeight(prev.Height() + 1)
 	return block
 }
 

@@ -365,7 +365,7 @@ func FuzzIndexReads(f *testing.F) {
 		_, _ = idx.TxLocation(id)
 		_, _ = idx.TxIDAt(height, txPosition)
 		_, _ = idx.BlockTxIDs(height)
-		_, _ = idx.TxCount(height)
+		_, _, _ = idx.Block(height)
 		_, _, _ = idx.RawTx(id)
 		_, _, _ = idx.PrevOut(wire.OutPoint{Hash: id, Index: txPosition})
 		// The undo record of the tip block, as the writer applies it.

@@ -486,13 +486,16 @@ func (c *propChecker) checkTxs(m *testchain.Model, from int32, fail func(string,
 				fail("BlockTxIDs(%d)[%d] = %v, chain %v", height, i, got[i], want[i])
 			}
 		}
-		n, err := c.idx.TxCount(height)
+		indexed, n, err := c.idx.Block(height)
 		if err != nil || int(n) != len(want) {
-			fail("TxCount(%d) = %d, %v; chain %d", height, n, err, len(want))
+			fail("Block(%d) = %d transactions, %v; chain %d", height, n, err, len(want))
 		}
 		block, err := c.h.Chain.BlockByHeight(height)
 		if err != nil {
 			fail("chain: %v", err)
+		}
+		if indexed != *block.Hash() {
+			fail("Block(%d) = %v, chain %v", height, indexed, block.Hash())
 		}
 		for pos, txid := range want {
 			var ser bytes.Buffer
@@ -520,8 +523,8 @@ func (c *propChecker) checkTxs(m *testchain.Model, from int32, fail func(string,
 	if _, err := c.idx.BlockTxIDs(m.Height + 1); !errors.Is(err, indexers.ErrNotFound) {
 		fail("BlockTxIDs above the tip: %v, want ErrNotFound", err)
 	}
-	if _, err := c.idx.TxCount(m.Height + 1); !errors.Is(err, indexers.ErrNotFound) {
-		fail("TxCount above the tip: %v, want ErrNotFound", err)
+	if _, _, err := c.idx.Block(m.Height + 1); !errors.Is(err, indexers.ErrNotFound) {
+		fail("Block above the tip: %v, want ErrNotFound", err)
 	}
 	if _, err := c.idx.TxIDAt(m.Height+1, 0); !errors.Is(err, indexers.ErrNotFound) {
 		fail("TxIDAt above the tip: %v, want ErrNotFound", err)

@@ -776,19 +776,17 @@ func (idx *ElectrumIndex) BlockTxIDs(height int32) ([]chainhash.Hash, error) {
 	return out, err
 }
 
-// TxCount returns the number of transactions of the main-chain block at
-// height, or ErrNotFound.
-func (idx *ElectrumIndex) TxCount(height int32) (uint32, error) {
-	var n uint32
-	_, err := idx.read(func(r *snapView, _ Tip) error {
-		count, _, ok := blockTxs(r, height)
-		if !ok {
+// Block returns the hash and the number of transactions of the index's
+// block at height, or ErrNotFound.
+func (idx *ElectrumIndex) Block(height int32) (hash chainhash.Hash, txs uint32, err error) {
+	_, err = idx.read(func(r *snapView, _ Tip) error {
+		var ok bool
+		if txs, hash, ok = blockTxs(r, height); !ok {
 			return ErrNotFound
 		}
-		n = count
 		return nil
 	})
-	return n, err
+	return hash, txs, err
 }
 
 // RawTx returns a confirmed transaction as serialized in its block (with
