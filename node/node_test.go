@@ -10,10 +10,14 @@ import (
 	"time"
 
 	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/integration/rpctest"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -459,4 +463,58 @@ func TestMempoolViewFollowsReplacement(t *testing.T) {
 	if fee := n.mempoolView.Entries(sh)[0].Fee; fee != 100_000 {
 		t.Fatalf("replacement fee in the view %d, want 100000", fee)
 	}
+}
+
+// TestMempoolViewDropsDoubleSpendOfBlock: a block confirms a transaction
+// that double-spends one in the pool: the pool's one leaves the Electrum
+// mempool view, whichever of the index's commit of the block and btcd's
+// pool dropping the double spend comes first.
+func TestMempoolViewDropsDoubleSpendOfBlock(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), true))
+	generate(t, n, 101)
+	c := dialElectrum(t, n)
+	c.call("server.version", "test", "1.4")
+	c.call("blockchain.headers.subscribe")
+	pooled := spendCoinbase(t, n, 1, 10_000)
+	if _, err := n.ProcessTx(pooled); err != nil {
+		t.Fatal(err)
+	}
+	pkScript, _ := txscript.PayToAddrScript(testMiningAddr(t))
+	sh := indexers.ScriptHashFromScript(pkScript)
+	waitFor(t, "the pool's transaction in the view", func() bool { return len(n.mempoolView.Entries(sh)) == 1 })
+
+	mined := spendCoinbase(t, n, 1, 20_000)
+	best := n.Chain().BestSnapshot()
+	prev, err := n.Chain().BlockByHash(&best.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev.SetHeight(best.Height)
+	block, err := rpctest.CreateBlock(prev, []*btcutil.Tx{mined}, 4, prev.MsgBlock().Header.Timestamp.Add(time.Second),
+		testMiningAddr(t), nil, n.Chain().ChainParams())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.Chain().ProcessBlock(block, blockchain.BFNone); err != nil {
+		t.Fatal(err)
+	}
+	// The tip's notification comes after the commit's reconciliation.
+	if tip := c.notification("blockchain.headers.subscribe"); tip[0].(map[string]any)["height"].(float64) != float64(best.Height+1) {
+		t.Fatalf("tip notification %v", tip)
+	}
+	if n.TxPool().HaveTransaction(pooled.Hash()) {
+		t.Fatal("btcd's pool kept the double spend")
+	}
+	waitFor(t, "the double spend to leave the view", func() bool { return len(n.mempoolView.Entries(sh)) == 0 })
+
+	// The other order, which the index's writer and the chain's callbacks
+	// race for: the commit's reconciliation still found the double spend
+	// in btcd's pool, which dropped it only after, in the chain's
+	// callback, and then handed the block on.
+	n.mempoolView.Add(&mempool.TxDesc{TxDesc: mining.TxDesc{Tx: pooled, Added: time.Now(), Fee: 10_000}})
+	block.SetHeight(best.Height + 1)
+	n.events.push(nodeEvent{block: block, connected: true})
+	waitFor(t, "the double spend the pool dropped after the commit to leave the view", func() bool {
+		return len(n.mempoolView.Entries(sh)) == 0
+	})
 }

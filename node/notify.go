@@ -166,8 +166,11 @@ func (n *Node) dispatchEvents() {
 			// A connected block's transactions leave the view when the
 			// index commits the block; a disconnected block's come back
 			// into btcd's pool in the chain's notification, which the
-			// index's undo may come before.
-			blocks = blocks || (ev.block != nil && !ev.connected)
+			// index's undo may come before. A connected block the index
+			// committed already left, in the commit's reconciliation,
+			// the pool transactions it double-spends, which btcd's pool
+			// dropped only after: reconcile again.
+			blocks = blocks || (ev.block != nil && (!ev.connected || n.indexHolds(ev.block)))
 			if c := ev.indexed; c != nil {
 				indexed = true
 				all = all || c.All
@@ -191,6 +194,15 @@ func (n *Node) dispatchEvents() {
 			n.srv.electrumTip()
 		}
 	}
+}
+
+// indexHolds reports whether the Electrum index has committed block.
+func (n *Node) indexHolds(block *btcutil.Block) bool {
+	if n.index == nil || n.index.electrum == nil {
+		return false
+	}
+	tip, ok := n.index.electrum.LatestTip()
+	return ok && tip.Height >= block.Height()
 }
 
 // indexCommitted is the Electrum index writer's callback after each commit;
