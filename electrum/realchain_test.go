@@ -266,10 +266,11 @@ func (n *realNode) process(prev *btcutil.Block, after time.Duration, txs ...*wir
 	if err != nil {
 		n.t.Fatal(err)
 	}
+	// btcd sets the block's height as it accepts it (and hands the block
+	// to the index then).
 	if _, _, err := n.h.Chain.ProcessBlock(block, blockchain.BFNone); err != nil {
 		n.t.Fatal(err)
 	}
-	block.SetHeight(prev.Height() + 1)
 	return block
 }
 

@@ -198,12 +198,22 @@ func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 		"--rpcpass=" + RPCPass, "--notls", "--miningaddr=" + mining, "--nodnsseed",
 		"--trickleinterval=50ms"}, cfg.Args...)
 	p.cmd = exec.Command(exe, all...)
+	p.cmd.SysProcAttr = childAttrs()
+	// btcd says why it stops on stderr, before its log is set up.
+	outPath := filepath.Join(filepath.Dir(cfg.DataDir), "btcd-output.log")
+	out, err := os.Create(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = out, out
 	if err := p.cmd.Start(); err != nil {
+		out.Close()
 		t.Fatal(err)
 	}
 	p.exited = make(chan struct{})
 	go func() {
 		p.exitErr = p.cmd.Wait()
+		out.Close()
 		close(p.exited)
 	}()
 	t.Cleanup(func() { _ = p.Stop() })
@@ -218,7 +228,7 @@ func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 	defer cancel()
 	WaitFor(t, ctx, "btcd's RPC server", func() bool {
 		if isClosed(p.exited) {
-			t.Fatalf("btcd exited during start-up: %v", p.exitErr)
+			t.Fatalf("btcd exited during start-up (%v); the end of its output:\n%s", p.exitErr, tailOf(outPath, 20))
 		}
 		_, err := c.GetBlockCount()
 		return err == nil

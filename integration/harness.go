@@ -40,10 +40,11 @@ const (
 // come up (index catch-up on a large datadir counts against it).
 var StartTimeout = 2 * time.Minute
 
-// LogStdout copies the log of in-process nodes to stdout as well as to
-// their log file (LogFile). It is process-wide (node.SetLogStdout, applied
-// at every in-process start) and off by default, so that a test's or an
-// Example's output is its own.
+// LogStdout copies the log of in-process nodes to stdout. Logging is
+// process-wide in an in-process node (node.SetLogStdout, applied at every
+// in-process start; node.SetLogFile for a file, which all such nodes then
+// share), so their log goes nowhere else unless asked; off by default, so
+// that a test's or an Example's output is its own.
 var LogStdout = false
 
 // StopTimeout bounds how long the harness waits for a process to exit after
@@ -151,7 +152,8 @@ type NodeConfig struct {
 	Esplora bool
 
 	// Args are more flags, for example --connect=host:port or
-	// --debuglevel=debug; they come last and so take precedence.
+	// --debuglevel=debug; they come last and so take precedence. An
+	// in-process node applies --debuglevel to the whole process's log.
 	Args []string
 }
 
@@ -187,7 +189,8 @@ type Node struct {
 	RPC     *rpcclient.Client
 
 	// Dir, DataDir and LogDir are the directories the node was started
-	// with; LogFile is its log.
+	// with; LogFile is a binary node's log (an in-process node logs as
+	// LogStdout says).
 	Dir, DataDir, LogDir, LogFile string
 
 	// Args are the command-line flags the node was started with.
@@ -452,8 +455,7 @@ func (n *Node) dialReadyElectrum() error {
 			_ = c.Close()
 		}
 		if n.exited != nil && isClosed(n.exited) {
-			return fmt.Errorf("the node exited during start-up (%v); output in %s",
-				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+			return n.startExitError()
 		}
 		select {
 		case <-ctx.Done():
@@ -473,6 +475,13 @@ func (n *Node) startInProcess() error {
 	// Several nodes of one process may peer with each other.
 	cfg.AllowSelfConns = true
 	node.SetLogStdout(LogStdout)
+	for _, a := range n.Args {
+		if strings.HasPrefix(a, "--debuglevel=") {
+			if err := node.SetLogLevels(cfg.DebugLevel); err != nil {
+				return err
+			}
+		}
+	}
 	nd, err := node.New(cfg)
 	if err != nil {
 		return err
@@ -512,6 +521,7 @@ func (n *Node) startProcess() error {
 		return err
 	}
 	n.cmd = exec.Command(bin, n.Args...)
+	n.cmd.SysProcAttr = childAttrs()
 	// Through a pipe, copied into the file by this process: the node's
 	// output is read even when its own writes to files fail (as a
 	// service manager reads it on a full disk).
@@ -564,8 +574,7 @@ func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 			break
 		}
 		if n.exited != nil && isClosed(n.exited) {
-			return fmt.Errorf("the node exited during start-up (%v); output in %s",
-				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+			return n.startExitError()
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("RPC server at %s did not listen within %v: %v", n.RPCAddr, StartTimeout, err)
@@ -574,8 +583,7 @@ func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 	}
 	for {
 		if n.exited != nil && isClosed(n.exited) {
-			return fmt.Errorf("the node exited during start-up (%v); output in %s",
-				n.exitErr, filepath.Join(n.Dir, "stdout.log"))
+			return n.startExitError()
 		}
 		err := n.tryRPC(conn, certFile)
 		if err == nil {
@@ -586,6 +594,23 @@ func (n *Node) waitRPC(conn *rpcclient.ConnConfig, certFile string) error {
 		}
 		time.Sleep(startPoll)
 	}
+}
+
+// startExitError describes a node that exited during start-up, with the
+// end of its output: the file it is in goes with the test's directory.
+func (n *Node) startExitError() error {
+	return fmt.Errorf("the node exited during start-up (%v); the end of its output:\n%s",
+		n.exitErr, tailOf(filepath.Join(n.Dir, "stdout.log"), 20))
+}
+
+// tailOf returns the last lines of the file at path, or why it cannot.
+func tailOf(path string, lines int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(ls[max(0, len(ls)-lines):], "\n")
 }
 
 // startPoll is the interval at which start-up polls the RPC and Electrum
@@ -678,8 +703,12 @@ func (n *Node) Restart(t testing.TB) *Node {
 	return nn
 }
 
-// Log returns the node's log file as written so far.
+// Log returns a binary node's log file as written so far; an in-process
+// node has none of its own (LogStdout).
 func (n *Node) Log() (string, error) {
+	if n.inproc != nil {
+		return "", errors.New("an in-process node logs through the process's logger (LogStdout), not to LogFile")
+	}
 	b, err := os.ReadFile(n.LogFile)
 	return string(b), err
 }

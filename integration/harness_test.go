@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -69,5 +70,15 @@ func TestHarnessModes(t *testing.T) {
 	hist, err := again.Electrum.GetHistory(ctx, sh)
 	if err != nil || !equalHistory(hist, want) {
 		t.Fatalf("after restart get_history = %+v (%v), want %+v", hist, err, want)
+	}
+}
+
+// TestStartFailureSaysWhy: a node that exits at start is reported with
+// the end of its output, since the file holding it goes with the test's
+// directory; the same for btcd.
+func TestStartFailureSaysWhy(t *testing.T) {
+	_, err := Start(NodeConfig{Binary: true, Args: []string{"--nosuchflag"}})
+	if err == nil || !strings.Contains(err.Error(), "nosuchflag") {
+		t.Fatalf("a node with an unknown flag: %v, want its complaint about the flag", err)
 	}
 }

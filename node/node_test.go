@@ -512,7 +512,7 @@ func TestMempoolViewDropsDoubleSpendOfBlock(t *testing.T) {
 	// in btcd's pool, which dropped it only after, in the chain's
 	// callback, and then handed the block on.
 	n.mempoolView.Add(&mempool.TxDesc{TxDesc: mining.TxDesc{Tx: pooled, Added: time.Now(), Fee: 10_000}})
-	block.SetHeight(best.Height + 1)
+	// btcd set the block's height when it accepted it.
 	n.events.push(nodeEvent{block: block, connected: true})
 	waitFor(t, "the double spend the pool dropped after the commit to leave the view", func() bool {
 		return len(n.mempoolView.Entries(sh)) == 0
