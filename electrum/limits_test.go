@@ -7,8 +7,13 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // TestSessionLimits checks the total and per-IP session limits: a refused connection gets -102 or -101 and is closed, while admitted sessions go on.
@@ -336,5 +341,149 @@ func TestTimedOutSubscribeNotKept(t *testing.T) {
 	c.must(&was, "blockchain.scripthash.unsubscribe", fx.shA.String())
 	if was {
 		t.Fatal("unsubscribe after a timed-out subscribe returned true")
+	}
+}
+
+// scriptHashN is a distinct script hash for test subscriptions.
+func scriptHashN(tag byte, i int) indexers.ScriptHash {
+	var sh indexers.ScriptHash
+	sh[0] = tag
+	sh[1], sh[2], sh[3] = byte(i>>16), byte(i>>8), byte(i)
+	return sh
+}
+
+// sessionFrom runs a session of s for a client at ip over an in-memory
+// pipe (the machine has no other address than loopback's).
+func sessionFrom(t *testing.T, s *Server, ip string) *testClient {
+	t.Helper()
+	cli, srv := net.Pipe()
+	go s.runSession(newLineConn(srv, s.cfg.MaxRecv), &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000}, TCP)
+	return newTestClient(t, cli)
+}
+
+// ownCost returns the cost of the session whose address starts with ip.
+func ownCost(s *Server, ip string) float64 {
+	for _, si := range s.Sessions() {
+		if strings.HasPrefix(si.Address, ip) {
+			return si.Cost
+		}
+	}
+	return -1
+}
+
+// TestPerIPLimitsGroupIPv6By64: an IPv6 client is handed a /64, so the
+// per-IP session and subscription limits count a /64 as one address.
+func TestPerIPLimitsGroupIPv6By64(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) { c.MaxSessionsPerIP, c.MaxSubsPerIP = 2, 3 })
+	a, b := sessionFrom(t, s, "2001:db8:1:2::1"), sessionFrom(t, s, "2001:db8:1:2::2")
+	a.negotiate("1.4")
+	b.negotiate("1.4")
+	third := sessionFrom(t, s, "2001:db8:1:2::3")
+	if !third.closedByServer() {
+		t.Fatal("a third session from one /64 was admitted with MaxSessionsPerIP 2")
+	}
+	other := sessionFrom(t, s, "2001:db8:1:3::1")
+	other.negotiate("1.4")
+	got := 0
+	for i, c := range []*testClient{a, b, a, b} {
+		if _, rerr := c.call("blockchain.scripthash.subscribe", scriptHashN(1, i).String()); rerr == nil {
+			got++
+		}
+	}
+	if got != 3 {
+		t.Fatalf("%d subscriptions held from one /64 with MaxSubsPerIP 3", got)
+	}
+}
+
+// TestNotificationsCostAsRequests: a call sent without an id (a JSON-RPC
+// notification) is charged as the request would be: errorCost when it
+// fails, its answer's bytes when it does not. A refused member of a
+// broadcast_package costs what a refused broadcast does.
+func TestNotificationsCostAsRequests(t *testing.T) {
+	fx := newFixtureChain(t)
+	// A soft limit above what the test spends: costs are counted (and
+	// decay at the hard limit's ten-thousandth a second), nobody is slowed.
+	s, addr := startServer(t, fx.f, func(c *Config) { c.CostSoftLimit, c.CostHardLimit = 5000, 10000 })
+	// charged waits until the session from ip has been charged at least
+	// want more than before (notifications run beside later requests).
+	charged := func(what, ip string, before, want float64) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a hang guard
+		for ownCost(s, ip)-before < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s cost %.1f, want at least %.1f", what, ownCost(s, ip)-before, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	bad := txHex(spend([]wire.OutPoint{{Hash: chainhash.Hash{0xde, 0xad}, Index: 0}}, wire.NewTxOut(1000, fx.a)))
+	c := dialFrom(t, addr, net.ParseIP("127.0.1.1"))
+	c.negotiate("1.6")
+	before := ownCost(s, "127.0.1.1")
+	for i := 0; i < 5; i++ {
+		c.send(`{"jsonrpc":"2.0","method":"blockchain.transaction.broadcast","params":["` + bad + `"]}`)
+	}
+	charged("5 failing notifications", "127.0.1.1", before, 5*errorCost)
+
+	p := dialFrom(t, addr, net.ParseIP("127.0.2.1"))
+	p.negotiate("1.6")
+	before = ownCost(s, "127.0.2.1")
+	pkg := make([]string, 5)
+	for i := range pkg {
+		pkg[i] = txHex(spend([]wire.OutPoint{{Hash: chainhash.Hash{0xbe, byte(i)}, Index: 0}}, wire.NewTxOut(1000, fx.a)))
+	}
+	p.call("blockchain.transaction.broadcast_package", pkg)
+	if got := ownCost(s, "127.0.2.1") - before; got < 5*errorCost {
+		t.Fatalf("a package of 5 refused members cost %.1f, want at least %d", got, 5*errorCost)
+	}
+
+	h := dialFrom(t, addr, net.ParseIP("127.0.3.1"))
+	h.negotiate("1.6")
+	fx.f.setExtraHistory(fx.shA, 20_000)
+	before = ownCost(s, "127.0.3.1")
+	h.call("blockchain.scripthash.get_history", fx.shA.String())
+	asked := ownCost(s, "127.0.3.1") - before
+	before = ownCost(s, "127.0.3.1")
+	h.send(`{"jsonrpc":"2.0","method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]}`)
+	charged("a long history asked without an id", "127.0.3.1", before, asked*0.9)
+}
+
+// TestSubscribeUnsubscribeRaceLeavesNoRegistration: subscribe and
+// unsubscribe of one script hash pipelined by many sessions at once leave
+// no registration behind once the sessions close (an unsubscribe running
+// between a subscribe's two steps once left one, with the closed session
+// it points to).
+func TestSubscribeUnsubscribeRaceLeavesNoRegistration(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.CostHardLimit = -1 })
+	const sessions, pairs = 8, 1500
+	deadline := time.Now().Add(90 * time.Second) // a hang guard
+	var wg sync.WaitGroup
+	for k := 0; k < sessions; k++ {
+		c := fx.client(t, "1.4.2")
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chs := make([]chan rpcResponse, 0, 2*pairs)
+			for i := 0; i < pairs; i++ {
+				sh := scriptHashN(byte(k+1), i).String()
+				chs = append(chs, c.start("blockchain.scripthash.subscribe", sh), c.start("blockchain.scripthash.unsubscribe", sh))
+			}
+			for _, ch := range chs {
+				select {
+				case <-ch:
+				case <-time.After(time.Until(deadline)):
+					return
+				}
+			}
+			c.conn.Close()
+		}()
+	}
+	wg.Wait()
+	for time.Now().Before(deadline) && fx.s.SessionCount() > 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := fx.s.SubscriptionCount(); n > 0 {
+		t.Fatalf("%d registrations outlive their closed sessions", n)
 	}
 }

@@ -348,10 +348,13 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		st = &subState{pending: true}
 		ss.subs[sh] = st
 		ss.nsubs.Add(1)
+		// With the session's entry, under its lock: an unsubscribe
+		// between the two would leave a registration the session no
+		// longer holds.
+		n.addSub(ss, sh, false)
 	}
 	ss.subMu.Unlock()
 	if fresh {
-		n.addSub(ss, sh, false)
 		if ss.closed() {
 			// close() may have dropped the session's registrations
 			// before this one was made.
@@ -433,15 +436,10 @@ func (ss *session) sendHeld(msg []byte) {
 // unsubscribe drops one subscription; it reports whether there was one.
 func (ss *session) unsubscribe(sh indexers.ScriptHash) bool {
 	ss.subMu.Lock()
-	_, ok := ss.subs[sh]
+	defer ss.subMu.Unlock()
+	st, ok := ss.subs[sh]
 	if ok {
-		delete(ss.subs, sh)
-		ss.nsubs.Add(-1)
-	}
-	ss.subMu.Unlock()
-	if ok {
-		ss.srv.notifier.removeSub(ss, sh)
-		ss.srv.releaseSubs(ss, 1)
+		ss.dropSubLocked(sh, st)
 	}
 	return ok
 }

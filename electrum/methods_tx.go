@@ -109,6 +109,8 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 	for _, tx := range txs {
 		txid := tx.TxHash().String()
 		if err := ss.srv.backend.Broadcast(tx); err != nil {
+			// A refused member costs what a refused broadcast does.
+			ss.charge(errorCost)
 			errs = append(errs, packageError{TxID: txid, Error: err.Error()})
 			results[tx.WitnessHash().String()] = map[string]any{"txid": txid, "error": err.Error()}
 			continue

@@ -111,13 +111,18 @@ type headerMark struct {
 	msg []byte
 }
 
-// ipKeyOf groups addresses for per-IP limits: the IP without port.
+// ipKeyOf groups addresses for per-IP limits: the IP without port, and for
+// IPv6 its /64, the block one home or one server is given.
 func ipKeyOf(addr net.Addr) (string, net.IP) {
 	host, _, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		host = addr.String()
 	}
-	return host, net.ParseIP(host)
+	ip := net.ParseIP(host)
+	if ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64", ip
+	}
+	return host, ip
 }
 
 // runSession serves one connection over transport t until it closes.
@@ -668,6 +673,13 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 		defer release()
 	}
 	if r.isNotification() {
+		// Charged as if answered (an error, the answer's bytes): work
+		// asked for without an id costs what a request's does.
+		if rerr != nil {
+			ss.charge(errorCost)
+		} else {
+			ss.charge(float64(len(result)) / float64(ss.srv.cfg.BandwidthUnit))
+		}
 		// Over the hard limit, the caller closes the session: at once
 		// when no answer carries the -101, else once that is written.
 		if after != nil {
