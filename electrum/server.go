@@ -63,6 +63,10 @@ type Server struct {
 	perIP       map[string]*ipState
 	totalSubs   int
 	nextID      uint64
+	// handshakes counts TLS handshakes in progress, all and by address
+	// (holdHandshake).
+	handshakes   int
+	handshakesBy map[string]int
 }
 
 // ipState is the accounting for one client IP address.
@@ -83,6 +87,8 @@ func New(cfg Config, backend Backend) *Server {
 		headers:  newHeaderMerkle(),
 		sessions: make(map[*session]struct{}),
 		perIP:    make(map[string]*ipState),
+
+		handshakesBy: make(map[string]int),
 	}
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
 	s.gate = newWorkGate(s.cfg.Workers)

@@ -177,10 +177,16 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 		go func() {
 			defer s.wg.Done()
 			if useTLS {
+				done, ok := s.holdHandshake(c.RemoteAddr())
+				if !ok {
+					c.Close()
+					return
+				}
 				tc := tls.Server(c, s.tlsConfig)
 				ctx, cancel := context.WithTimeout(s.ctx, tlsHandshakeTimeout)
 				err := tc.HandshakeContext(ctx)
 				cancel()
+				done()
 				if err != nil {
 					c.Close()
 					return
@@ -194,6 +200,31 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 			s.runSession(newLineConn(c, s.cfg.MaxRecv), c.RemoteAddr(), t)
 		}()
 	}
+}
+
+// holdHandshake counts a TLS handshake in progress from addr against the
+// session limits: it holds a goroutine and a descriptor for up to
+// tlsHandshakeTimeout before the session is admitted, so an address, or
+// the server, has no more of them pending than it may have sessions.
+// done ends the count.
+func (s *Server) holdHandshake(addr net.Addr) (done func(), ok bool) {
+	key, ip := ipKeyOf(addr)
+	perIP := s.cfg.MaxSessionsPerIP > 0 && (ip == nil || !s.exempt(ip))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.handshakes >= s.cfg.MaxSessions || (perIP && s.handshakesBy[key] >= s.cfg.MaxSessionsPerIP) {
+		return nil, false
+	}
+	s.handshakes++
+	s.handshakesBy[key]++
+	return func() {
+		s.mu.Lock()
+		s.handshakes--
+		if s.handshakesBy[key]--; s.handshakesBy[key] == 0 {
+			delete(s.handshakesBy, key)
+		}
+		s.mu.Unlock()
+	}, true
 }
 
 // serveWS serves WebSocket upgrades on any path of l.
