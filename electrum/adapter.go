@@ -202,8 +202,11 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	return out
 }
 
-// MempoolIsSpent implements MempoolView.
-func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool { return b.Mempool.IsSpent(op) }
+// MempoolIsSpent implements MempoolView, restricted to spends btcd's pool
+// still holds, as the other mempool answers are.
+func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {
+	return b.Mempool.IsSpent(op) && b.Pool.CheckSpend(op) != nil
+}
 
 // MempoolTx implements MempoolView from btcd's pool.
 func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {

@@ -10,7 +10,10 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -530,5 +533,40 @@ func TestRealChainHeadersOfIndexTipInReorg(t *testing.T) {
 	c.must(&hdr, "blockchain.block.header", a.Height())
 	if hdr != other {
 		t.Fatalf("block.header(%d) after the undo = %s, want the new branch's %s", a.Height(), hdr, other)
+	}
+}
+
+// TestRealChainUnspentAgreesWithBalanceWhilePoolMovesOn: when the mempool
+// view still holds a transaction btcd's pool no longer has (the view is
+// reconciled only after the index's next commit), listunspent does not
+// hide the outputs it spends, as get_balance does not count the spend:
+// the two answers agree.
+func TestRealChainUnspentAgreesWithBalanceWhilePoolMovesOn(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	coin := n.coin()
+	sh := indexers.ScriptHashFromScript(coin.Script.PkScript)
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, n.h.Pool.Spendable[0].PkScript))
+	// In the view only, as after btcd's pool dropped it.
+	n.overlay.Add(&mempool.TxDesc{TxDesc: mining.TxDesc{Tx: btcutil.NewTx(tx), Added: time.Now(), Fee: 10_000}})
+	var bal struct {
+		Confirmed   int64 `json:"confirmed"`
+		Unconfirmed int64 `json:"unconfirmed"`
+	}
+	c.must(&bal, "blockchain.scripthash.get_balance", sh.String())
+	var utxos []struct {
+		TxHash string `json:"tx_hash"`
+		TxPos  uint32 `json:"tx_pos"`
+		Value  int64  `json:"value"`
+	}
+	c.must(&utxos, "blockchain.scripthash.listunspent", sh.String())
+	sum, listed := int64(0), false
+	for _, u := range utxos {
+		sum += u.Value
+		listed = listed || (u.TxHash == coin.OutPoint.Hash.String() && u.TxPos == coin.OutPoint.Index)
+	}
+	if sum != bal.Confirmed+bal.Unconfirmed || !listed {
+		t.Fatalf("listunspent sums to %d (the coin listed: %v), get_balance says %d + %d", sum, listed, bal.Confirmed, bal.Unconfirmed)
 	}
 }
