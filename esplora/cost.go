@@ -2,6 +2,7 @@ package esplora
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -21,7 +22,8 @@ import (
 // method does.
 const requestCost = 0.5
 
-// maxAccounts bounds the accounts kept; past it, the decayed ones go.
+// maxAccounts bounds the accounts kept; past it, the decayed ones go, at
+// most once a second (a sweep reads them all), and then one at random.
 const maxAccounts = 100_000
 
 // errExcessiveUsage refuses a client at the hard limit.
@@ -56,8 +58,9 @@ func limitsOf(cfg *Config) costLimits {
 
 // costAccounts holds the accounts by client address.
 type costAccounts struct {
-	mu sync.Mutex
-	m  map[string]*costAccount
+	mu    sync.Mutex
+	m     map[string]*costAccount
+	swept time.Time
 }
 
 type costAccount struct {
@@ -75,8 +78,15 @@ func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bo
 		if !create {
 			return nil
 		}
-		if len(a.m) >= maxAccounts {
+		if len(a.m) >= maxAccounts && now.Sub(a.swept) >= time.Second {
 			a.sweep(l, now)
+			a.swept = now
+		}
+		for k := range a.m {
+			if len(a.m) < maxAccounts {
+				break
+			}
+			delete(a.m, k)
 		}
 		acc = &costAccount{stamp: now}
 		a.m[ip] = acc
@@ -139,5 +149,17 @@ type countingWriter struct {
 func (w *countingWriter) Write(b []byte) (int, error) {
 	n, err := w.ResponseWriter.Write(b)
 	w.n += n
+	return n, err
+}
+
+// countingBody counts the bytes of a request body read.
+type countingBody struct {
+	io.ReadCloser
+	n int
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += n
 	return n, err
 }

@@ -65,7 +65,7 @@ func (s *Server) clientIP(r *http.Request) (string, bool) {
 	}
 	ip := net.ParseIP(host)
 	if ip == nil || !s.exempt(ip) {
-		return host, false
+		return addrKey(host, ip), false
 	}
 	xff := r.Header.Values("X-Forwarded-For")
 	if len(xff) == 0 {
@@ -77,5 +77,14 @@ func (s *Server) clientIP(r *http.Request) (string, bool) {
 	if fip == nil {
 		return host, true
 	}
-	return fip.String(), s.exempt(fip)
+	return addrKey(fip.String(), fip), s.exempt(fip)
+}
+
+// addrKey is what the per-address limits count a client as: its address,
+// or for IPv6 its /64, the block one home or one server is given.
+func addrKey(host string, ip net.IP) string {
+	if ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
 }

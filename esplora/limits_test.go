@@ -13,7 +13,8 @@ import (
 )
 
 // TestClientAddress checks which address a request counts against: its
-// peer's, or behind an exempt proxy the one the proxy forwarded last.
+// peer's, or behind an exempt proxy the one the proxy forwarded last; an
+// IPv6 address by its /64.
 func TestClientAddress(t *testing.T) {
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	s := New(Config{ExemptNets: []*net.IPNet{loopback}}, nil, nil, nil)
@@ -29,7 +30,9 @@ func TestClientAddress(t *testing.T) {
 		{"127.0.0.1:5555", []string{"127.0.0.2"}, "127.0.0.2", true},
 		{"127.0.0.1:5555", []string{"not an address"}, "127.0.0.1", true},
 		{"10.0.0.1:1", []string{"5.6.7.8"}, "10.0.0.1", false},
-		{"[::1]:80", nil, "::1", false},
+		{"[::1]:80", nil, "::/64", false},
+		{"[2001:db8:1:2::7]:80", nil, "2001:db8:1:2::/64", false},
+		{"127.0.0.1:5555", []string{"2001:db8:1:2::7"}, "2001:db8:1:2::/64", false},
 	} {
 		r := &http.Request{RemoteAddr: c.remote, Header: http.Header{}}
 		for _, v := range c.xff {

@@ -320,6 +320,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rest = "/"
 	}
 	ip, exempt := s.clientIP(r)
+	body := &countingBody{ReadCloser: r.Body}
 	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
 		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
 			s.writeError(w, errTooManyRequests)
@@ -336,9 +337,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+		// The bytes read and written, as they are: a chunked body has
+		// no length, and a declared one may never come. (r.Body itself
+		// stays: net/http decides by its type whether to read what the
+		// handler left.)
 		cw := &countingWriter{ResponseWriter: w}
 		w = cw
-		defer func() { s.costs.charge(ip, s.limits, int(max(r.ContentLength, 0))+cw.n) }()
+		defer func() { s.costs.charge(ip, s.limits, body.n+cw.n) }()
 	}
 	req := &request{
 		ctx:    r.Context(),
@@ -346,7 +351,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		parts:  strings.Split(rest, "/")[1:],
 		query:  r.URL.Query(),
 		txs:    make(map[[32]byte]*cachedTx),
-		body:   http.MaxBytesReader(w, r.Body, s.cfg.MaxBody),
+		body:   http.MaxBytesReader(w, body, s.cfg.MaxBody),
 	}
 	rep, err := s.route(req, rest)
 	if req.ctx.Err() != nil {
