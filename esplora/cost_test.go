@@ -138,3 +138,48 @@ func TestCostAccountsBounded(t *testing.T) {
 		t.Fatalf("%d accounts kept, bound %d", n, maxAccounts)
 	}
 }
+
+// TestConnectionsPerAddressBounded: a client address holds no more open
+// connections than twice the requests it may have answered at once; the
+// rest are closed at once.
+func TestConnectionsPerAddressBounded(t *testing.T) {
+	_, addr := startBare(t, Config{MaxRequestsPerIP: 4})
+	var conns []net.Conn
+	for i := 0; i < 20; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	open := 0
+	for _, c := range conns {
+		// Closed by the server: EOF at once; held: the deadline.
+		c.SetReadDeadline(time.Now().Add(time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				open++
+			}
+		}
+	}
+	if open > 8 {
+		t.Fatalf("%d connections of one address held open, bound 8", open)
+	}
+	// Closing them gives the places back.
+	for _, c := range conns {
+		c.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second) // a hang guard
+	for {
+		resp, err := http.Get("http://" + addr + "/nothing") // 404, from a server without a node
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a request after the connections closed: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

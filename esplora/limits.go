@@ -43,6 +43,31 @@ func (f *inFlight) release(ip string) {
 	}
 }
 
+// connState bounds the open connections of one client address to twice
+// the requests it may have answered at once (keep-alive connections wait
+// between requests): each holds a goroutine and a descriptor until the
+// timeouts, so one past the bound is closed at once.
+func (s *Server) connState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew:
+		host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+		ip := net.ParseIP(host)
+		if err != nil || s.cfg.MaxRequestsPerIP <= 0 || (ip != nil && s.exempt(ip)) {
+			return
+		}
+		key := addrKey(host, ip)
+		if !s.conns.acquire(key, 2*s.cfg.MaxRequestsPerIP) {
+			c.Close()
+			return
+		}
+		s.connKeys.Store(c, key)
+	case http.StateClosed, http.StateHijacked:
+		if key, ok := s.connKeys.LoadAndDelete(c); ok {
+			s.conns.release(key.(string))
+		}
+	}
+}
+
 // exempt reports whether ip is in one of the exempt networks.
 func (s *Server) exempt(ip net.IP) bool {
 	for _, n := range s.cfg.ExemptNets {

@@ -111,6 +111,10 @@ type Server struct {
 	histories historyCache
 	tipStats  tipStatsCache
 	inFlight  inFlight
+	// conns counts the open connections by client address, connKeys the
+	// address each counted connection is counted against (connState).
+	conns    inFlight
+	connKeys sync.Map
 	// limits and costs are the cost limits and the clients' accounts
 	// (cost.go).
 	limits costLimits
@@ -201,6 +205,7 @@ func (s *Server) Start() error {
 		WriteTimeout:      s.cfg.WriteTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		ConnState:         s.connState,
 	}
 	for _, l := range ls {
 		s.cfg.Logf("Esplora HTTP API listening on %s%s", l.Addr(), s.prefix)
