@@ -43,6 +43,42 @@ func (f *inFlight) release(ip string) {
 	}
 }
 
+// errBusy answers a request whose answer would take the answers being
+// written past MaxAnswerBytes.
+var errBusy = &httpError{http.StatusServiceUnavailable, "Service Unavailable: too many answers waiting for slow clients"}
+
+// answerBudget counts the bytes of the answers being written, to all
+// clients together: an answer is held until the client has taken it (or
+// the write timeout ends it), so slow readers of large answers (the pool's
+// txids, raw blocks, long unspent lists) would otherwise hold any amount of
+// memory between them. Answers of at most a 64th of the bound, which
+// the sockets' buffers mostly take at once, are counted but never
+// refused, so that large answers alone are refused while it is full.
+type answerBudget struct {
+	mu   sync.Mutex
+	held int64
+}
+
+// take counts an answer of n bytes; false when it is large and would take
+// the bytes held past max. The first answer is never refused, however
+// large.
+func (b *answerBudget) take(n int, max int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if int64(n) > max/64 && b.held > 0 && b.held+int64(n) > max {
+		return false
+	}
+	b.held += int64(n)
+	return true
+}
+
+// give returns an answer's bytes once it is written.
+func (b *answerBudget) give(n int) {
+	b.mu.Lock()
+	b.held -= int64(n)
+	b.mu.Unlock()
+}
+
 // connState bounds the open connections of one client address to twice
 // the requests it may have answered at once (keep-alive connections wait
 // between requests): each holds a goroutine and a descriptor until the

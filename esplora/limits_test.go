@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,5 +162,125 @@ func TestRefusedPathsShareOneLabel(t *testing.T) {
 				t.Fatalf("refused requests labelled %q, want unknown", l.GetValue())
 			}
 		}
+	}
+}
+
+// stalledWriter is a client that takes an answer's headers and then stops
+// reading: its Write of a 200's body blocks until release closes.
+type stalledWriter struct {
+	h       http.Header
+	code    int
+	writing chan struct{}
+	release chan struct{}
+	n       int
+	once    sync.Once
+}
+
+// free lets the client read.
+func (w *stalledWriter) free() { w.once.Do(func() { close(w.release) }) }
+
+func newStalledWriter() *stalledWriter {
+	return &stalledWriter{h: http.Header{}, writing: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (w *stalledWriter) Header() http.Header { return w.h }
+
+func (w *stalledWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *stalledWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	if w.code == http.StatusOK {
+		select {
+		case <-w.writing:
+		default:
+			close(w.writing)
+		}
+		<-w.release
+	}
+	w.n += len(b)
+	return len(b), nil
+}
+
+// TestAnswerBudget: clients that stop reading hold their answers until the
+// write timeout; past MaxAnswerBytes of them a large answer is refused with
+// 503, while small ones are still answered, and once a client has taken
+// its answer the next large one is answered again.
+func TestAnswerBudget(t *testing.T) {
+	n := newTestNode(t, "")
+	tip := n.h.Chain.BestSnapshot()
+	var raw string
+	for h := tip.Height; h > 0 && raw == ""; h-- {
+		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
+			raw = "/block/" + b.Hash().String() + "/raw"
+		}
+	}
+	code, body := n.get(raw)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d", raw, code)
+	}
+	size := len(body)
+	// Room for three of them; small answers are a 64th of it at most.
+	max := int64(3*size + size/2)
+	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain, n.pool)
+	ask := func(path string, w http.ResponseWriter) chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			r.RemoteAddr = "192.0.2.1:1234"
+			s.ServeHTTP(w, r)
+		}()
+		return done
+	}
+	var held []*stalledWriter
+	var dones []chan struct{}
+	t.Cleanup(func() {
+		for _, w := range held {
+			w.free()
+		}
+	})
+	for i := 0; i < 3; i++ {
+		w := newStalledWriter()
+		done := ask(raw, w)
+		select {
+		case <-w.writing:
+		case <-done:
+			t.Fatalf("answer %d of %d bytes with %d held: %d, want it written", i, size, i*size, w.code)
+		}
+		held, dones = append(held, w), append(dones, done)
+	}
+	w := newStalledWriter()
+	w.free()
+	<-ask(raw, w)
+	if w.code != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth answer of %d bytes past %d: %d, want 503", size, max, w.code)
+	}
+	w = newStalledWriter()
+	w.free()
+	<-ask("/blocks/tip/height", w)
+	if w.code != http.StatusOK || w.n == 0 {
+		t.Fatalf("a small answer while the budget is full: %d (%d bytes)", w.code, w.n)
+	}
+	held[0].free()
+	<-dones[0]
+	if held[0].n != size {
+		t.Fatalf("the answer written: %d bytes, want %d", held[0].n, size)
+	}
+	w = newStalledWriter()
+	w.free()
+	<-ask(raw, w)
+	if w.code != http.StatusOK || w.n != size {
+		t.Fatalf("once a client took its answer: %d (%d bytes), want 200 and %d", w.code, w.n, size)
+	}
+	for i, w := range held[1:] {
+		w.free()
+		<-dones[i+1]
+	}
+	if s.answers.held != 0 {
+		t.Fatalf("%d bytes still counted after every answer was written", s.answers.held)
 	}
 }

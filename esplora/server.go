@@ -36,6 +36,10 @@ const (
 	DefaultReadTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds writing an answer to a slow client.
 	DefaultWriteTimeout = 60 * time.Second
+	// DefaultMaxAnswerBytes bounds the bytes of the answers being written
+	// to all clients at once, as the Electrum server bounds its sessions'
+	// backlog (four times its per-session 16,000,000).
+	DefaultMaxAnswerBytes = 64_000_000
 )
 
 // Esplora's paging and caching constants (electrs' rest.rs).
@@ -87,12 +91,15 @@ type Config struct {
 	// the API: "*" for any.
 	CORS string
 
-	MaxUtxos     int
-	MaxHistory   int
-	MaxBody      int64
-	IdleTimeout  time.Duration
-	ReadTimeout  time.Duration
-	WriteTimeout time.Duration
+	MaxUtxos   int
+	MaxHistory int
+	MaxBody    int64
+	// MaxAnswerBytes bounds the bytes of the answers being written to all
+	// clients at once (answerBudget); zero takes DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
+	IdleTimeout    time.Duration
+	ReadTimeout    time.Duration
+	WriteTimeout   time.Duration
 
 	// Logf, when set, receives the server's log lines.
 	Logf func(format string, args ...any)
@@ -111,6 +118,7 @@ type Server struct {
 	histories historyCache
 	tipStats  tipStatsCache
 	inFlight  inFlight
+	answers   answerBudget
 	// conns counts the open connections by client address, connKeys the
 	// address each counted connection is counted against (connState).
 	conns    inFlight
@@ -143,6 +151,9 @@ func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.MaxAnswerBytes <= 0 {
+		cfg.MaxAnswerBytes = DefaultMaxAnswerBytes
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
@@ -372,6 +383,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mx.observe(req.endpoint, he.status, false, time.Since(start))
 		return
 	}
+	if !s.answers.take(len(rep.body), s.cfg.MaxAnswerBytes) {
+		s.writeError(w, errBusy)
+		s.mx.observe(req.endpoint, errBusy.status, false, time.Since(start))
+		return
+	}
+	defer s.answers.give(len(rep.body))
 	defer func() { s.mx.observe(req.endpoint, http.StatusOK, false, time.Since(start)) }()
 	h := w.Header()
 	h.Set("Content-Type", rep.contentType)
