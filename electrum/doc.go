@@ -93,8 +93,9 @@
 //
 // blockchain.transaction.broadcast_package (1.6) has no submitpackage to
 // delegate to: btcd's mempool has no package relay. The server checks the
-// package's shape (1 to 25 transactions, no duplicates, every member after
-// the members it spends) and then hands the members to the mempool one by
+// package's shape as submitpackage does (1 to 25 transactions, no
+// duplicates, one transaction or a child last with its parents, none of
+// which spends another) and then hands the members to the mempool one by
 // one, in order. This differs from Bitcoin Core's submitpackage:
 //
 //   - Each member must pay the minimum relay fee on its own: there is no

@@ -436,10 +436,15 @@ func TestNotificationsCostAsRequests(t *testing.T) {
 	p := dialFrom(t, addr, net.ParseIP("127.0.2.1"))
 	p.negotiate("1.6")
 	before = ownCost(s, "127.0.2.1")
+	// Four parents spending outputs nobody has, and their child.
 	pkg := make([]string, 5)
-	for i := range pkg {
-		pkg[i] = txHex(spend([]wire.OutPoint{{Hash: chainhash.Hash{0xbe, byte(i)}, Index: 0}}, wire.NewTxOut(1000, fx.a)))
+	var parents []wire.OutPoint
+	for i := range pkg[:4] {
+		tx := spend([]wire.OutPoint{{Hash: chainhash.Hash{0xbe, byte(i)}, Index: 0}}, wire.NewTxOut(1000, fx.a))
+		pkg[i] = txHex(tx)
+		parents = append(parents, wire.OutPoint{Hash: tx.TxHash(), Index: 0})
 	}
+	pkg[4] = txHex(spend(parents, wire.NewTxOut(1000, fx.a)))
 	p.call("blockchain.transaction.broadcast_package", pkg)
 	if got := ownCost(s, "127.0.2.1") - before; got < 5*errorCost {
 		t.Fatalf("a package of 5 refused members cost %.1f, want at least %d", got, 5*errorCost)

@@ -77,7 +77,7 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		return nil, badRequest("the tx package was rejected by network rules.\n\npackage must hold 1 to %d transactions", maxPackageCount)
 	}
 	txs := make([]*wire.MsgTx, len(raws))
-	seen := make(map[chainhash.Hash]int, len(raws))
+	seen := make(map[chainhash.Hash]struct{}, len(raws))
 	for i, r := range raws {
 		ss.charge(float64(len(r)) / 5000)
 		tx, err := decodeTx(r)
@@ -88,21 +88,12 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		if _, dup := seen[h]; dup {
 			return nil, badRequest("the tx package was rejected by network rules.\n\npackage contains duplicate transactions")
 		}
-		for _, in := range tx.TxIn {
-			if j, ok := seen[in.PreviousOutPoint.Hash]; ok && j >= i {
-				return nil, badRequest("the tx package was rejected by network rules.\n\npackage not sorted")
-			}
-		}
-		seen[h] = i
+		seen[h] = struct{}{}
 		txs[i] = tx
 	}
-	// A member spending a later member is out of order.
-	for i, tx := range txs {
-		for _, in := range tx.TxIn {
-			if j, ok := seen[in.PreviousOutPoint.Hash]; ok && j > i {
-				return nil, badRequest("the tx package was rejected by network rules.\n\npackage not sorted")
-			}
-		}
+	if !childWithParents(txs) {
+		return nil, badRequest("the tx package was rejected by network rules.\n\n" +
+			"package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
 	var errs []packageError
 	results := make(map[string]any, len(txs))
@@ -130,6 +121,36 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		res["tx-results"] = results
 	}
 	return res, nil
+}
+
+// childWithParents reports whether txs is one transaction, or a child
+// (the last) with its parents, none of which spends another: the only
+// packages Bitcoin Core's submitpackage takes. The parents come first
+// then, in any order.
+func childWithParents(txs []*wire.MsgTx) bool {
+	if len(txs) == 1 {
+		return true
+	}
+	spentByChild := make(map[chainhash.Hash]struct{})
+	for _, in := range txs[len(txs)-1].TxIn {
+		spentByChild[in.PreviousOutPoint.Hash] = struct{}{}
+	}
+	parents := make(map[chainhash.Hash]struct{}, len(txs)-1)
+	for _, tx := range txs[:len(txs)-1] {
+		h := tx.TxHash()
+		if _, ok := spentByChild[h]; !ok {
+			return false
+		}
+		parents[h] = struct{}{}
+	}
+	for _, tx := range txs[:len(txs)-1] {
+		for _, in := range tx.TxIn {
+			if _, ok := parents[in.PreviousOutPoint.Hash]; ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // vsize is the virtual size of tx.

@@ -492,6 +492,57 @@ func TestTransactionMethods(t *testing.T) {
 	}
 }
 
+// TestBroadcastPackageTopology: a package is one transaction or a child
+// with its parents, none of which spends another, as Bitcoin Core's
+// submitpackage takes it; any other shape is refused whole, with
+// submitpackage's words, and nothing of it reaches the mempool.
+func TestBroadcastPackageTopology(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.6")
+	pooled := func() int {
+		fx.f.mu.RLock()
+		defer fx.f.mu.RUnlock()
+		return len(fx.f.mempool)
+	}
+	before := pooled()
+	out := func(i int) wire.OutPoint { return wire.OutPoint{Hash: fx.cb[i].TxHash(), Index: 0} }
+	a := spend([]wire.OutPoint{out(1)}, wire.NewTxOut(49_0000_0000, fx.b))
+	b := spend([]wire.OutPoint{out(2)}, wire.NewTxOut(49_0000_0000, fx.c))
+	aChild := spend([]wire.OutPoint{{Hash: a.TxHash(), Index: 0}}, wire.NewTxOut(48_0000_0000, fx.b))
+	grandchild := spend([]wire.OutPoint{{Hash: aChild.TxHash(), Index: 0}}, wire.NewTxOut(47_0000_0000, fx.c))
+	both := spend([]wire.OutPoint{{Hash: a.TxHash(), Index: 0}, {Hash: b.TxHash(), Index: 0}},
+		wire.NewTxOut(97_0000_0000, fx.c))
+	bothAndChild := spend([]wire.OutPoint{{Hash: aChild.TxHash(), Index: 0}, {Hash: b.TxHash(), Index: 0}},
+		wire.NewTxOut(96_0000_0000, fx.c))
+	for _, bad := range []struct {
+		name string
+		txs  []*wire.MsgTx
+	}{
+		{"unrelated transactions", []*wire.MsgTx{a, b}},
+		{"a chain of three", []*wire.MsgTx{a, aChild, grandchild}},
+		{"the child first", []*wire.MsgTx{both, a, b}},
+		{"a parent spending another", []*wire.MsgTx{a, aChild, b, bothAndChild}},
+	} {
+		var raws []string
+		for _, tx := range bad.txs {
+			raws = append(raws, txHex(tx))
+		}
+		_, rerr := c.call("blockchain.transaction.broadcast_package", raws)
+		want := "the tx package was rejected by network rules.\n\npackage topology disallowed. not child-with-parents or parents depend on each other."
+		if rerr == nil || rerr.Code != codeBadRequest || rerr.Message != want {
+			t.Fatalf("%s: %v, want code %d %q", bad.name, rerr, codeBadRequest, want)
+		}
+		if n := pooled() - before; n != 0 {
+			t.Fatalf("%s: %d transactions reached the mempool", bad.name, n)
+		}
+	}
+	var pr map[string]any
+	c.must(&pr, "blockchain.transaction.broadcast_package", []string{txHex(b), txHex(a), txHex(both)})
+	if pr["success"] != true {
+		t.Fatalf("two parents in either order and their child: %v", pr)
+	}
+}
+
 // TestServerMethods checks banner, donation address, features, peers, add_peer, ping, fee methods and mempool.get_info.
 func TestServerMethods(t *testing.T) {
 	fx := newFixture(t, func(c *Config) { c.Banner = "hello"; c.DonationAddress = "bcrt1qdonate" })
