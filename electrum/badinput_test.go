@@ -1,6 +1,8 @@
 package electrum
 
 import (
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -185,5 +187,45 @@ func TestMethodNullInvalid(t *testing.T) {
 	r := c.await(c.sendExpect("1", `{"jsonrpc":"2.0","id":1,"method":null}`))
 	if r.Error == nil || r.Error.Code != codeInvalidRequest || !strings.Contains(r.Error.Message, "method must be a string") {
 		t.Fatalf(`"method": null answered %+v, want -32600 method must be a string`, r.Error)
+	}
+}
+
+// TestLargeIntegerArgs: the protocol asks for non-negative integers, of
+// any size: a start_height past the tip gives no headers, a count past the
+// cap is capped, a height past the tip is "out of range", and a cp_height
+// past the tip is refused as such, however far past 2^31 they are.
+func TestLargeIntegerArgs(t *testing.T) {
+	fx := newFixture(t, nil)
+	_, tip := fx.f.tip()
+	const big = int64(1) << 32
+	for _, v := range []string{"1.4", "1.6"} {
+		c := fx.client(t, v)
+		var hs map[string]json.RawMessage
+		res, rerr := c.call("blockchain.block.headers", big, 1)
+		if rerr != nil {
+			t.Errorf("%s block.headers(2^32, 1): error %q, want count 0", v, rerr.Message)
+		} else if json.Unmarshal(res, &hs); string(hs["count"]) != "0" {
+			t.Errorf("%s block.headers(2^32, 1) = %s, want count 0", v, res)
+		}
+		res, rerr = c.call("blockchain.block.headers", 0, big)
+		if rerr != nil {
+			t.Errorf("%s block.headers(0, 2^32): error %q, want the headers to the tip", v, rerr.Message)
+		} else if json.Unmarshal(res, &hs); string(hs["count"]) != fmt.Sprint(tip+1) {
+			t.Errorf("%s block.headers(0, 2^32) = %s, want count %d", v, res, tip+1)
+		}
+		_, rerr = c.call("blockchain.block.header", big)
+		if rerr == nil || rerr.Code != codeBadRequest || rerr.Message != "height 4294967296 out of range" {
+			t.Errorf("%s block.header(2^32): %v, want code 1 \"height 4294967296 out of range\"", v, rerr)
+		}
+		// 2^32 would be cp_height 0 as a 32-bit height.
+		_, rerr = c.call("blockchain.block.header", 0, big)
+		want := fmt.Sprintf("require header height 0 <= cp_height %d <= chain height %d", big, tip)
+		if rerr == nil || rerr.Code != codeBadRequest || rerr.Message != want {
+			t.Errorf("%s block.header(0, 2^32): %v, want code 1 %q", v, rerr, want)
+		}
+		_, rerr = c.call("blockchain.transaction.id_from_pos", big, 0)
+		if rerr == nil || rerr.Code != codeBadRequest || rerr.Message != "height 4294967296 out of range" {
+			t.Errorf("%s id_from_pos(2^32, 0): %v, want code 1 \"height 4294967296 out of range\"", v, rerr)
+		}
 	}
 }

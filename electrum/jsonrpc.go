@@ -316,8 +316,8 @@ func encodeNotification(method string, params any) ([]byte, error) {
 }
 
 // paramSpec names a method's parameters in order; the first required of
-// them must be present. extraOK tolerates (and drops) extra positional
-// arguments.
+// them must be present. extraOK tolerates (and drops) extra arguments,
+// positional or named, as server.version must for future extensions.
 type paramSpec struct {
 	names    []string
 	required int
@@ -369,7 +369,7 @@ func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCErro
 				break
 			}
 		}
-		if !found {
+		if !found && !ps.extraOK {
 			return nil, rpcErrorf(codeInvalidParams, "unknown parameter %q", name)
 		}
 	}

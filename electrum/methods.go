@@ -89,7 +89,7 @@ func argInt(raw json.RawMessage, name string) (int64, error) {
 		return 0, badRequest("%s should be a non-negative integer", raw)
 	}
 	v, err := n.Int64()
-	if err != nil || v < 0 || v > 1<<31-1 {
+	if err != nil || v < 0 {
 		return 0, badRequest("%s should be a non-negative integer", raw)
 	}
 	return v, nil

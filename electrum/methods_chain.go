@@ -48,11 +48,11 @@ func (s *Server) headerOf(height int32) (wire.BlockHeader, error) {
 
 // headerProof returns the display-hex branch and root proving height
 // against cp_height (docs/PROTOCOL.md §4.5).
-func (s *Server) headerProof(height, cpHeight, tipHeight int32) ([]string, string, error) {
-	if !(height <= cpHeight && cpHeight <= tipHeight) {
+func (s *Server) headerProof(height, cpHeight int64, tipHeight int32) ([]string, string, error) {
+	if !(height <= cpHeight && cpHeight <= int64(tipHeight)) {
 		return nil, "", badRequest("require header height %d <= cp_height %d <= chain height %d", height, cpHeight, tipHeight)
 	}
-	branch, root, err := s.headers.proof(height, cpHeight, s.backend.BlockHash)
+	branch, root, err := s.headers.proof(int32(height), int32(cpHeight), s.backend.BlockHash)
 	if err != nil {
 		return nil, "", internal("header proof", err)
 	}
@@ -92,7 +92,7 @@ func hBlockHeader(_ context.Context, ss *session, args []json.RawMessage) (any, 
 	if cp == 0 {
 		return hdr, nil
 	}
-	branch, root, err := ss.srv.headerProof(int32(height), int32(cp), tip.Height)
+	branch, root, err := ss.srv.headerProof(height, cp, tip.Height)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 	var branch []string
 	var root string
 	if proof {
-		branch, root, err = ss.srv.headerProof(int32(start+count-1), int32(cp), tip.Height)
+		branch, root, err = ss.srv.headerProof(start+count-1, cp, tip.Height)
 		if err != nil {
 			return nil, err
 		}

@@ -112,6 +112,7 @@ func TestVersionNegotiation(t *testing.T) {
 		{"no params", `[]`, "1.4", 0},
 		{"named params", `{"client_name":"x","protocol_version":"1.6"}`, "1.6", 0},
 		{"1.6 extra args ignored", `["electrum/4.6.2",["1.4","1.6"],"trailing_garbage1",9999.9]`, "1.6", 0},
+		{"extra named args ignored", `{"client_name":"electrum/4.6.2","protocol_version":["1.4","1.6"],"future_extension":9999.9}`, "1.6", 0},
 		{"too old", `["x","1.3"]`, "", codeBadRequest},
 		{"too new", `["x",["1.7","1.8"]]`, "", codeBadRequest},
 		{"garbage", `["x","one.four"]`, "", codeBadRequest},
@@ -393,7 +394,7 @@ func TestBlockHeadersAnswerBytes(t *testing.T) {
 				res["hex"] = strings.Join(hdrs, "")
 			}
 			if n > 0 && cp > 0 {
-				branch, root, err := fx.s.headerProof(int32(start+n-1), int32(cp), tipH)
+				branch, root, err := fx.s.headerProof(int64(start+n-1), int64(cp), tipH)
 				if err != nil {
 					t.Fatal(err)
 				}
