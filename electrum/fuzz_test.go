@@ -123,7 +123,7 @@ func FuzzStatusNotification(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := statusNotification(sh, status); !bytes.Equal(got, want) {
+		if got := statusNotification(sh.String(), status); !bytes.Equal(got, want) {
 			t.Fatalf("%s != %s", got, want)
 		}
 	})

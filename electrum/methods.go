@@ -139,6 +139,19 @@ func argScriptHash(raw json.RawMessage) (indexers.ScriptHash, error) {
 	return sh, nil
 }
 
+// spelling returns the script hash argument raw (which parses to sh) as
+// the client spelled it, or "" when sh.String() spells it so.
+func spelling(raw json.RawMessage, sh indexers.ScriptHash) string {
+	s, ok := simpleString(raw)
+	if !ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	if s == sh.String() {
+		return ""
+	}
+	return s
+}
+
 // argTxHash parses a transaction hash in display hex.
 func argTxHash(raw json.RawMessage) (chainhash.Hash, error) {
 	var s string

@@ -353,6 +353,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		// longer holds.
 		n.addSub(ss, sh, false)
 	}
+	st.name = spelling(args[0], sh)
 	ss.subMu.Unlock()
 	if fresh {
 		if ss.closed() {
@@ -402,7 +403,11 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		}
 		st.pending = false
 		if !equalStatus(st.status, answered) {
-			ss.sendHeld(statusNotification(sh, st.status))
+			name := st.name
+			if name == "" {
+				name = sh.String()
+			}
+			ss.sendHeld(statusNotification(name, st.status))
 		}
 	}, dropped: func() {
 		ss.subMu.Lock()

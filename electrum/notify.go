@@ -313,10 +313,15 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 			continue
 		}
 		if st != nil && st.seq <= seq && !equalStatus(st.status, status) {
-			if msg == nil {
-				msg = statusNotification(sh, status)
-			}
 			st.status, st.seq, st.mempool = status, seq, hasMempool
+			if st.name != "" {
+				out[ss] = append(out[ss], statusNotification(st.name, status))
+				ss.subMu.Unlock()
+				continue
+			}
+			if msg == nil {
+				msg = statusNotification(sh.String(), status)
+			}
 			out[ss] = append(out[ss], msg)
 		}
 		ss.subMu.Unlock()
@@ -324,11 +329,12 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 }
 
 // statusNotification encodes a blockchain.scripthash.subscribe
-// notification without reflection (the notifier sends many).
-func statusNotification(sh indexers.ScriptHash, status *string) []byte {
+// notification of the script hash in hex without reflection (the notifier
+// sends many).
+func statusNotification(hexHash string, status *string) []byte {
 	b := make([]byte, 0, 192)
 	b = append(b, `{"jsonrpc":"2.0","method":"blockchain.scripthash.subscribe","params":["`...)
-	b = append(b, sh.String()...)
+	b = append(b, hexHash...)
 	if status == nil {
 		b = append(b, `",null]}`...)
 	} else {

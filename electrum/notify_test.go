@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -305,4 +306,34 @@ func TestNotifyAllScriptHashes(t *testing.T) {
 		t.Fatalf("notified status %v, subscribe answers %v", *status, again)
 	}
 	c.noNote(fx.s)
+}
+
+// TestStatusNotificationNamesScripthashAsSubscribed: a script hash
+// subscribed in upper-case hex (accepted, as ElectrumX accepts it) is
+// named so in its notifications, as ElectrumX names it, for clients that
+// match notifications to subscriptions by the string; a lower-case
+// subscriber of the same script in another session still gets its own.
+func TestStatusNotificationNamesScripthashAsSubscribed(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	lower := fx.client(t, "1.4")
+	upper := strings.ToUpper(fx.shC.String())
+	var st *string
+	c.must(&st, "blockchain.scripthash.subscribe", upper)
+	lower.must(&st, "blockchain.scripthash.subscribe", fx.shC.String())
+	if st == nil {
+		t.Fatal("C has history: status must not be null")
+	}
+	// Mining tx2 changes C's status (tx2 confirms, tx3 goes -1 -> 0).
+	fx.mineAndNotify(p2wpkh(0xdd), fx.tx2)
+	sh, status := statusOf(t, c.note())
+	if status == nil || *status == *st {
+		t.Fatalf("notified status %v, want a new one", status)
+	}
+	if sh != upper {
+		t.Fatalf("notification names scripthash %s, want the subscribed %s", sh, upper)
+	}
+	if sh, _ := statusOf(t, lower.note()); sh != fx.shC.String() {
+		t.Fatalf("the lower-case subscriber's notification names %s, want %s", sh, fx.shC)
+	}
 }

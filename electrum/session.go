@@ -99,6 +99,11 @@ type subState struct {
 	// pending is set until the subscribe answer is queued; meanwhile
 	// the notifier only records newer statuses.
 	pending bool
+	// name is the script hash as the client spelled it in its last
+	// subscribe, when not as sh.String() does (upper-case hex):
+	// notifications name it so, as ElectrumX's do, for clients that match
+	// them to their subscriptions by the string.
+	name string
 }
 
 // headerMark identifies the last header sent to a session.
