@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
 )
@@ -91,6 +92,36 @@ func TestAddressNetworks(t *testing.T) {
 		}
 		if got != c.err {
 			t.Errorf("%s on %s: %q, want %q", c.addr, c.net.Name, got, c.err)
+		}
+	}
+}
+
+// TestAddressScriptHashes: mainnet addresses of every standard kind give
+// the Electrum script hashes the protocol's documentation, ElectrumX's and
+// the Electrum client's tests give for them.
+func TestAddressScriptHashes(t *testing.T) {
+	for _, c := range []struct{ addr, scriptHash string }{
+		{"1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa", "8b01df4e368ea28f8dc0423bcf7a4923e3a12d307c875e47a0cfbf90b5c39161"},
+		{"34xp4vRoCGJym3xR7yCVPFHoCNxv4Twseo", "2375f2bbf7815e3cdc835074b052d65c9b2f101bab28d37250cc96b2ed9a6809"},
+		{"13xDKJbjh4acmLpNVr6Lc9hFcXRr9fyt4x", "8071d0292bab0bd456ade29aa8a9739df30f32800e7e2ab1f532896eb280cbb8"},
+		{"3GxRZWkJufR5XA8hnNJgQ2gkASSheoBcmW", "d0d086be88e3b2aa403dbedd5300ac399be7341eb8733a8a2bb90ce515852d06"},
+		{"17azqT8T16coRmWKYFj3UjzJuxiYrYFRBR", "c9aecd1fef8d661a42c560bf75c8163e337099800b8face5ca3d1393a30508a7"},
+		{"1GXgZ5Qi6gmXTHVSpUPZLy4Ci2nbfb3ZNb", "a9b2a76fc196c553b352186dfcca81fcf323a721cd8431328f8e9d54216818c1"},
+		{"1GPHVTY8UD9my6jyP4tb2TYJwUbDetyNC6", "f5914651408417e1166f725a5829ff9576d0dbf05237055bf13abd2af7f79473"},
+		{"147kiRHHm9fqeMQSgqf4k35XzuWLP9fmmS", "6dd2e07ad2de9ba8eec4bbe8467eb53f8845acff0d9e6f5627391acc22ff62df"},
+		{"3GeVJB3oKr7psgKR6BTXSxKtWUkfsHHhk7", "d7b04e882fa6b13246829ac552a2b21461d9152eb00f0a6adb58457a3e63d7c5"},
+		{"3C79goMwT7zSTjXnPoCg6VFGAnUpZAkyus", "714bf6bfe1083e69539f40d4c7a7dca85d187471b35642e55f20d7e866494cf7"},
+		{"bc1qqmpt7u5e9hfznljta5gnvhyvfd2kdd0r90hwue", "1929acaaef3a208c715228e9f1ca0318e3a6b9394ab53c8d026137f847ecf97b"},
+		{"bc1qpakeeg4d9ydyjxd8paqrw4xy9htsg532xzxn50", "242f02adde84ebb2a7dd778b2f3a81b3826f111da4d8960d826d7a4b816cb261"},
+		{"1CC3X2gu58d6wXUWMffpuzN9JAfTUWu4Kj", "5b07ddfde826f5125ee823900749103cea37808038ecead5505a766a07c34445"},
+	} {
+		script, err := decodeAddress(c.addr, &chaincfg.MainNetParams)
+		if err != nil {
+			t.Errorf("%s: %v", c.addr, err)
+			continue
+		}
+		if got := indexers.ScriptHashFromScript(script).String(); got != c.scriptHash {
+			t.Errorf("%s: script hash %s, want %s", c.addr, got, c.scriptHash)
 		}
 	}
 }
