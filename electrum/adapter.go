@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -144,20 +145,40 @@ func (b *IndexBackend) HistoryTxs(sh indexers.ScriptHash, from int,
 	return b.Index.HistoryTxs(sh, from, fn)
 }
 
-// MempoolEntries implements MempoolView. btcd updates its pool inside the
-// block callback, before the node reconciles the overlay with it, so the
-// mempool methods here answer with the overlay restricted to what the pool
-// still holds: a transaction just mined is never unconfirmed and confirmed
-// at once.
+// MempoolEntries implements MempoolView: the view's transactions that
+// still count as unconfirmed (unconfirmed).
 func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	es := b.Mempool.Entries(sh)
 	out := make([]MempoolEntry, 0, len(es))
 	for _, e := range es {
-		if b.Pool.IsTransactionInPool(&e.TxHash) {
+		if b.unconfirmed(&e.TxHash) {
 			out = append(out, MempoolEntry{TxHash: e.TxHash, Height: b.mempoolHeight(e.TxHash, e.Height), Fee: e.Fee})
 		}
 	}
 	return out
+}
+
+// unconfirmed reports whether a transaction of the mempool view counts as
+// unconfirmed beside the index's rows. The view is reconciled with btcd's
+// pool after the index commits, while btcd's pool drops a block's
+// transactions when the chain connects it: in between, the view holds
+// transactions the pool has dropped. While btcd's pool holds one, it
+// counts. One it dropped counts while the chain is ahead of the index and
+// the index does not hold it: it was mined in a block the index has yet
+// to commit (or double-spent by one), so beside the index's rows it is
+// still unconfirmed, and a wallet asking then sees it there rather than
+// nowhere. Once the index has caught up, one the pool dropped is either
+// confirmed in the index or gone.
+func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
+	if b.Pool.IsTransactionInPool(txid) {
+		return true
+	}
+	tip, ok := b.Index.LatestTip()
+	if !ok || b.Chain.BestSnapshot().Hash == tip.Hash {
+		return false
+	}
+	_, err := b.Index.TxLocation(*txid)
+	return errors.Is(err, indexers.ErrNotFound)
 }
 
 // mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
@@ -187,7 +208,7 @@ func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 
 // MempoolBalance implements MempoolView.
 func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 {
-	return b.Mempool.BalanceOf(sh, b.Pool.IsTransactionInPool)
+	return b.Mempool.BalanceOf(sh, b.unconfirmed)
 }
 
 // MempoolUnspent implements MempoolView.
@@ -195,17 +216,18 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	us := b.Mempool.Unspent(sh)
 	out := us[:0]
 	for _, u := range us {
-		if b.Pool.IsTransactionInPool(&u.TxHash) {
+		if b.unconfirmed(&u.TxHash) {
 			out = append(out, u)
 		}
 	}
 	return out
 }
 
-// MempoolIsSpent implements MempoolView, restricted to spends btcd's pool
-// still holds, as the other mempool answers are.
+// MempoolIsSpent implements MempoolView, restricted to spends that count
+// as unconfirmed, as the other mempool answers are.
 func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {
-	return b.Mempool.IsSpent(op) && b.Pool.CheckSpend(op) != nil
+	txid, ok := b.Mempool.SpentBy(op)
+	return ok && b.unconfirmed(&txid)
 }
 
 // MempoolTx implements MempoolView from btcd's pool.

@@ -570,3 +570,85 @@ func TestRealChainUnspentAgreesWithBalanceWhilePoolMovesOn(t *testing.T) {
 		t.Fatalf("listunspent sums to %d (the coin listed: %v), get_balance says %d + %d", sum, listed, bal.Confirmed, bal.Unconfirmed)
 	}
 }
+
+// TestRealChainMinedTransactionNeverMissing: between btcd's pool dropping a
+// mined transaction (when the chain connects its block) and the index
+// committing that block, the transaction is still answered as unconfirmed
+// (the index's rows are of the block before), never missing from a
+// wallet's history, mempool, balance and unspent outputs; once the index
+// has committed the block it is confirmed there.
+func TestRealChainMinedTransactionNeverMissing(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	coin := n.coin()
+	payTo := p2wpkh(0x5e) // a script of its own
+	payee := indexers.ScriptHashFromScript(payTo)
+	payer := indexers.ScriptHashFromScript(coin.Script.PkScript)
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, payTo))
+	var txid string
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx))
+
+	type entry struct {
+		TxHash string `json:"tx_hash"`
+		Height int32  `json:"height"`
+	}
+	type balance struct {
+		Confirmed   int64 `json:"confirmed"`
+		Unconfirmed int64 `json:"unconfirmed"`
+	}
+	type utxo struct {
+		TxHash string `json:"tx_hash"`
+		TxPos  uint32 `json:"tx_pos"`
+		Height int32  `json:"height"`
+	}
+	check := func(when string, height int32) {
+		t.Helper()
+		var hist, pool []entry
+		c.must(&hist, "blockchain.scripthash.get_history", payee.String())
+		c.must(&pool, "blockchain.scripthash.get_mempool", payee.String())
+		found := false
+		for _, e := range hist {
+			found = found || (e.TxHash == txid && e.Height == height)
+		}
+		if !found {
+			t.Fatalf("%s: payee's history %v lacks %s at height %d", when, hist, txid, height)
+		}
+		if inPool := len(pool) == 1 && pool[0].TxHash == txid; inPool != (height == 0) {
+			t.Fatalf("%s: payee's mempool %v", when, pool)
+		}
+		var bal balance
+		c.must(&bal, "blockchain.scripthash.get_balance", payer.String())
+		if height == 0 && bal.Unconfirmed != -coin.Value || height > 0 && bal.Unconfirmed != 0 {
+			t.Fatalf("%s: payer's balance %+v, its %d spent at height %d", when, bal, coin.Value, height)
+		}
+		var us []utxo
+		c.must(&us, "blockchain.scripthash.listunspent", payer.String())
+		for _, u := range us {
+			if u.TxHash == coin.OutPoint.Hash.String() && u.TxPos == coin.OutPoint.Index {
+				t.Fatalf("%s: the spent coin is listed unspent", when)
+			}
+		}
+		c.must(&us, "blockchain.scripthash.listunspent", payee.String())
+		if len(us) != 1 || us[0].TxHash != txid || us[0].Height != height {
+			t.Fatalf("%s: payee's unspent %v, want %s at height %d", when, us, txid, height)
+		}
+	}
+	check("in the pool", 0)
+
+	n.hold()
+	n.process(nil, time.Second)
+	<-n.held // the index holds that block and waits
+	block := n.process(nil, time.Second, tx)
+	if h := tx.TxHash(); n.pool.IsTransactionInPool(&h) {
+		t.Fatal("btcd's pool still holds the mined transaction")
+	}
+	check("mined, the index a block behind", 0)
+
+	n.release()
+	if err := n.idx.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	n.waitNotified()
+	check("indexed", block.Height())
+}

@@ -395,10 +395,16 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 
 // IsSpent reports whether an unconfirmed transaction spends op.
 func (m *Mempool) IsSpent(op wire.OutPoint) bool {
+	_, ok := m.SpentBy(op)
+	return ok
+}
+
+// SpentBy returns the unconfirmed transaction that spends op, if one does.
+func (m *Mempool) SpentBy(op wire.OutPoint) (chainhash.Hash, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	_, ok := m.spentBy[op]
-	return ok
+	txid, ok := m.spentBy[op]
+	return txid, ok
 }
 
 // Len returns the number of transactions and their total virtual size.
