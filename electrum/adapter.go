@@ -230,17 +230,50 @@ func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {
 	return ok && b.unconfirmed(&txid)
 }
 
-// MempoolTx implements MempoolView from btcd's pool.
+// MempoolTx implements MempoolView from btcd's pool or, for a transaction
+// of the view the pool has dropped that still counts as unconfirmed
+// (unconfirmed), from the block the chain connected it in: a wallet shown
+// the transaction may ask for it.
 func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {
-		return nil, false
+		if tx = b.minedAhead(&txid); tx == nil {
+			return nil, false
+		}
 	}
 	var buf bytes.Buffer
 	if err := tx.MsgTx().Serialize(&buf); err != nil {
 		return nil, false
 	}
 	return buf.Bytes(), true
+}
+
+// maxAhead is how many of the chain's blocks above the index tip minedAhead
+// looks through: at the tip the index trails the chain by a block for a
+// moment; further behind, it is catching up, and the pool is what counts.
+const maxAhead = 3
+
+// minedAhead returns the transaction txid of the mempool view from the
+// chain's blocks above the index tip, when the index does not hold it.
+func (b *IndexBackend) minedAhead(txid *chainhash.Hash) *btcutil.Tx {
+	tip, ok := b.Index.LatestTip()
+	best := b.Chain.BestSnapshot()
+	if !ok || best.Height <= tip.Height || best.Height-tip.Height > maxAhead || !b.Mempool.Has(*txid) ||
+		!b.unconfirmed(txid) {
+		return nil
+	}
+	for h := tip.Height + 1; h <= best.Height; h++ {
+		block, err := b.Chain.BlockByHeight(h)
+		if err != nil {
+			return nil
+		}
+		for _, tx := range block.Transactions()[1:] {
+			if tx.Hash().IsEqual(txid) {
+				return tx
+			}
+		}
+	}
+	return nil
 }
 
 // FeeHistogram implements MempoolView.

@@ -575,8 +575,9 @@ func TestRealChainUnspentAgreesWithBalanceWhilePoolMovesOn(t *testing.T) {
 // mined transaction (when the chain connects its block) and the index
 // committing that block, the transaction is still answered as unconfirmed
 // (the index's rows are of the block before), never missing from a
-// wallet's history, mempool, balance and unspent outputs; once the index
-// has committed the block it is confirmed there.
+// wallet's history, mempool, balance and unspent outputs, and a wallet
+// shown it can fetch it; once the index has committed the block it is
+// confirmed there.
 func TestRealChainMinedTransactionNeverMissing(t *testing.T) {
 	n := newRealNode(t, 0, nil)
 	c := dial(t, n.addr)
@@ -632,6 +633,11 @@ func TestRealChainMinedTransactionNeverMissing(t *testing.T) {
 		c.must(&us, "blockchain.scripthash.listunspent", payee.String())
 		if len(us) != 1 || us[0].TxHash != txid || us[0].Height != height {
 			t.Fatalf("%s: payee's unspent %v, want %s at height %d", when, us, txid, height)
+		}
+		var raw string
+		c.must(&raw, "blockchain.transaction.get", txid)
+		if raw != txHex(tx) {
+			t.Fatalf("%s: transaction.get %s, want %s", when, raw, txHex(tx))
 		}
 	}
 	check("in the pool", 0)

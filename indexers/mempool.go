@@ -336,14 +336,10 @@ func DisplayLess(a, b *chainhash.Hash) bool {
 	return false
 }
 
-// Balance returns the unconfirmed change of sh's balance: outputs paying it
-// minus outputs of it spent, by unconfirmed transactions. It may be
-// negative.
-func (m *Mempool) Balance(sh ScriptHash) int64 { return m.BalanceOf(sh, nil) }
-
-// BalanceOf is Balance counting only the transactions include accepts (all
-// when include is nil): a caller that knows the pool moved on since the
-// last Sync leaves out what already left it.
+// BalanceOf returns the unconfirmed change of sh's balance: outputs paying
+// it minus outputs of it spent, by the unconfirmed transactions include
+// accepts (all when include is nil; a caller that knows the pool moved on
+// since the last Sync leaves out what already left it). It may be negative.
 func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) int64 {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
@@ -393,9 +389,11 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 	return out
 }
 
-// IsSpent reports whether an unconfirmed transaction spends op.
-func (m *Mempool) IsSpent(op wire.OutPoint) bool {
-	_, ok := m.SpentBy(op)
+// Has reports whether the view holds the transaction txid.
+func (m *Mempool) Has(txid chainhash.Hash) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	_, ok := m.txs[txid]
 	return ok
 }
 

@@ -88,13 +88,13 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 	if len(es) != 2 || es[0].TxHash != tx1 || es[1].TxHash != tx2 || es[1].Height != -1 || es[1].Fee != 50 {
 		t.Errorf("entries of B: %+v", es)
 	}
-	if got := m.Balance(f.shA); got != 300-1000 {
+	if got := m.BalanceOf(f.shA, nil); got != 300-1000 {
 		t.Errorf("unconfirmed balance of A %d, want -700", got)
 	}
-	if got := m.Balance(f.shB); got != 0 {
+	if got := m.BalanceOf(f.shB, nil); got != 0 {
 		t.Errorf("unconfirmed balance of B %d, want 0", got)
 	}
-	if got := m.Balance(f.shC); got != 550 {
+	if got := m.BalanceOf(f.shC, nil); got != 550 {
 		t.Errorf("unconfirmed balance of C %d, want 550", got)
 	}
 	if us := m.Unspent(f.shB); len(us) != 0 {
@@ -103,7 +103,7 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 	if us := m.Unspent(f.shA); len(us) != 1 || us[0].TxHash != tx1 || us[0].Vout != 1 || us[0].Value != 300 || us[0].Height != 0 {
 		t.Errorf("unspent of A: %+v", us)
 	}
-	if !m.IsSpent(f.c1) {
+	if !isSpent(m, f.c1) {
 		t.Error("confirmed output spent by tx1 not reported spent")
 	}
 	if n, vs := m.Len(); n != 2 || vs <= 0 {
@@ -119,7 +119,7 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 	if es := m.Entries(f.shB); len(es) != 1 || es[0].TxHash != tx2 || es[0].Height != 0 {
 		t.Errorf("after mining tx1, entries of B: %+v", es)
 	}
-	if m.IsSpent(f.c1) {
+	if isSpent(m, f.c1) {
 		t.Error("tx1 left the pool but its spend is still reported")
 	}
 
@@ -134,7 +134,7 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 
 	// Everything leaves.
 	m.Sync(nil)
-	if len(m.Entries(f.shA))+len(m.Entries(f.shB))+len(m.Entries(f.shC)) != 0 || m.IsSpent(f.c1) {
+	if len(m.Entries(f.shA))+len(m.Entries(f.shB))+len(m.Entries(f.shC)) != 0 || isSpent(m, f.c1) {
 		t.Error("empty pool, non-empty view")
 	}
 }
@@ -203,7 +203,7 @@ func TestMempoolResolvesSpentOutputLater(t *testing.T) {
 	if es := m.Entries(f.shA); len(es) != 1 {
 		t.Fatalf("script A before: %d entries (the change output only)", len(es))
 	}
-	if got := m.Balance(f.shA); got != 300 {
+	if got := m.BalanceOf(f.shA, nil); got != 300 {
 		t.Fatalf("script A before: balance %d, want the change 300", got)
 	}
 	f.confirmed[f.c1] = missing
@@ -211,10 +211,10 @@ func TestMempoolResolvesSpentOutputLater(t *testing.T) {
 	if !containsAll(touched, f.shA) {
 		t.Fatalf("Sync touched %v, not script A", touched)
 	}
-	if got := m.Balance(f.shA); got != 300-1000 {
+	if got := m.BalanceOf(f.shA, nil); got != 300-1000 {
 		t.Fatalf("script A after: balance %d, want %d", got, 300-1000)
 	}
-	if !m.IsSpent(f.c1) {
+	if !isSpent(m, f.c1) {
 		t.Fatal("the spent output is not marked spent")
 	}
 }
@@ -269,7 +269,13 @@ func TestMempoolPrevOutFromIndex(t *testing.T) {
 	spend.AddTxOut(wire.NewTxOut(550, []byte{0x53}))
 	touched := m.Add(desc(spend, 50))
 	shA := ScriptHashFromScript(a)
-	if !containsAll(touched, shA, ScriptHashFromScript([]byte{0x53})) || m.Balance(shA) != -600 || !m.IsSpent(wire.OutPoint{Hash: txid}) {
-		t.Fatalf("pool spend of an indexed output: touched %v, balance of its script %d", touched, m.Balance(shA))
+	if !containsAll(touched, shA, ScriptHashFromScript([]byte{0x53})) || m.BalanceOf(shA, nil) != -600 || !isSpent(m, wire.OutPoint{Hash: txid}) {
+		t.Fatalf("pool spend of an indexed output: touched %v, balance of its script %d", touched, m.BalanceOf(shA, nil))
 	}
+}
+
+// isSpent reports whether an unconfirmed transaction of m spends op.
+func isSpent(m *Mempool, op wire.OutPoint) bool {
+	_, ok := m.SpentBy(op)
+	return ok
 }

@@ -69,7 +69,8 @@ func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc, confir
 	check:
 		for _, d := range accepted {
 			for _, in := range d.Tx.MsgTx().TxIn {
-				if _, dup := spent[in.PreviousOutPoint]; dup || mp.IsSpent(in.PreviousOutPoint) {
+				_, seen := mp.SpentBy(in.PreviousOutPoint)
+				if _, dup := spent[in.PreviousOutPoint]; dup || seen {
 					full = true
 					break check
 				}
