@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/blockchain"
@@ -339,7 +340,7 @@ func (r *PoolRelay) Broadcast(tx *wire.MsgTx) error {
 // EstimateFee asks btcd's fee estimator; mode is not distinguished (btcd has
 // one estimator). No estimate yields -1.
 func (r *PoolRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	if r.Fees == nil || blocks <= 0 {
+	if r.Fees == nil || blocks <= 0 || blocks > math.MaxUint32 {
 		return -1, nil
 	}
 	fee, err := r.Fees.EstimateFee(uint32(blocks))
