@@ -115,7 +115,7 @@ func (s *Server) ReloadTLS() (CertificateInfo, error) {
 	c.mu.Unlock()
 	info, _ := c.info()
 	if err != nil {
-		s.logf("electrum: TLS certificate not reloaded, still using %s (valid until %s): %v",
+		s.errorf("electrum: TLS certificate not reloaded, still using %s (valid until %s): %v",
 			info.SHA256[:16], info.NotAfter.Format(time.RFC3339), err)
 		return info, err
 	}

@@ -143,6 +143,11 @@ type Config struct {
 
 	// Logf, when set, receives one line per notable event.
 	Logf func(format string, args ...any)
+	// Errorf, when set, receives the lines of failures an operator must
+	// see even with notable events quieted: a handler's panic, a failed
+	// read of the index, a certificate that did not reload. Logf receives
+	// them when it is nil.
+	Errorf func(format string, args ...any)
 }
 
 // HostPorts is one entry of the server.features "hosts" map.

@@ -71,8 +71,10 @@ func (ss *session) checkHardLimit() bool {
 	if cost < cfg.CostHardLimit {
 		return true
 	}
-	ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
-		ss.id, ss.ipKey, cost, cfg.CostHardLimit)
+	if !ss.cutLogged.Swap(true) {
+		ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
+			ss.id, ss.ipKey, cost, cfg.CostHardLimit)
+	}
 	ss.setCloseReason(reasonCost)
 	ss.sendAndClose(encodeResponse(true, nil, nil, rpcErrorf(codeExcessiveUsage, "excessive resource usage")))
 	return false
@@ -93,8 +95,11 @@ func (ss *session) throttle(ctx context.Context) *RPCError {
 	if cost >= cfg.CostHardLimit {
 		ss.overLimit.Store(true)
 		ss.setCloseReason(reasonCost)
-		ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
-			ss.id, ss.ipKey, cost, cfg.CostHardLimit)
+		// Logged once: every member of a batch left comes here.
+		if !ss.cutLogged.Swap(true) {
+			ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
+				ss.id, ss.ipKey, cost, cfg.CostHardLimit)
+		}
 		return rpcErrorf(codeExcessiveUsage, "excessive resource usage")
 	}
 	ss.srv.counters.throttled.Add(1)

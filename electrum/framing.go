@@ -52,6 +52,8 @@ type lineConn struct {
 	pendingBuf *[]byte
 	maxRecv    int
 	buf        []byte
+	// skipped is the length of the last line reported errFrameTooLarge.
+	skipped int
 }
 
 // lineReadBuffer is the read buffer of a newline connection. It is small
@@ -220,7 +222,7 @@ func (c *lineConn) dropPending() {
 // reads once the reader's buffer is empty, and keeps what follows the
 // line's newline for the next message. It reports whether the newline
 // was found; if not, the error that ended the reading.
-func (c *lineConn) skipLine() (bool, error) {
+func (c *lineConn) skipLine() (skipped int, found bool, err error) {
 	bp := skipBuffers.Get().(*[]byte)
 	defer skipBuffers.Put(bp)
 	b := *bp
@@ -230,10 +232,11 @@ func (c *lineConn) skipLine() (bool, error) {
 		n, err := src.Read(b)
 		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
 			c.unread(b[i+1:n], was)
-			return true, nil
+			return skipped + i, true, nil
 		}
+		skipped += n
 		if err != nil {
-			return false, err
+			return skipped, false, err
 		}
 	}
 }
@@ -285,12 +288,14 @@ func (c *lineConn) readLine() ([]byte, error) {
 	switch {
 	case err == nil:
 		if len(chunk) > c.maxRecv+1 {
+			c.skipped = len(chunk) - 1
 			return nil, errFrameTooLarge
 		}
 		return chunk[:len(chunk)-1], nil
 	case err == io.EOF && len(chunk) > 0:
 		// A final message without its newline is still a message.
 		if len(chunk) > c.maxRecv {
+			c.skipped = len(chunk)
 			return nil, errFrameTooLarge
 		}
 		return chunk, nil
@@ -300,7 +305,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 	// The reader's buffer is full and now empty: the rest of the line
 	// comes from src.
 	if len(chunk) > c.maxRecv+1 {
-		return nil, c.skipRest()
+		return nil, c.skipRest(len(chunk))
 	}
 	c.buf = appendLong(c.buf, chunk)
 	src := lineSource{c}
@@ -308,8 +313,9 @@ func (c *lineConn) readLine() ([]byte, error) {
 		// room is what the line may still have, counting its '\n'.
 		room := c.maxRecv + 1 - len(c.buf)
 		if room <= 0 {
+			read := len(c.buf)
 			c.buf = c.buf[:0]
-			return nil, c.skipRest()
+			return nil, c.skipRest(read)
 		}
 		if len(c.buf) == cap(c.buf) {
 			c.buf = growLong(c.buf, len(c.buf)+1)
@@ -325,6 +331,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 		}
 		if err == io.EOF && len(c.buf) > 0 {
 			if len(c.buf) > c.maxRecv {
+				c.skipped = len(c.buf)
 				return nil, errFrameTooLarge
 			}
 			return c.buf, nil
@@ -335,11 +342,13 @@ func (c *lineConn) readLine() ([]byte, error) {
 	}
 }
 
-// skipRest skips the rest of a line over the limit, of which nothing is
-// left in the reader's buffer, and returns the error to report.
-func (c *lineConn) skipRest() error {
-	found, err := c.skipLine()
+// skipRest skips the rest of a line over the limit, of which read bytes
+// were read and nothing is left in the reader's buffer, and returns the
+// error to report.
+func (c *lineConn) skipRest(read int) error {
+	n, found, err := c.skipLine()
 	if found || err == io.EOF {
+		c.skipped = read + n
 		return errFrameTooLarge
 	}
 	return err

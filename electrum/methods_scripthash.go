@@ -253,8 +253,9 @@ func hGetMempool(_ context.Context, ss *session, args []json.RawMessage) (any, e
 	return mempoolItems(es), nil
 }
 
-// responseTooLarge is the refusal of an unspent list over MaxSend: it is
-// the answer that is too large, not the script's history.
+// responseTooLarge is the refusal of an answer over MaxSend (an unspent
+// list refused before it is built among them): it is the answer that is
+// too large, not the script's history.
 func responseTooLarge(ss *session) *RPCError {
 	return rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend)
 }

@@ -102,6 +102,16 @@ func (mx *metrics) observe(m *method, d time.Duration, failed bool) {
 	mm.latency.Observe(d.Seconds())
 }
 
+// failed counts a request observed as answered whose answer was then
+// replaced by an error (a batch's answer over MaxSend).
+func (mx *metrics) failed(m *method) {
+	mm := mx.unknown
+	if m != nil && m.mx != nil {
+		mm = m.mx
+	}
+	mm.errors.Inc()
+}
+
 // scrapedCollectors are the metrics read from the server's state and
 // counters at scrape time.
 func (s *Server) scrapedCollectors() []prometheus.Collector {
@@ -153,7 +163,7 @@ func (s *Server) scrapedCollectors() []prometheus.Collector {
 		}, func() float64 { return float64(s.counters.sessionsSlowed.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "electrum_cost_groups", Help: "Subnets whose sessions' cost is being accounted (open sessions or cost not yet decayed).",
-		}, func() float64 { return float64(s.groups.len()) }),
+		}, func() float64 { return float64(s.groups.len(time.Now(), s.cfg.groupDecay())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "electrum_answer_cache_hits_total", Help: "Header chunks and long histories answered from the answer cache.",
 		}, func() float64 { return float64(s.counters.cacheHits.Load()) }),

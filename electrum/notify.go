@@ -224,8 +224,7 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 		}
 	}
 	for ss, msgs := range all {
-		ss.sendAll(msgs)
-		sent += len(msgs)
+		sent += ss.sendAll(msgs)
 	}
 	return sent
 }
@@ -259,8 +258,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 		last := ss.lastHeader
 		if ss.headersSub && (!last.set || last.seq <= seq) && (last.hash != mark.hash || last.height != mark.height) {
 			ss.lastHeader = mark
-			if !ss.headersPending {
-				ss.send(msg)
+			if !ss.headersPending && ss.send(msg) {
 				sent++
 			}
 		}

@@ -56,7 +56,8 @@ const (
 	// WriteTimeout.
 	DisconnectWriteFailed
 	// DisconnectProtocol: the client broke the protocol (no
-	// server.version first, no common version).
+	// server.version first, no common version, a WebSocket message over
+	// MaxRecv).
 	DisconnectProtocol
 	// DisconnectAdmin: an operator closed the session
 	// (Server.DisconnectSession).

@@ -282,6 +282,15 @@ func (s *Server) logf(format string, args ...any) {
 	}
 }
 
+// errorf logs a failure (Config.Errorf).
+func (s *Server) errorf(format string, args ...any) {
+	if s.cfg.Errorf != nil {
+		s.cfg.Errorf(format, args...)
+		return
+	}
+	s.logf(format, args...)
+}
+
 // exempt reports whether ip is exempt from per-IP limits.
 func (s *Server) exempt(ip net.IP) bool {
 	for _, n := range s.cfg.ExemptNets {

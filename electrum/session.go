@@ -13,6 +13,7 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/gorilla/websocket"
 )
 
 // session is one client connection.
@@ -85,7 +86,9 @@ type session struct {
 
 	// overLimit is set when the session reached the hard cost limit: its
 	// answer is the last message it gets.
-	overLimit  atomic.Bool
+	overLimit atomic.Bool
+	// cutLogged is set once its disconnection at the hard limit is logged.
+	cutLogged  atomic.Bool
 	lastHeader headerMark
 }
 
@@ -207,13 +210,15 @@ func (ss *session) closed() bool { return ss.ctx.Err() != nil }
 func (ss *session) send(msg []byte) bool { return ss.enqueue(msg, false) }
 
 // sendAll queues several messages at once, so the writer sends them in one
-// write: a block notifies many subscriptions of a session together.
-func (ss *session) sendAll(msgs [][]byte) {
+// write: a block notifies many subscriptions of a session together. It
+// returns how many it queued before the session ended.
+func (ss *session) sendAll(msgs [][]byte) (queued int) {
 	for i, m := range msgs {
 		if !ss.enqueueWake(m, false, i == len(msgs)-1) {
-			return
+			return i
 		}
 	}
+	return len(msgs)
 }
 
 // enqueue queues msg; last marks it as the final message, after which the
@@ -398,8 +403,14 @@ func (ss *session) readLoop() {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
 		if errors.Is(err, errFrameTooLarge) {
-			// The line was read to its end: at least MaxRecv bytes.
-			ss.charge(errorCost + float64(ss.srv.cfg.MaxRecv)/float64(ss.srv.cfg.BandwidthUnit))
+			// The line was read to its end, past MaxRecv bytes.
+			n := ss.srv.cfg.MaxRecv
+			if lc, ok := ss.conn.(*lineConn); ok {
+				n = lc.skipped
+			}
+			ss.bytesIn.Add(uint64(n))
+			ss.srv.counters.bytesIn[ss.transport].Add(uint64(n))
+			ss.charge(errorCost + float64(n)/float64(ss.srv.cfg.BandwidthUnit))
 			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
 			if !ss.checkHardLimit() || !ss.pauseReading() {
 				return
@@ -408,8 +419,12 @@ func (ss *session) readLoop() {
 		}
 		if err != nil {
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			switch {
+			case errors.As(err, &ne) && ne.Timeout():
 				ss.setCloseReason(DisconnectIdle)
+			case errors.Is(err, websocket.ErrReadLimit):
+				// gorilla/websocket closes the connection with 1009.
+				ss.setCloseReason(DisconnectProtocol)
 			}
 			if _, line := ss.conn.(*lineConn); line && errors.Is(err, io.EOF) {
 				ss.finishAnswers()
@@ -625,7 +640,10 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			continue
 		}
 		if total+len(resp) > ss.srv.cfg.MaxSend {
-			resp = encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend))
+			resp = encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
+			if mx := ss.srv.mx; mx != nil {
+				mx.failed(ss.srv.methods[r.method])
+			}
 		}
 		total += len(resp)
 		out = append(out, resp)
@@ -696,10 +714,6 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 		ss.charge(errorCost)
 		return outMsg{head: encodeResponse(r.v2, r.id, nil, rerr)}, true, after
 	}
-	if len(result) > ss.srv.cfg.MaxSend {
-		ss.charge(errorCost)
-		return outMsg{head: encodeResponse(r.v2, r.id, nil, rpcErrorf(codeInvalidRequest, "response too large (over %d bytes)", ss.srv.cfg.MaxSend))}, true, after
-	}
 	if len(result) >= partsFrom {
 		return responseParts(r.id, result), true, after
 	}
@@ -731,14 +745,18 @@ type afterAnswer struct {
 // the answer is queued.
 func (ss *session) call(r *request) (json.RawMessage, *RPCError, func(), func()) {
 	ss.srv.requests.Add(1)
-	mx := ss.srv.mx
-	if mx == nil {
-		res, rerr, after, release, _ := ss.run(r)
-		return res, rerr, after, release
-	}
 	start := time.Now()
 	res, rerr, after, release, m := ss.run(r)
-	mx.observe(m, time.Since(start), rerr != nil)
+	if rerr == nil && len(res) > ss.srv.cfg.MaxSend {
+		res, rerr = nil, responseTooLarge(ss)
+		if release != nil {
+			release()
+			release = nil
+		}
+	}
+	if mx := ss.srv.mx; mx != nil {
+		mx.observe(m, time.Since(start), rerr != nil)
+	}
 	return res, rerr, after, release
 }
 
@@ -775,7 +793,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 	ss.srv.workers.run(func() {
 		defer func() {
 			if p := recover(); p != nil {
-				ss.srv.logf("electrum: panic in %s: %v", r.method, p)
+				ss.srv.errorf("electrum: panic in %s: %v", r.method, p)
 				ch <- answer{rerr: rpcErrorf(codeInternalError, "internal server error")}
 			}
 		}()
@@ -839,6 +857,6 @@ func toRPCError(s *Server, method string, err error) *RPCError {
 	if errors.Is(err, indexers.ErrHistoryTooLarge) {
 		return badRequest("history too large")
 	}
-	s.logf("electrum: %s: %v", method, err)
+	s.errorf("electrum: %s: %v", method, err)
 	return rpcErrorf(codeInternalError, "internal server error")
 }

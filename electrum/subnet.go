@@ -133,9 +133,11 @@ func (r *costGroups) sweepLocked(now time.Time, rate float64) {
 	}
 }
 
-// len returns the number of groups held (tests).
-func (r *costGroups) len() int {
+// len returns the number of groups held with sessions or cost, sweeping
+// the others.
+func (r *costGroups) len(now time.Time, rate float64) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.sweepLocked(now, rate)
 	return len(r.groups)
 }

@@ -177,8 +177,9 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 		go func() {
 			defer s.wg.Done()
 			if useTLS {
-				done, ok := s.holdHandshake(c.RemoteAddr())
-				if !ok {
+				done, why := s.holdHandshake(c.RemoteAddr())
+				if done == nil {
+					s.refused(why, c.RemoteAddr().String())
 					c.Close()
 					return
 				}
@@ -206,14 +207,17 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 // session limits: it holds a goroutine and a descriptor for up to
 // tlsHandshakeTimeout before the session is admitted, so an address, or
 // the server, has no more of them pending than it may have sessions.
-// done ends the count.
-func (s *Server) holdHandshake(addr net.Addr) (done func(), ok bool) {
+// done ends the count; nil, with the reason, when the handshake is refused.
+func (s *Server) holdHandshake(addr net.Addr) (done func(), refused RefusalReason) {
 	key, ip := ipKeyOf(addr)
 	perIP := s.cfg.MaxSessionsPerIP > 0 && (ip == nil || !s.exempt(ip))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.handshakes >= s.cfg.MaxSessions || (perIP && s.handshakesBy[key] >= s.cfg.MaxSessionsPerIP) {
-		return nil, false
+	if s.handshakes >= s.cfg.MaxSessions {
+		return nil, RefusedMaxSessions
+	}
+	if perIP && s.handshakesBy[key] >= s.cfg.MaxSessionsPerIP {
+		return nil, RefusedPerIP
 	}
 	s.handshakes++
 	s.handshakesBy[key]++
@@ -224,7 +228,7 @@ func (s *Server) holdHandshake(addr net.Addr) (done func(), ok bool) {
 			delete(s.handshakesBy, key)
 		}
 		s.mu.Unlock()
-	}, true
+	}, 0
 }
 
 // serveWS serves WebSocket upgrades on any path of l.

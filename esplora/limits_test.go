@@ -284,3 +284,42 @@ func TestAnswerBudget(t *testing.T) {
 		t.Fatalf("%d bytes still counted after every answer was written", s.answers.held)
 	}
 }
+
+// TestGoneWhileThrottledCounted: a client that leaves while its request
+// waits out the cost limits' delay is counted in esplora_requests_total as
+// gone, as a client that leaves before any other answer is.
+func TestGoneWhileThrottledCounted(t *testing.T) {
+	s := New(Config{CostSoftLimit: 10, CostHardLimit: 1000, RequestSleep: time.Minute}, nil, nil, nil)
+	reg := prometheus.NewRegistry()
+	if err := s.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	// Half-way between the limits: a request waits about 30 s.
+	s.costs.charge("192.0.2.1", s.limits, 500*int(s.limits.unit))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r := httptest.NewRequest(http.MethodGet, "/blocks/tip/height", nil).WithContext(ctx)
+	r.RemoteAddr = "192.0.2.1:1234"
+	w := httptest.NewRecorder()
+	start := time.Now()
+	s.ServeHTTP(w, r)
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("the throttled request did not end with its client")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "esplora_requests_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	if total != 1 {
+		t.Fatalf("a request whose client left while it was throttled: esplora_requests_total sums to %v, want 1 (code=\"gone\")", total)
+	}
+}

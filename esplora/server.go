@@ -350,6 +350,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if he, ok := err.(*httpError); ok {
 				s.writeError(w, he)
 				s.mx.observe("", he.status, false, time.Since(start))
+			} else {
+				s.mx.observe("", 0, true, time.Since(start)) // gone while it waited
 			}
 			return
 		}

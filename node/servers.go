@@ -127,6 +127,7 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		ExemptNets:        l.exemptNets,
 		ThrottleExempt:    l.ThrottleExempt,
 		Logf:              subsystemLoggers["ESRV"].Infof,
+		Errorf:            subsystemLoggers["ESRV"].Errorf,
 	}
 	if len(ec.TLSListen)+len(ec.WSSListen) > 0 {
 		if err := ensureCertPair(cfg.ElectrumCert, cfg.ElectrumKey); err != nil {
