@@ -54,6 +54,7 @@ type Node struct {
 	addrManager  *addrmgr.AddrManager
 	connManager  *connmgr.ConnManager
 	downgrader   *peer.P2PDowngrader
+	admission    *admission // inbound handshakes pending
 	services     wire.ServiceFlag
 	p2pListeners []net.Listener
 	peers        *peerSet

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/btcsuite/btcd/addrmgr"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -43,7 +44,9 @@ func (sp *serverPeer) OnVersion(_ *peer.Peer, msg *wire.MsgVersion) *wire.MsgRej
 			return nil
 		}
 	}
-	n.timeSource.AddTimeSample(sp.Addr(), msg.Timestamp)
+	// One sample per host: connections from one host on many ports
+	// count once, and the samples' keys do not grow with each of them.
+	n.timeSource.AddTimeSample(hostOf(sp.Addr()), msg.Timestamp)
 	sp.relayTxDisabled.Store(msg.DisableRelayTx)
 	return nil
 }
@@ -93,8 +96,16 @@ func (sp *serverPeer) OnInv(_ *peer.Peer, msg *wire.MsgInv) {
 	}
 	blocks := wire.NewMsgInvSizeHint(uint(len(msg.InvList)))
 	for _, iv := range msg.InvList {
-		if iv.Type == wire.InvTypeBlock || iv.Type == wire.InvTypeWitnessBlock {
+		switch iv.Type {
+		case wire.InvTypeBlock, wire.InvTypeWitnessBlock:
 			_ = blocks.AddInvVect(iv)
+		case wire.InvTypeTx, wire.InvTypeWitnessTx:
+			// It was told (relay false in its version) not to.
+			if sp.ProtocolVersion() >= wire.BIP0037Version {
+				srvrLog.Infof("Peer %v is announcing transactions to a --blocksonly node: disconnecting", sp)
+				sp.Disconnect()
+				return
+			}
 		}
 	}
 	if len(blocks.InvList) > 0 {
@@ -288,7 +299,19 @@ func (sp *serverPeer) OnGetAddr(_ *peer.Peer, _ *wire.MsgGetAddr) {
 		return
 	}
 	sp.sentAddrs = true
+	// Not the addresses it sent: a peer may not plant addresses and
+	// look for them in the answers to tell nodes apart.
 	addrs := sp.node.addrManager.AddressCache()
+	kept := addrs[:0]
+	for _, na := range addrs {
+		if _, known := sp.knownAddrs[addrmgr.NetAddressKey(na)]; !known {
+			kept = append(kept, na)
+		}
+	}
+	addrs = kept
+	if len(addrs) == 0 {
+		return
+	}
 	if sp.WantsAddrV2() {
 		_, _ = sp.PushAddrV2Msg(addrs)
 		return
@@ -316,6 +339,7 @@ func (sp *serverPeer) OnAddr(_ *peer.Peer, msg *wire.MsgAddr) {
 		ts := clampAddrTime(na.Timestamp)
 		addrs = append(addrs, wire.NetAddressV2FromBytes(ts, na.Services, na.IP, na.Port))
 	}
+	sp.addKnownAddrs(addrs)
 	sp.node.addrManager.AddAddresses(addrs, sp.NA())
 }
 
@@ -331,7 +355,29 @@ func (sp *serverPeer) OnAddrV2(_ *peer.Peer, msg *wire.MsgAddrV2) {
 	for _, na := range msg.AddrList {
 		na.Timestamp = clampAddrTime(na.Timestamp)
 	}
+	sp.addKnownAddrs(msg.AddrList)
 	sp.node.addrManager.AddAddresses(msg.AddrList, sp.NA())
+}
+
+// maxKnownAddrs bounds the addresses remembered per peer, as btcd does.
+const maxKnownAddrs = 5000
+
+// addKnownAddrs remembers addresses the peer sent, which its getaddr is not
+// answered with. Past maxKnownAddrs an arbitrary one is forgotten for
+// each new one. Only the peer's input goroutine calls it.
+func (sp *serverPeer) addKnownAddrs(addrs []*wire.NetAddressV2) {
+	if sp.knownAddrs == nil {
+		sp.knownAddrs = make(map[string]struct{})
+	}
+	for _, na := range addrs {
+		if len(sp.knownAddrs) >= maxKnownAddrs {
+			for k := range sp.knownAddrs {
+				delete(sp.knownAddrs, k)
+				break
+			}
+		}
+		sp.knownAddrs[addrmgr.NetAddressKey(na)] = struct{}{}
+	}
 }
 
 // clampAddrTime replaces a timestamp more than ten minutes in the future

@@ -13,6 +13,7 @@ import (
 	"github.com/btcsuite/btcd/btcutil/v2/bloom"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/connmgr"
+	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -54,10 +55,16 @@ type serverPeer struct {
 	relayTxDisabled atomic.Bool
 	feeFilter       atomic.Int64
 	sentAddrs       bool
-	added           atomic.Bool
+	// knownAddrs are the addresses the peer sent (addKnownAddrs).
+	knownAddrs map[string]struct{}
+	added      atomic.Bool
 	// removed is set when the peer's connection request was removed from
 	// connmgr (RPC addnode remove), which must then not be told again.
 	removed atomic.Bool
+
+	// handshaking, for an inbound peer, ends its count among the
+	// handshakes pending (admission).
+	handshaking func()
 
 	verAckOnce     sync.Once
 	verAckCh       chan struct{}
@@ -178,10 +185,12 @@ func (n *Node) setupPeerServer() error {
 	// simnet and regtest never have (btcd disables them on simnet too).
 	if !cfg.SimNet && n.params.Net != wire.TestNet && len(cfg.ConnectPeers) == 0 {
 		newAddress = n.newOutboundAddress
-		targetOutbound = min(defaultTargetOutbound, cfg.MaxPeers)
+		// The permanent peers come out of --maxpeers first.
+		targetOutbound = min(defaultTargetOutbound, max(cfg.MaxPeers-permanent, 0))
 	}
-	// Outbound slots are reserved out of --maxpeers; the rest is inbound.
-	reserved := max(targetOutbound, permanent)
+	// Outbound slots, permanent and automatic, are reserved out of
+	// --maxpeers; the rest is inbound.
+	reserved := min(permanent+targetOutbound, cfg.MaxPeers)
 	maxInbound := uint32(max(cfg.MaxPeers-reserved, 0))
 	if maxInbound == 0 && len(n.p2pListeners) > 0 {
 		srvrLog.Infof("Inbound connections disabled: maxpeers=%d, reserved outbound=%d", cfg.MaxPeers, reserved)
@@ -201,6 +210,7 @@ func (n *Node) setupPeerServer() error {
 	}
 	n.connManager = cm
 	n.downgrader = peer.NewP2PDowngrader(uint(targetOutbound) + 1)
+	n.admission = newAdmission()
 	return nil
 }
 
@@ -385,6 +395,8 @@ func (n *Node) newPeerConfig(sp *serverPeer) *peer.Config {
 		DisableStallHandler: n.cfg.DisableStallHandler,
 		UsingV2Conn:         n.cfg.V2Transport,
 		AllowSelfConns:      n.cfg.AllowSelfConns,
+		// A peer on the proxy's host is told 0.0.0.0, not its address.
+		Proxy: n.cfg.Proxy,
 	}
 }
 
@@ -395,8 +407,17 @@ func (n *Node) inboundPeerConnected(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
+	done, v2, ok := n.admission.admit(conn.RemoteAddr())
+	if !ok {
+		srvrLog.Debugf("Rejecting peer %s: %d handshakes from its network pending", conn.RemoteAddr(), maxPendingPerSource)
+		_ = conn.Close()
+		return
+	}
 	sp := newServerPeer(n, false)
-	sp.Peer = peer.NewInboundPeer(n.newPeerConfig(sp))
+	sp.handshaking = done
+	pcfg := n.newPeerConfig(sp)
+	pcfg.V2HandshakeAdmission = v2
+	sp.Peer = peer.NewInboundPeer(pcfg)
 	sp.AssociateConnection(conn)
 	n.peers.wg.Add(1)
 	go n.peerLifecycle(sp)
@@ -441,24 +462,38 @@ func (n *Node) peerLifecycle(sp *serverPeer) {
 	case <-n.quit:
 		sp.Disconnect()
 	}
+	if sp.handshaking != nil {
+		sp.handshaking()
+	}
 	sp.WaitForDisconnect()
 	close(sp.quit)
 
-	if !sp.Inbound() && sp.Peer.ShouldDowngradeToV1() {
+	downgrade := !sp.Inbound() && sp.Peer.ShouldDowngradeToV1()
+	if downgrade {
 		n.downgrader.MarkForDowngrade(sp.Addr())
 	}
 	if sp.added.Load() {
 		n.peers.remove(sp)
 		n.syncManager.DonePeer(sp.Peer)
+		// Its orphan transactions go with it: a peer may not fill the
+		// orphan pool and leave it full.
+		if evicted := n.txMemPool.RemoveOrphansByTag(mempool.Tag(sp.ID())); evicted > 0 {
+			srvrLog.Debugf("Evicted %d orphans of peer %s", evicted, sp)
+		}
 		srvrLog.Debugf("Removed peer %s", sp)
 	}
 	if sp.connReq != nil && !sp.removed.Load() {
 		select {
 		case <-n.quit:
 		default:
-			if sp.persistent {
+			switch {
+			case sp.persistent:
 				n.connManager.Disconnect(sp.connReq.ID())
-			} else {
+			case downgrade:
+				// Its v2 handshake showed a v1-only peer: the same
+				// address again, over v1.
+				n.connManager.Disconnect(sp.connReq.ID(), connmgr.WithTriggerReconnect())
+			default:
 				n.connManager.Remove(sp.connReq.ID())
 				go n.connManager.NewConnReq()
 			}
