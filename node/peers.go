@@ -91,6 +91,9 @@ type peerSet struct {
 	mu    sync.RWMutex
 	peers map[int32]*serverPeer
 	wg    sync.WaitGroup // one per peer lifecycle goroutine
+	// stopping is set by wait: connmgr calls back on goroutines of its
+	// own, so a connection may come after it stopped.
+	stopping bool
 }
 
 // newPeerSet returns an empty set.
@@ -136,7 +139,24 @@ func (s *peerSet) disconnectAll() {
 }
 
 // wait blocks until every peer lifecycle goroutine ended.
-func (s *peerSet) wait() { s.wg.Wait() }
+func (s *peerSet) wait() {
+	s.mu.Lock()
+	s.stopping = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// track counts a peer lifecycle goroutine about to start; false once the
+// node is stopping, when the connection is to be closed instead.
+func (s *peerSet) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
 
 // setupPeerServer creates the address manager, the P2P listeners and the
 // connection manager.
@@ -413,13 +433,17 @@ func (n *Node) inboundPeerConnected(conn net.Conn) {
 		_ = conn.Close()
 		return
 	}
+	if !n.peers.track() {
+		done()
+		_ = conn.Close()
+		return
+	}
 	sp := newServerPeer(n, false)
 	sp.handshaking = done
 	pcfg := n.newPeerConfig(sp)
 	pcfg.V2HandshakeAdmission = v2
 	sp.Peer = peer.NewInboundPeer(pcfg)
 	sp.AssociateConnection(conn)
-	n.peers.wg.Add(1)
 	go n.peerLifecycle(sp)
 }
 
@@ -443,11 +467,14 @@ func (n *Node) outboundPeerConnected(c *connmgr.ConnReq, conn net.Conn) {
 		}
 		return
 	}
+	if !n.peers.track() {
+		_ = conn.Close()
+		return
+	}
 	sp.Peer = p
 	sp.connReq = c
 	n.addrManager.Attempt(sp.NA())
 	sp.AssociateConnection(conn)
-	n.peers.wg.Add(1)
 	go n.peerLifecycle(sp)
 }
 
