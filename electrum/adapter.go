@@ -85,7 +85,20 @@ func (b *IndexBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Un
 
 // Balance implements IndexReader.
 func (b *IndexBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error) {
-	return b.Index.Balance(sh)
+	_, sum, tip, err := b.Index.UnspentTotals(sh)
+	return sum, tip, err
+}
+
+// UnspentTotals returns the number and sum of a script's unspent outputs
+// (indexers.ElectrumIndex.UnspentTotals), for the Esplora API's stats.
+func (b *IndexBackend) UnspentTotals(sh indexers.ScriptHash) (int, int64, indexers.Tip, error) {
+	return b.Index.UnspentTotals(sh)
+}
+
+// IsUnspent reports whether one output is unspent
+// (indexers.ElectrumIndex.IsUnspent), for the Esplora API's spenders.
+func (b *IndexBackend) IsUnspent(sh indexers.ScriptHash, height int32, op wire.OutPoint) (bool, indexers.Tip, error) {
+	return b.Index.IsUnspent(sh, height, op)
 }
 
 // Status implements IndexReader.

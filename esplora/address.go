@@ -285,7 +285,7 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		if err != nil {
 			return scriptStats{}, err
 		}
-		uns, tip2, err := s.index.Unspent(sh, 0)
+		unspentCount, unspentSum, tip2, err := s.index.UnspentTotals(sh)
 		if err != nil {
 			return scriptStats{}, err
 		}
@@ -318,13 +318,9 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		if !s.chain.MainChainHasBlock(&tip.Hash) {
 			continue
 		}
-		var unspentSum int64
-		for _, u := range uns {
-			unspentSum += u.Value
-		}
 		st := scriptStats{
 			FundedTxoCount: funded.count, FundedTxoSum: funded.sum,
-			SpentTxoCount: funded.count - len(uns), SpentTxoSum: funded.sum - unspentSum,
+			SpentTxoCount: funded.count - unspentCount, SpentTxoSum: funded.sum - unspentSum,
 			TxCount: len(hist),
 		}
 		if len(hist) >= statsCacheMin {

@@ -21,10 +21,13 @@ type Index interface {
 	// to it.
 	ChainTip() (indexers.Tip, error)
 
-	// History, Unspent, TxLocation, BlockTxIDs and RawTx are the
-	// index's reads (indexers.ElectrumIndex documents them).
+	// History, Unspent, UnspentTotals, IsUnspent, TxLocation, BlockTxIDs
+	// and RawTx are the index's reads (indexers.ElectrumIndex documents
+	// them).
 	History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error)
 	Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error)
+	UnspentTotals(sh indexers.ScriptHash) (n int, sum int64, tip indexers.Tip, err error)
+	IsUnspent(sh indexers.ScriptHash, height int32, op wire.OutPoint) (bool, indexers.Tip, error)
 	TxLocation(txid chainhash.Hash) (indexers.TxLocation, error)
 	BlockTxIDs(height int32) ([]chainhash.Hash, error)
 	RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error)

@@ -69,23 +69,25 @@ func (s *Server) confirmedSpenders(q *request, c *cachedTx, sh indexers.ScriptHa
 		if err != nil {
 			return err
 		}
-		uns, tip2, err := s.index.Unspent(sh, 0)
-		if err != nil {
-			return err
-		}
-		if tip != tip2 {
-			continue
-		}
-		unspent := make(map[wire.OutPoint]bool, len(uns))
-		for _, u := range uns {
-			unspent[wire.OutPoint{Hash: u.TxHash, Index: u.Vout}] = true
-		}
+		// Each output is looked up on its own: a script may have
+		// millions of unspent outputs.
 		wanted := make(map[wire.OutPoint]int)
+		moved := false
 		for _, i := range idxs {
 			op := wire.OutPoint{Hash: txid, Index: vouts[i]}
-			if !unspent[op] {
+			unspent, at, err := s.index.IsUnspent(sh, c.loc.Height, op)
+			if err != nil {
+				return err
+			}
+			if moved = at != tip; moved {
+				break
+			}
+			if !unspent {
 				wanted[op] = i
 			}
+		}
+		if moved {
+			continue
 		}
 		start := sort.Search(len(hist), func(j int) bool { return hist[j].Height >= c.loc.Height })
 		for _, e := range hist[start:] {

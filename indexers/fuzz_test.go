@@ -361,7 +361,7 @@ func FuzzIndexReads(f *testing.F) {
 		_, _, _ = idx.Status(sh, 3)
 		_, _, _ = idx.Unspent(sh, 0)
 		_, _, _ = idx.Unspent(sh, 3)
-		_, _, _ = idx.Balance(sh)
+		_, _, _, _ = idx.UnspentTotals(sh)
 		_, _ = idx.TxLocation(id)
 		_, _ = idx.TxIDAt(height, txPosition)
 		_, _ = idx.BlockTxIDs(height)

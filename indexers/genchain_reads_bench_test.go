@@ -69,7 +69,7 @@ func BenchmarkGenChainReads(b *testing.B) {
 	for i, sh := range shs {
 		b.Run(fmt.Sprintf("Balance%d", i), func(b *testing.B) {
 			for n := 0; n < b.N; n++ {
-				if _, _, err := idx.Balance(sh); err != nil {
+				if _, _, _, err := idx.UnspentTotals(sh); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -96,7 +96,7 @@ func BenchmarkGenChainReads(b *testing.B) {
 		read func(*indexers.ElectrumIndex, indexers.ScriptHash) error
 	}{
 		{"Balance", func(idx *indexers.ElectrumIndex, sh indexers.ScriptHash) error {
-			_, _, err := idx.Balance(sh)
+			_, _, _, err := idx.UnspentTotals(sh)
 			return err
 		}},
 		{"History", func(idx *indexers.ElectrumIndex, sh indexers.ScriptHash) error {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // heavyFixture is an index whose chain pays a handful of scripts over and
@@ -69,9 +70,22 @@ func BenchmarkHeavyScriptReads(b *testing.B) {
 			}
 		}
 	})
-	b.Run("Balance", func(b *testing.B) {
+	b.Run("IsUnspent", func(b *testing.B) {
+		us, _, err := f.idx.Unspent(most, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		u := us[len(us)/2]
+		op := wire.OutPoint{Hash: u.TxHash, Index: u.Vout}
 		for i := 0; i < b.N; i++ {
-			if _, _, err := f.idx.Balance(most); err != nil {
+			if ok, _, err := f.idx.IsUnspent(most, u.Height, op); err != nil || !ok {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("UnspentTotals", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, _, _, err := f.idx.UnspentTotals(most); err != nil {
 				b.Fatal(err)
 			}
 		}

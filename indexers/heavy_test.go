@@ -188,7 +188,7 @@ func TestHeavyScriptsMatchChain(t *testing.T) {
 					t.Fatalf("pass %d: %v: unspent output %d is %+v, want %+v (chain order)", pass, sh, i, us[i], m.unspent[i].u)
 				}
 			}
-			bal, _, err := idx.Balance(sh)
+			_, bal, _, err := idx.UnspentTotals(sh)
 			if err != nil || bal != wantBalance {
 				t.Fatalf("pass %d: %v: balance %d (%v), want %d", pass, sh, bal, err, wantBalance)
 			}

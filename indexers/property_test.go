@@ -389,12 +389,22 @@ func (c *propChecker) checkScript(m *testchain.Model, sh indexers.ScriptHash, fa
 		}
 	}
 
-	bal, _, err := c.idx.Balance(sh)
+	n, bal, _, err := c.idx.UnspentTotals(sh)
 	if err != nil {
-		fail("Balance(%v): %v", sh, err)
+		fail("UnspentTotals(%v): %v", sh, err)
 	}
-	if bal != m.Balance[sh] {
-		fail("Balance(%v) = %d, model %d", sh, bal, m.Balance[sh])
+	if n != len(wantUnspent) || bal != m.Balance[sh] {
+		fail("UnspentTotals(%v) = %d outputs of %d, model %d of %d", sh, n, bal, len(wantUnspent), m.Balance[sh])
+	}
+	for _, w := range wantUnspent {
+		op := wire.OutPoint{Hash: w.TxHash, Index: w.Vout}
+		if ok, _, err := c.idx.IsUnspent(sh, w.Height, op); err != nil || !ok {
+			fail("IsUnspent(%v, %d, %v) = %v, %v; the model has it unspent", sh, w.Height, op, ok, err)
+		}
+		op.Index += 1 << 20 // no such output
+		if ok, _, err := c.idx.IsUnspent(sh, w.Height, op); err != nil || ok {
+			fail("IsUnspent(%v, %d, %v) = %v, %v of an output that does not exist", sh, w.Height, op, ok, err)
+		}
 	}
 
 	// Twice: the second read may resume from the cached midstate, and gets
@@ -874,7 +884,7 @@ func runConcurrentReads(t *testing.T, h *testchain.Harness, idx *indexers.Electr
 					rd.unspent, rd.tip, err = idx.Unspent(sh, 0)
 				case 2:
 					rd.kind = "balance"
-					rd.balance, rd.tip, err = idx.Balance(sh)
+					_, rd.balance, rd.tip, err = idx.UnspentTotals(sh)
 				default:
 					rd.kind = "status"
 					var st *indexers.StatusHasher

@@ -8,6 +8,7 @@ import (
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // The read API. Every method answers from one snapshot of the store,
@@ -274,10 +275,7 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 		out, err = readHistory(r, c, sh, nums, idx.scanSplit)
 		return err
 	})
-	if err != nil {
-		return nil, tip, err
-	}
-	return out, tip, nil
+	return out, tip, err
 }
 
 // HistoryPage returns up to n entries of sh's confirmed history that come
@@ -309,10 +307,7 @@ func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, 
 			out[i] = HistoryEntry{TxHash: row.txid, Height: row.height}
 		})
 	})
-	if err != nil {
-		return nil, tip, err
-	}
-	return out, tip, nil
+	return out, tip, err
 }
 
 // historyTxsChunk is how many transactions HistoryTxs reads from btcd's
@@ -453,10 +448,7 @@ func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, 
 		st, err = idx.statusIn(r, r.Cursor(), tip, sh, limit)
 		return err
 	})
-	if err != nil {
-		return nil, tip, err
-	}
-	return st, tip, nil
+	return st, tip, err
 }
 
 // Statuses is Status for many scripts, all read in one snapshot with one
@@ -566,10 +558,6 @@ func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, err
 		if s.over.Load() {
 			return ErrHistoryTooLarge
 		}
-		if len(parts) == 1 {
-			out, pos = parts[0].us, parts[0].pos
-			return nil
-		}
 		n := 0
 		for i := range parts {
 			n += len(parts[i].us)
@@ -630,16 +618,28 @@ func (r unspentRun) Swap(a, b int) {
 	r.pos[a], r.pos[b] = r.pos[b], r.pos[a]
 }
 
-// Balance returns the confirmed balance of a script: the sum of its unspent
-// outputs.
-func (idx *ElectrumIndex) Balance(sh ScriptHash) (int64, Tip, error) {
-	var sum int64
+// UnspentTotals returns the number and the sum (the confirmed balance) of
+// a script's unspent outputs, without holding them.
+func (idx *ElectrumIndex) UnspentTotals(sh ScriptHash) (n int, sum int64, tip Tip, err error) {
 	hx := sh.hashX()
-	tip, err := idx.read(func(r *snapView, tip Tip) error {
-		sum = sumUnspent(r, r.Cursor(), &hx, tip.Height, idx.scanSplit)
+	tip, err = idx.read(func(r *snapView, tip Tip) error {
+		n, sum = totalUnspent(r, r.Cursor(), &hx, tip.Height, idx.scanSplit)
 		return nil
 	})
-	return sum, tip, err
+	return n, sum, tip, err
+}
+
+// IsUnspent reports whether output op, paying sh from height, is unspent.
+func (idx *ElectrumIndex) IsUnspent(sh ScriptHash, height int32, op wire.OutPoint) (bool, Tip, error) {
+	var k [utxoKeyLen]byte
+	hx := sh.hashX()
+	utxoKey(k[:], &hx, height, &op.Hash, op.Index)
+	var found bool
+	tip, err := idx.read(func(r *snapView, tip Tip) error {
+		found = height <= tip.Height && r.Get(k[:]) != nil
+		return nil
+	})
+	return found, tip, err
 }
 
 // locateTx finds the position and row of a confirmed transaction. Of several

@@ -171,20 +171,21 @@ func (s *utxoScan) count(n int64) bool {
 	return true
 }
 
-// sumUnspent returns the sum of the unspent rows of hx up to height top,
-// read with c and, past split rows, several cursors.
-func sumUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (sum int64) {
+// totalUnspent returns the number and the sum of the unspent rows of hx up
+// to height top, read with c and, past split rows, several cursors.
+func totalUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (n int, sum int64) {
 	s := utxoScan{r: r, hx: hx, top: top, split: split}
-	sums := make([]int64, 1)
+	parts := make([][2]int64, 1)
 	s.run(c, func(n int) {
-		sums = append(sums, make([]int64, n-len(sums))...)
+		parts = append(parts, make([][2]int64, n-len(parts))...)
 	}, func(i int, r *utxoRow) {
-		sums[i] += r.value
+		parts[i][0]++
+		parts[i][1] += r.value
 	})
-	for _, v := range sums {
-		sum += v
+	for _, p := range parts {
+		n, sum = n+int(p[0]), sum+p[1]
 	}
-	return sum
+	return n, sum
 }
 
 // yieldRows is how many rows a long read walks between two yields.

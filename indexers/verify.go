@@ -859,7 +859,7 @@ func (j *VerifyJob) run(done chan struct{}) {
 		j.progress = p
 		j.mu.Unlock()
 	}})
-	logVerifyResult(res, err)
+	LogVerifyResult(res, err)
 	j.mu.Lock()
 	j.running, j.result, j.err = false, res, err
 	j.mu.Unlock()
@@ -883,9 +883,9 @@ func (j *VerifyJob) Status() VerifyStatus {
 	return VerifyStatus{Running: j.running, Started: j.started, Progress: j.progress, Result: j.result, Err: j.err}
 }
 
-// logVerifyResult logs a verification's outcome: one line, and one per
-// difference.
-func logVerifyResult(res *VerifyResult, err error) {
+// LogVerifyResult logs a verification's outcome, as the job does: one
+// line, and one per difference.
+func LogVerifyResult(res *VerifyResult, err error) {
 	switch {
 	case err != nil:
 		log.Errorf("Electrum index verification did not complete: %v", err)
@@ -902,6 +902,3 @@ func logVerifyResult(res *VerifyResult, err error) {
 		}
 	}
 }
-
-// LogVerifyResult logs a verification's outcome as the job does.
-func LogVerifyResult(res *VerifyResult, err error) { logVerifyResult(res, err) }
