@@ -149,11 +149,7 @@ func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	for i := range p.txs {
 		tp := &p.txs[i]
 		for j := range tp.spends {
-			sp := &tp.spends[j]
-			hx := sp.script.hashX()
-			k := key(utxoKeyLen)
-			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
-			mustWrite(w.Delete(k))
+			mustWrite(w.Delete(tp.spends[j].key(key(utxoKeyLen))))
 		}
 	}
 
@@ -253,12 +249,9 @@ func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 		tp := &p.txs[i]
 		for j := range tp.spends {
 			sp := &tp.spends[j]
-			hx := sp.script.hashX()
-			k := key(utxoKeyLen)
-			utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
 			v := val(utxoValLen)
 			putUtxoVal(v, sp.value, sp.pos)
-			mustWrite(w.Put(k, v))
+			mustWrite(w.Put(sp.key(key(utxoKeyLen)), v))
 		}
 	}
 	eachHistRow(p.hist, func(hx *hashX, run []histEntry) {

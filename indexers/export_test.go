@@ -10,6 +10,10 @@ import (
 // internal/testchain, itself an importer of this package). Helpers of one
 // test file live in that file's own export_*_test.go.
 
+// BIP30Overwrites are the blocks whose coinbase replaces an earlier one's
+// outputs (a test adds its own).
+var BIP30Overwrites = bip30Overwrites
+
 // RowPrefix starts every key of the index.
 var RowPrefix = rowPrefix
 

@@ -255,9 +255,7 @@ func tipIn(r kvReader) (memTip, error) {
 }
 
 // setLatest publishes the store as it is now, holding tip t, to readers.
-func (idx *ElectrumIndex) setLatest(t memTip) {
-	idx.publish(t.tip())
-}
+func (idx *ElectrumIndex) setLatest(t memTip) { idx.publish(t.tip()) }
 
 // Size returns the number of rows of the index at its tip and their key and
 // value bytes (the logical size; the store adds its own overhead).

@@ -302,9 +302,7 @@ func (r *rowBuf) key(x rowRec) []byte { return r.arena[x.off : x.off+uint32(x.kl
 
 func (r *rowBuf) size() int { return len(r.arena) + len(r.recs)*rowRecBytes }
 
-func (r *rowBuf) reset() {
-	r.arena, r.recs = r.arena[:0], r.recs[:0]
-}
+func (r *rowBuf) reset() { r.arena, r.recs = r.arena[:0], r.recs[:0] }
 
 // sort orders the rows by key, and two writes of one key as they were
 // made.

@@ -65,6 +65,13 @@ type spendRow struct {
 	pos uint32
 }
 
+// key writes the spent output's unspent-row key into k and returns k.
+func (sp *spendRow) key(k []byte) []byte {
+	hx := sp.script.hashX()
+	utxoKey(k, &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
+	return k
+}
+
 // minParallelTxs is the block size below which phase 1 runs on the calling
 // goroutine: spreading a handful of transactions costs more than it saves.
 const minParallelTxs = 64
@@ -195,6 +202,15 @@ func (pl *planner) layout() {
 	bufs.scripts = resize(bufs.scripts, outs+n)
 }
 
+// bip30Overwrites are BIP 30's two exceptions (mainnet blocks 91842 and
+// 91880), by hash: their coinbase repeats an earlier one still unspent, at
+// the height given, and replaces its outputs. It is planned as spending
+// them too, so the index holds each once, as btcd's UTXO set does.
+var bip30Overwrites = map[string]int32{
+	"00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec": 91812,
+	"00000000000743f190a18c5577a3c2d2a1f610ae9601ac046a38084ccb7cd721": 91722,
+}
+
 // planTx fills in transaction i's plan; buf is scratch space of the calling
 // goroutine.
 func (pl *planner) planTx(i int, buf *[]byte) {
@@ -228,6 +244,12 @@ func (pl *planner) planTx(i int, buf *[]byte) {
 		tp.funds = append(tp.funds, fundRow{script: sh, vout: uint32(vout), value: out.Value})
 	}
 	if i == 0 {
+		if from, ok := bip30Overwrites[pl.p.hash.String()]; ok {
+			for _, f := range tp.funds {
+				tp.spends = append(tp.spends, spendRow{script: f.script, height: from,
+					prev: wire.OutPoint{Hash: tp.txid, Index: f.vout}, value: f.value})
+			}
+		}
 		return
 	}
 	for j, in := range msg.TxIn {

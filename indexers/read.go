@@ -631,12 +631,10 @@ func (idx *ElectrumIndex) UnspentTotals(sh ScriptHash) (n int, sum int64, tip Ti
 
 // IsUnspent reports whether output op, paying sh from height, is unspent.
 func (idx *ElectrumIndex) IsUnspent(sh ScriptHash, height int32, op wire.OutPoint) (bool, Tip, error) {
-	var k [utxoKeyLen]byte
-	hx := sh.hashX()
-	utxoKey(k[:], &hx, height, &op.Hash, op.Index)
+	k := (&spendRow{script: sh, height: height, prev: op}).key(make([]byte, utxoKeyLen))
 	var found bool
 	tip, err := idx.read(func(r *snapView, tip Tip) error {
-		found = height <= tip.Height && r.Get(k[:]) != nil
+		found = height <= tip.Height && r.Get(k) != nil
 		return nil
 	})
 	return found, tip, err

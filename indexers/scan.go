@@ -25,9 +25,7 @@ const (
 )
 
 // scanWorkers is the number of cursors a split scan runs.
-func scanWorkers() int {
-	return min(runtime.GOMAXPROCS(0), maxScanWorkers)
-}
+func scanWorkers() int { return min(runtime.GOMAXPROCS(0), maxScanWorkers) }
 
 // utxoScan reads the unspent-output rows of one script from one view, in
 // parts: part 0 holds the rows read before the split, part i the rows of

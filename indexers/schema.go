@@ -142,9 +142,7 @@ func getTxPos(b []byte) uint64 {
 	return uint64(binary.BigEndian.Uint32(b[0:4]))<<16 | uint64(binary.BigEndian.Uint16(b[4:6]))
 }
 
-func putPrefix(dst []byte, tag byte) {
-	dst[0], dst[1], dst[2] = rowPrefix[0], rowPrefix[1], tag
-}
+func putPrefix(dst []byte, tag byte) { dst[0], dst[1], dst[2] = rowPrefix[0], rowPrefix[1], tag }
 
 // txKey is the key of the "Ext" chunk holding the transaction at n.
 func txKey(dst []byte, n uint64) {

@@ -130,9 +130,7 @@ func (c *statusCache) drop(m *statusMid) {
 
 // put stores a midstate, replacing the script's previous one; the cache
 // holds at most its bound of them.
-func (c *statusCache) put(m *statusMid) {
-	c.c.Put(m.key, m, 1, nil)
-}
+func (c *statusCache) put(m *statusMid) { c.c.Put(m.key, m, 1, nil) }
 
 // resume returns a hasher continuing from a cached midstate.
 func (m *statusMid) resume() (*StatusHasher, bool) {

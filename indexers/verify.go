@@ -446,9 +446,8 @@ func (w *fpWriter) block(p *blockPlan) {
 	for i := range p.txs {
 		for j := range p.txs[i].spends {
 			sp := &p.txs[i].spends[j]
-			hx := sp.script.hashX()
 			var k [utxoKeyLen]byte
-			utxoKey(k[:], &hx, sp.height, &sp.prev.Hash, sp.prev.Index)
+			sp.key(k[:])
 			a := make([]byte, 8)
 			binary.BigEndian.PutUint64(a, uint64(sp.value))
 			w.amounts[k] = a
