@@ -159,7 +159,7 @@ var errNoMiningAddr = btcjson.NewRPCError(btcjson.ErrRPCInternal.Code,
 
 // handleGetBlockTemplate answers getblocktemplate in template mode (with
 // long polling) and proposal mode, as btcd.
-func handleGetBlockTemplate(s *Server, cmd interface{}) (interface{}, error) {
+func handleGetBlockTemplate(s *Server, cmd interface{}, gone <-chan struct{}) (interface{}, error) {
 	req := cmd.(*btcjson.GetBlockTemplateCmd).Request
 	mode := "template"
 	if req != nil && req.Mode != "" {
@@ -167,7 +167,7 @@ func handleGetBlockTemplate(s *Server, cmd interface{}) (interface{}, error) {
 	}
 	switch mode {
 	case "template":
-		return s.gbtTemplate(req)
+		return s.gbtTemplate(req, gone)
 	case "proposal":
 		return s.gbtProposal(req)
 	}
@@ -175,7 +175,7 @@ func handleGetBlockTemplate(s *Server, cmd interface{}) (interface{}, error) {
 }
 
 // gbtTemplate answers a template request.
-func (s *Server) gbtTemplate(req *btcjson.TemplateRequest) (interface{}, error) {
+func (s *Server) gbtTemplate(req *btcjson.TemplateRequest, gone <-chan struct{}) (interface{}, error) {
 	tb, err := s.templateBackend()
 	if err != nil {
 		return nil, err
@@ -227,6 +227,11 @@ func (s *Server) gbtTemplate(req *btcjson.TemplateRequest) (interface{}, error) 
 		g.waiting.Add(1)
 		select {
 		case <-changed:
+		case <-gone:
+			// Nobody to answer: the client's place is free again.
+			g.waiting.Add(-1)
+			g.mu.Lock()
+			return nil, btcjson.NewRPCError(btcjson.ErrRPCClientNotConnected, "client gone")
 		case <-s.quit:
 			g.waiting.Add(-1)
 			g.mu.Lock()

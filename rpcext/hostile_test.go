@@ -136,7 +136,7 @@ func FuzzProcessBody(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, in []byte, limited bool) {
-		checkReply(t, in, s.processBodyAs(in, nil, limited))
+		checkReply(t, in, s.processBodyAs(in, nil, limited, nil))
 		// The same body as a websocket message, where the websocket-only
 		// methods (notifyblocks, loadtxfilter, authenticate, ...) answer.
 		wsc := &wsClient{s: s, authenticated: true, limited: limited,

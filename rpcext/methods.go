@@ -16,6 +16,13 @@ type method struct {
 	help    string
 }
 
+// waitingMethods are the methods that may wait (a long poll), in the form
+// execute calls: they return when gone closes, as the client has left and
+// holds a place among MaxClients for nothing.
+var waitingMethods = map[string]func(s *Server, cmd interface{}, gone <-chan struct{}) (interface{}, error){
+	"getblocktemplate": handleGetBlockTemplate,
+}
+
 // wsMethod answers a websocket-only command for the client that sent it.
 type wsMethod func(c *wsClient, cmd interface{}) (interface{}, error)
 

@@ -61,7 +61,7 @@ type AddedNode struct {
 var nodeAdminMethods = map[string]method{
 	"debuglevel":       {handleDebugLevel, "Sets the log level of all or some subsystems, or lists them (show)."},
 	"getaddednodeinfo": {handleGetAddedNodeInfo, "Describes the permanently added peers."},
-	"getblocktemplate": {handleGetBlockTemplate, "Returns a block template to mine on (BIP 22: long polling with longpollid; BIP 23: proposal mode)."},
+	"getblocktemplate": {nil, "Returns a block template to mine on (BIP 22: long polling with longpollid; BIP 23: proposal mode)."},
 	"getgenerate":      {handleGetGenerate, "Returns whether the CPU miner runs."},
 	"gethashespersec":  {handleGetHashesPerSec, "Returns the CPU miner's hashes per second."},
 	"getmininginfo":    {handleGetMiningInfo, "Returns mining state."},

@@ -28,19 +28,24 @@ type rawRequest struct {
 // nil when nothing is to be sent back (only notifications). wsc is the
 // websocket client the body came from, or nil for HTTP.
 func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
-	return s.processBodyAs(body, wsc, wsc != nil && wsc.limited)
+	var gone <-chan struct{}
+	if wsc != nil {
+		gone = wsc.quit
+	}
+	return s.processBodyAs(body, wsc, wsc != nil && wsc.limited, gone)
 }
 
 // processBodyAs is processBody for a client authenticated as the limited
-// user (limited) or not.
-func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool) []byte {
+// user (limited) or not; gone closes when the client has gone (a long poll
+// then ends).
+func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-chan struct{}) []byte {
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
 		return marshalReply(btcjson.RpcVersion1, nil, nil,
 			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: invalid JSON"))
 	}
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return s.processRequest(trimmed, wsc, limited)
+		return s.processRequest(trimmed, wsc, limited, gone)
 	}
 
 	var batch []json.RawMessage
@@ -61,7 +66,7 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool) []byte 
 	out.WriteByte('[')
 	n := 0
 	for _, raw := range batch {
-		reply := s.processRequest(raw, wsc, limited)
+		reply := s.processRequest(raw, wsc, limited, gone)
 		if reply == nil {
 			continue
 		}
@@ -80,7 +85,7 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool) []byte 
 
 // processRequest answers one request object. It returns nil for a JSON-RPC
 // 2.0 notification (no "id"), which is executed but not answered.
-func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient, limited bool) []byte {
+func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient, limited bool, gone <-chan struct{}) []byte {
 	var req rawRequest
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return marshalReply(btcjson.RpcVersion1, nil, nil,
@@ -101,7 +106,7 @@ func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient, limited bool
 		}
 	}
 
-	result, rpcErr := s.execute(ver, id, &req, wsc, limited)
+	result, rpcErr := s.execute(ver, id, &req, wsc, limited, gone)
 	if noReply {
 		return nil
 	}
@@ -110,7 +115,7 @@ func (s *Server) processRequest(raw json.RawMessage, wsc *wsClient, limited bool
 
 // execute parses and runs one request.
 func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest,
-	wsc *wsClient, limited bool) (interface{}, *btcjson.RPCError) {
+	wsc *wsClient, limited bool, gone <-chan struct{}) (interface{}, *btcjson.RPCError) {
 
 	if req.Method == "" {
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Invalid request: missing method")
@@ -156,9 +161,13 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 				err = fmt.Errorf("internal error handling %s", req.Method)
 			}
 		}()
-		if wsm != nil {
+		waiting := waitingMethods[req.Method]
+		switch {
+		case wsm != nil:
 			result, err = wsm(wsc, cmd)
-		} else {
+		case waiting != nil:
+			result, err = waiting(s, cmd, gone)
+		default:
 			result, err = m.handler(s, cmd)
 		}
 		return err

@@ -296,7 +296,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	reply := s.processBodyAs(body, nil, limited)
+	reply := s.processBodyAs(body, nil, limited, r.Context().Done())
 	w.Header().Set("Content-Type", "application/json")
 	if reply != nil {
 		reply = append(reply, '\n')

@@ -137,8 +137,19 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	log.Debugf("Websocket client %s disconnected", r.RemoteAddr)
 }
 
-// readLoop answers requests until the connection fails or closes.
+// readLoop answers requests until the connection fails or closes. Once
+// the client has authenticated, its requests run beside each other, at
+// most MaxConcurrentRequests at once, as btcd runs them: a rescan or a
+// long poll does not hold up the client's other requests, and the loop
+// goes on reading, so a client that leaves is seen at once and its rescan
+// stops (it watches c.quit).
 func (c *wsClient) readLoop() {
+	sem := make(chan struct{}, max(c.s.cfg.MaxConcurrentRequests, 1))
+	var running sync.WaitGroup
+	defer func() {
+		c.close()
+		running.Wait()
+	}()
 	for {
 		kind, msg, err := c.conn.ReadMessage()
 		if err != nil {
@@ -147,18 +158,33 @@ func (c *wsClient) readLoop() {
 		if kind != websocket.TextMessage && kind != websocket.BinaryMessage {
 			continue
 		}
-		authed := c.authenticated
-		if !authed && !c.admitUnauthenticated(msg) {
+		if !c.authenticated {
+			if !c.admitUnauthenticated(msg) {
+				return
+			}
+			reply := c.s.processBody(msg, c)
+			if c.authenticated {
+				// Authenticated in time: no deadline from now on.
+				c.conn.SetReadDeadline(time.Time{})
+			}
+			if reply != nil && !c.queue(reply) {
+				return
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-c.quit:
 			return
 		}
-		reply := c.s.processBody(msg, c)
-		if !authed && c.authenticated {
-			// Authenticated in time: no deadline from now on.
-			c.conn.SetReadDeadline(time.Time{})
-		}
-		if reply != nil && !c.queue(reply) {
-			return
-		}
+		running.Add(1)
+		go func() {
+			defer running.Done()
+			defer func() { <-sem }()
+			if reply := c.s.processBody(msg, c); reply != nil && !c.queue(reply) {
+				c.close()
+			}
+		}()
 	}
 }
 
@@ -181,6 +207,12 @@ func (c *wsClient) admitUnauthenticated(msg []byte) bool {
 // basic auth on the websocket upgrade.
 func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 	a := cmd.(*btcjson.AuthenticateCmd)
+	if c.authenticated {
+		// As btcd: authenticating twice ends the connection (and a
+		// client's level never changes while its requests run).
+		c.close()
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Already authenticated")
+	}
 	ok, limited := c.s.credentialsLevel(a.Username, a.Passphrase)
 	if c.s.authOn && !ok {
 		c.close()
