@@ -135,9 +135,9 @@ func handleGetBlock(s *Server, cmd interface{}) (interface{}, error) {
 	if c.Verbosity != nil {
 		verbosity = *c.Verbosity
 	}
-	if verbosity < 0 || verbosity > 2 {
-		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter,
-			fmt.Sprintf("Invalid verbosity %d: must be 0, 1 or 2", verbosity))
+	if verbosity != 0 && verbosity != 1 {
+		// As btcd: any other verbosity is 2.
+		verbosity = 2
 	}
 	hash, err := parseHash(c.Hash)
 	if err != nil {

@@ -17,8 +17,7 @@ import (
 // method is closed to the limited user without being listed here.
 var limitedMethods = map[string]struct{}{
 	"loadtxfilter": {}, "notifyblocks": {}, "notifynewtransactions": {}, "notifyreceived": {},
-	"notifyspent": {}, "rescan": {}, "rescanblocks": {}, "session": {},
-	"stopnotifyblocks": {}, "authenticate": {},
+	"notifyspent": {}, "rescan": {}, "rescanblocks": {}, "session": {}, "authenticate": {},
 	"help":                 {},
 	"createrawtransaction": {}, "decoderawtransaction": {}, "decodescript": {}, "estimatefee": {},
 	"getbestblock": {}, "getbestblockhash": {}, "getblock": {}, "getblockcount": {},
@@ -37,8 +36,11 @@ func limitedAllowed(method string) bool {
 }
 
 // errLimitedUser is btcd's answer to the limited user calling another
-// method.
-var errLimitedUser = btcjson.NewRPCError(btcjson.ErrRPCInternal.Code, "limited user not authorized for this method")
+// method over HTTP, errLimitedUserWS over a websocket.
+var (
+	errLimitedUser   = btcjson.NewRPCError(btcjson.ErrRPCInternal.Code, "limited user not authorized for this method")
+	errLimitedUserWS = btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, "limited user not authorized for this method")
+)
 
 // checkAuthLevel reports whether r carries the full or the limited user's
 // basic-auth credentials (ok), and which (limited).

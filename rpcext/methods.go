@@ -100,12 +100,17 @@ func handleHelp(s *Server, cmd interface{}) (interface{}, error) {
 		return strings.TrimSuffix(b.String(), "\n"), nil
 	}
 	m, ok := methods[*c.Command]
-	if !ok {
+	_, ws := wsMethods[*c.Command]
+	if !ok && !ws {
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "Unknown command: "+*c.Command)
 	}
 	usage, err := btcjson.MethodUsageText(*c.Command)
 	if err != nil {
 		usage = *c.Command
+	}
+	if !ok {
+		// A websocket command of btcd's: its usage says what it takes.
+		return usage + "\n\nAnswered over websockets only, as btcd answers it.", nil
 	}
 	return usage + "\n\n" + m.help, nil
 }

@@ -171,7 +171,6 @@ func TestChainMethods(t *testing.T) {
 		t.Fatalf("unknown header: %v", err)
 	}
 	for _, body := range []string{
-		`{"method":"getblock","params":["` + mid.String() + `",3],"id":1}`,
 		`{"method":"getblock","params":["zz"],"id":1}`,
 		`{"method":"getblockheader","params":["nothex"],"id":1}`,
 		`{"method":"invalidateblock","params":["12"],"id":1}`,

@@ -101,10 +101,12 @@ func (n *notifier) run() {
 				n.s.sendTxEvent(ev.txs)
 				continue
 			}
-			n.s.sendBlockEvent(ev)
+			// As btcd: a connected block's transactions before the
+			// block itself.
 			if ev.connected {
 				n.s.sendBlockTxs(ev.block)
 			}
+			n.s.sendBlockEvent(ev)
 		}
 	}
 }
@@ -291,19 +293,18 @@ func (f *txFilter) matchAndUpdate(tx *btcutil.Tx, params *chaincfg.Params) bool 
 func handleLoadTxFilter(c *wsClient, cmd interface{}) (interface{}, error) {
 	lc := cmd.(*btcjson.LoadTxFilterCmd)
 	params := c.s.cfg.Params
-	keys := make([]string, len(lc.Addresses))
-	for i, s := range lc.Addresses {
-		a, err := address.DecodeAddress(s, params)
-		if err != nil || !a.IsForNet(params) {
-			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidAddressOrKey,
-				fmt.Sprintf("Invalid address %q for %s", truncate(s), params.Name))
+	// As btcd: an address that does not decode for the network is
+	// skipped, and an outpoint hash is read as chainhash reads it.
+	keys := make([]string, 0, len(lc.Addresses))
+	for _, s := range lc.Addresses {
+		if a, err := address.DecodeAddress(s, params); err == nil && a.IsForNet(params) {
+			keys = append(keys, addressKey(a))
 		}
-		keys[i] = addressKey(a)
 	}
 	ops := make([]wire.OutPoint, len(lc.OutPoints))
 	for i, op := range lc.OutPoints {
 		h, err := chainhash.NewHashFromStr(op.Hash)
-		if err != nil || len(op.Hash) != chainhash.MaxHashStringSize {
+		if err != nil {
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter,
 				fmt.Sprintf("Invalid outpoint hash %q", truncate(op.Hash)))
 		}

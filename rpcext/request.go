@@ -125,21 +125,24 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 		return nil, rpcErr
 	}
 
+	// As btcd: the limited user's permission first, then the method.
+	if limited && !limitedAllowed(req.Method) {
+		if wsc != nil {
+			return nil, errLimitedUserWS
+		}
+		return nil, errLimitedUser
+	}
 	m, ok := methods[req.Method]
 	var wsm wsMethod
 	if !ok {
 		wsm, ok = wsMethods[req.Method]
 		if !ok {
-			return nil, btcjson.ErrRPCMethodNotFound
+			return nil, notServed(req.Method)
 		}
 		if wsc == nil {
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCMethodNotFound.Code,
 				"Method not found: "+req.Method+" is only available over websockets")
 		}
-	}
-
-	if limited && !limitedAllowed(req.Method) {
-		return nil, errLimitedUser
 	}
 
 	cmd, err := btcjson.UnmarshalCmd(&btcjson.Request{
@@ -176,6 +179,23 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 		return nil, toRPCError(err)
 	}
 	return result, nil
+}
+
+// unimplemented are the methods btcd answers "Command unimplemented",
+// which this server does not serve either.
+var unimplemented = map[string]bool{"estimatepriority": true, "getmempoolentry": true,
+	"getnetworkinfo": true, "getwork": true, "preciousblock": true}
+
+// notServed is btcd's answer to a method the server does not serve: a
+// wallet command is answered as by a node without a wallet.
+func notServed(method string) *btcjson.RPCError {
+	if flags, err := btcjson.MethodUsageFlags(method); err == nil && flags&btcjson.UFWalletOnly != 0 {
+		return btcjson.NewRPCError(btcjson.ErrRPCNoWallet, "This implementation does not implement wallet commands")
+	}
+	if unimplemented[method] {
+		return btcjson.NewRPCError(btcjson.ErrRPCUnimplemented, "Command unimplemented")
+	}
+	return btcjson.ErrRPCMethodNotFound
 }
 
 // parseParams accepts a positional parameter array, or nothing (absent or

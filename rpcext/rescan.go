@@ -44,11 +44,10 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 		keys.unspent[wire.OutPoint{Hash: *h, Index: op.Index}] = struct{}{}
 	}
 	for _, a := range rc.Addresses {
-		addr, err := address.DecodeAddress(a, s.cfg.Params)
-		if err != nil {
-			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidAddressOrKey, "Invalid address or key: "+truncate(a))
+		// As btcd: one that does not decode is skipped.
+		if addr, err := address.DecodeAddress(a, s.cfg.Params); err == nil {
+			keys.addrs[addr.EncodeAddress()] = struct{}{}
 		}
-		keys.addrs[addr.EncodeAddress()] = struct{}{}
 	}
 	begin, err := chainhash.NewHashFromStr(rc.BeginBlock)
 	if err != nil {
@@ -67,6 +66,7 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 		if to, err = s.cfg.Chain.BlockHeightByHash(end); err != nil {
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCBlockNotFound, "Error getting block: "+err.Error())
 		}
+		to-- // as btcd: up to the end block, not including it
 	}
 
 	var last *btcutil.Block
@@ -117,6 +117,21 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 		}
 		if last == nil {
 			return nil, nil
+		}
+		if rc.EndBlock == nil {
+			// Rescanned through the tip: as btcd, the client is
+			// told of the addresses' and outputs' later
+			// transactions too.
+			addrs := make([]string, 0, len(keys.addrs))
+			for a := range keys.addrs {
+				addrs = append(addrs, a)
+			}
+			ops := make([]wire.OutPoint, 0, len(keys.unspent))
+			for op := range keys.unspent {
+				ops = append(ops, op)
+			}
+			c.watchReceived(addrs)
+			c.watchSpent(ops)
 		}
 	}
 	height := last.Height()

@@ -103,7 +103,7 @@ func TestRequestFraming(t *testing.T) {
 			`"` + ts.node.params.GenesisHash.String() + `"`},
 		{"invalid JSON", `{"method":`, btcjson.ErrRPCParse.Code, ""},
 		{"unknown method", `{"method":"nosuchmethod","params":[],"id":1}`, btcjson.ErrRPCMethodNotFound.Code, ""},
-		{"registered but not served", `{"method":"getbalance","params":[],"id":1}`, btcjson.ErrRPCMethodNotFound.Code, ""},
+		{"a wallet command, as btcd without a wallet", `{"method":"getbalance","params":[],"id":1}`, btcjson.ErrRPCNoWallet, ""},
 		{"websocket-only over HTTP", `{"method":"notifyblocks","params":[],"id":1}`, btcjson.ErrRPCMethodNotFound.Code, ""},
 		{"missing method", `{"params":[],"id":1}`, btcjson.ErrRPCInvalidRequest.Code, ""},
 		{"named params", `{"method":"getblockhash","params":{"index":0},"id":1}`, btcjson.ErrRPCInvalidParams.Code, ""},

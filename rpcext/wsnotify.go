@@ -103,15 +103,21 @@ func handleNotifyReceived(c *wsClient, cmd interface{}) (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.watchReceived(keys)
+	return nil, nil
+}
+
+// watchReceived adds addresses (EncodeAddress keys) to those whose
+// payments the client is told of.
+func (c *wsClient) watchReceived(keys []string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.watch.received == nil {
 		c.watch.received = make(map[string]struct{})
 	}
 	for _, k := range keys {
 		c.watch.received[k] = struct{}{}
 	}
-	c.mu.Unlock()
-	return nil, nil
 }
 
 // handleStopNotifyReceived answers stopnotifyreceived.
@@ -135,15 +141,30 @@ func handleNotifySpent(c *wsClient, cmd interface{}) (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.watchSpent(ops)
+	// As btcd: a spend already in the mempool is told at once.
+	if pool, err := c.s.pool(); err == nil {
+		seen := make(map[chainhash.Hash]bool)
+		for _, op := range ops {
+			if tx := pool.CheckSpend(op); tx != nil && !seen[*tx.Hash()] {
+				seen[*tx.Hash()] = true
+				c.s.notifyTx(c, tx, nil, 0)
+			}
+		}
+	}
+	return nil, nil
+}
+
+// watchSpent adds outpoints to those whose spends the client is told of.
+func (c *wsClient) watchSpent(ops []wire.OutPoint) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.watch.spent == nil {
 		c.watch.spent = make(map[wire.OutPoint]struct{})
 	}
 	for _, op := range ops {
 		c.watch.spent[op] = struct{}{}
 	}
-	c.mu.Unlock()
-	return nil, nil
 }
 
 // handleStopNotifySpent answers stopnotifyspent.
