@@ -87,7 +87,7 @@ func (b rpcBackend) DisconnectNode(addr string) error {
 			continue
 		}
 		if sp.persistent {
-			return errors.New("can't disconnect a permanent peer, use remove")
+			return rpcext.ErrPermanentPeer
 		}
 		found = true
 		sp.Disconnect()

@@ -1,8 +1,7 @@
 package node
 
-// Review tests: each pins a behaviour of btcd v0.26.2's RPC server
-// (rpcserver.go, server.go) that the node does not match. They are
-// expected to FAIL against the current node.
+// Behaviours of btcd v0.26.2's RPC server for peers and the node that its
+// clients rely on.
 
 import (
 	"encoding/json"
@@ -17,8 +16,8 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// reviewRawPeer connects an outside peer to n and waits until n counts it.
-func reviewRawPeer(t *testing.T, n *Node) {
+// parityRawPeer connects an outside peer to n and waits until n counts it.
+func parityRawPeer(t *testing.T, n *Node) {
 	t.Helper()
 	_, verack := rawPeer(t, n.P2PAddrs()[0].String())
 	select {
@@ -29,8 +28,8 @@ func reviewRawPeer(t *testing.T, n *Node) {
 	waitFor(t, "the peer to be registered", func() bool { return n.ConnectedCount() == 1 })
 }
 
-// reviewPeerInfo returns the node's getpeerinfo over RPC.
-func reviewPeerInfo(t *testing.T, c *rpcclient.Client) []btcjson.GetPeerInfoResult {
+// parityPeerInfo returns the node's getpeerinfo over RPC.
+func parityPeerInfo(t *testing.T, c *rpcclient.Client) []btcjson.GetPeerInfoResult {
 	t.Helper()
 	peers, err := c.GetPeerInfo()
 	if err != nil {
@@ -39,8 +38,8 @@ func reviewPeerInfo(t *testing.T, c *rpcclient.Client) []btcjson.GetPeerInfoResu
 	return peers
 }
 
-// reviewRPCError extracts the RPC error of a RawRequest.
-func reviewRPCError(err error) *btcjson.RPCError {
+// parityRPCError extracts the RPC error of a RawRequest.
+func parityRPCError(err error) *btcjson.RPCError {
 	for err != nil {
 		if e, ok := err.(*btcjson.RPCError); ok {
 			return e
@@ -54,10 +53,7 @@ func reviewRPCError(err error) *btcjson.RPCError {
 	return nil
 }
 
-// btcd's getpeerinfo reports each peer's ban score
-// (rpcserver.go:2604, BanScore: int32(p.BanScore())). The node keeps the
-// score (ban.go:62) but never puts it in the result (rpc_backend.go:93-114),
-// so banscore is always 0.
+// getpeerinfo reports each peer's ban score, as btcd's does.
 func TestGetPeerInfoReportsBanScore(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir(), false))
 	p, verack := rawPeer(t, n.P2PAddrs()[0].String())
@@ -81,49 +77,44 @@ func TestGetPeerInfoReportsBanScore(t *testing.T) {
 		return false
 	})
 	c := rpcClient(t, n.RPCAddrs()[0].String())
-	peers := reviewPeerInfo(t, c)
+	peers := parityPeerInfo(t, c)
 	if len(peers) != 1 || peers[0].BanScore != 20 {
 		t.Fatalf("getpeerinfo %+v: banscore should be 20 as in btcd", peers)
 	}
 }
 
-// btcd's "addnode <addr> remove" only removes permanent peers
-// (rpcserver.go:386, server.go:2218-2229 removeNodeMsg looks in
-// persistentPeers only) and answers -8 "peer not found" for a temporary
-// one. The node disconnects any peer at the address (peers.go:343-352)
-// and answers null.
+// btcd's "addnode <addr> remove" only removes permanent peers and answers -8
+// "peer not found" for a temporary one.
 func TestAddNodeRemoveRefusesTemporaryPeer(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir(), false))
-	reviewRawPeer(t, n)
+	parityRawPeer(t, n)
 	c := rpcClient(t, n.RPCAddrs()[0].String())
-	addr := reviewPeerInfo(t, c)[0].Addr
+	addr := parityPeerInfo(t, c)[0].Addr
 	_, err := c.RawRequest("addnode", []json.RawMessage{json.RawMessage(strconv.Quote(addr)),
 		json.RawMessage(`"remove"`)})
-	e := reviewRPCError(err)
+	e := parityRPCError(err)
 	if e == nil || e.Code != btcjson.ErrRPCInvalidParameter || e.Message != "peer not found" {
 		t.Fatalf("addnode %s remove of an inbound peer: %v; btcd answers -8 peer not found", addr, err)
 	}
 }
 
 // btcd's "node remove <id>" of a temporary peer answers -1 "can't remove a
-// temporary peer, use disconnect" (rpcserver.go:441-466). The node removes
-// (disconnects) it and answers null (nodeadmin.go:318-326).
+// temporary peer, use disconnect".
 func TestNodeRemoveRefusesTemporaryPeer(t *testing.T) {
 	n := startNode(t, testConfig(t, t.TempDir(), false))
-	reviewRawPeer(t, n)
+	parityRawPeer(t, n)
 	c := rpcClient(t, n.RPCAddrs()[0].String())
-	id := reviewPeerInfo(t, c)[0].ID
+	id := parityPeerInfo(t, c)[0].ID
 	_, err := c.RawRequest("node", []json.RawMessage{json.RawMessage(`"remove"`),
 		json.RawMessage(fmt.Sprintf(`"%d"`, id))})
-	e := reviewRPCError(err)
+	e := parityRPCError(err)
 	if e == nil || e.Code != btcjson.ErrRPCMisc || e.Message != "can't remove a temporary peer, use disconnect" {
 		t.Fatalf("node remove %d (inbound): %v; btcd answers -1 can't remove a temporary peer", id, err)
 	}
 }
 
-// btcd's "node disconnect" of a permanent peer answers -1 (ErrRPCMisc)
-// "can't disconnect a permanent peer, use remove" (rpcserver.go:416-440).
-// The node has the message but code -8 (nodeadmin.go:322, :339).
+// btcd's "node disconnect" of a permanent peer answers -1 (ErrRPCMisc) "can't
+// disconnect a permanent peer, use remove".
 func TestNodeDisconnectPermanentPeerCode(t *testing.T) {
 	a := startNode(t, testConfig(t, t.TempDir(), false))
 	b := startNode(t, testConfig(t, t.TempDir(), false))
@@ -132,17 +123,16 @@ func TestNodeDisconnectPermanentPeerCode(t *testing.T) {
 	}
 	waitFor(t, "the permanent peer", func() bool { return a.ConnectedCount() == 1 })
 	c := rpcClient(t, a.RPCAddrs()[0].String())
-	id := reviewPeerInfo(t, c)[0].ID
+	id := parityPeerInfo(t, c)[0].ID
 	_, err := c.RawRequest("node", []json.RawMessage{json.RawMessage(`"disconnect"`),
 		json.RawMessage(fmt.Sprintf(`"%d"`, id))})
-	e := reviewRPCError(err)
+	e := parityRPCError(err)
 	if e == nil || e.Code != btcjson.ErrRPCMisc || e.Message != "can't disconnect a permanent peer, use remove" {
 		t.Fatalf("node disconnect %d (permanent): %v; btcd answers -1", id, err)
 	}
 }
 
-// btcd's getinfo reports --proxy (rpcserver.go:2378, Proxy: cfg.Proxy);
-// the node's getinfo never sets it (rpcext/status.go:16-25).
+// btcd's getinfo reports --proxy.
 func TestGetInfoReportsProxy(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), false)
 	cfg.Proxy = "127.0.0.1:9"

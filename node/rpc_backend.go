@@ -109,6 +109,7 @@ func (b rpcBackend) PeerInfo() []*btcjson.GetPeerInfoResult {
 			StartingHeight: st.StartingHeight,
 			CurrentHeight:  st.LastBlock,
 			FeeFilter:      sp.feeFilter.Load(),
+			BanScore:       int32(sp.banScore.Int()),
 			SyncNode:       st.ID == syncPeer,
 			V2Connection:   st.V2Connection,
 		}
@@ -125,8 +126,23 @@ func (b rpcBackend) AddNode(addr string, permanent bool) error {
 	return b.ConnectPeer(addr, permanent)
 }
 
-// RemoveNode disconnects a peer and stops reconnecting to it.
+// RemoveNode disconnects a permanent peer and stops reconnecting to it; as
+// btcd, a temporary peer is not removed (it is disconnected instead).
 func (b rpcBackend) RemoveNode(addr string) error {
+	permanent := false
+	if tcpAddr, err := b.resolvePeerAddr(addr); err == nil {
+		b.permanentMu.Lock()
+		permanent = b.permanent[tcpAddr.String()] != nil
+		b.permanentMu.Unlock()
+	}
+	if !permanent {
+		for _, sp := range b.peers.snapshot() {
+			if sp.Addr() == addr {
+				return rpcext.ErrTemporaryPeer
+			}
+		}
+		return errors.New("peer not found")
+	}
 	return b.DisconnectPeer(addr)
 }
 

@@ -57,6 +57,7 @@ func (n *Node) setupServers() (*servers, error) {
 			MaxBatchRequests:      cfg.RPCMaxBatch,
 			MaxWebsockets:         cfg.RPCMaxWebsockets,
 			RelayFee:              cfg.minRelayTxFee.ToBTC(),
+			Proxy:                 cfg.Proxy,
 			ElectrumAdmin:         s.electrumAdminFor(n),
 			Pruned:                cfg.Prune != 0,
 		})

@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"errors"
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcjson"
@@ -100,7 +101,8 @@ type Backend interface {
 	// ("addnode onetry").
 	AddNode(addr string, permanent bool) error
 
-	// RemoveNode disconnects and forgets a peer added with AddNode.
+	// RemoveNode disconnects and forgets a peer added with AddNode;
+	// ErrTemporaryPeer when the peers at addr are temporary ones.
 	RemoveNode(addr string) error
 
 	// EstimateFee returns the fee rate in BTC/kB for confirmation within
@@ -183,4 +185,11 @@ type CatchUpInfo struct {
 var (
 	_ Chain   = (*blockchain.BlockChain)(nil)
 	_ Mempool = (*mempool.TxPool)(nil)
+)
+
+// ErrTemporaryPeer and ErrPermanentPeer are a Backend's refusals to remove
+// a temporary peer and to disconnect a permanent one, as btcd refuses them.
+var (
+	ErrTemporaryPeer = errors.New("can't remove a temporary peer, use disconnect")
+	ErrPermanentPeer = errors.New("can't disconnect a permanent peer, use remove")
 )

@@ -85,6 +85,8 @@ type Config struct {
 
 	// RelayFee is the minimum relay fee in BTC/kB reported by getinfo.
 	RelayFee float64
+	// Proxy is the node's --proxy, which getinfo reports as btcd does.
+	Proxy string
 
 	// ElectrumAdmin serves the operator's Electrum commands (admin.go);
 	// nil when the node runs no Electrum server.

@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"errors"
 	"net"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -29,7 +30,9 @@ func handleAddNode(s *Server, cmd interface{}) (interface{}, error) {
 	case btcjson.ANOneTry:
 		err = s.cfg.Backend.AddNode(addr, false)
 	case btcjson.ANRemove:
-		err = s.cfg.Backend.RemoveNode(addr)
+		if err = s.cfg.Backend.RemoveNode(addr); errors.Is(err, ErrTemporaryPeer) {
+			err = errors.New("peer not found") // btcd's words here
+		}
 	default:
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "invalid subcommand for addnode")
 	}

@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"errors"
 	"math/big"
 	"net"
 	"strconv"
@@ -335,7 +336,10 @@ func handleNode(s *Server, cmd interface{}) (interface{}, error) {
 	default:
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "invalid subcommand for node")
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrTemporaryPeer), errors.Is(err, ErrPermanentPeer):
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCMisc, err.Error())
+	case err != nil:
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, err.Error())
 	}
 	return nil, nil

@@ -21,6 +21,7 @@ func handleGetInfo(s *Server, _ interface{}) (interface{}, error) {
 		Difficulty:      difficultyRatio(best.Bits, s.cfg.Params),
 		TestNet:         isTestNet(s.cfg.Params),
 		RelayFee:        s.cfg.RelayFee,
+		Proxy:           s.cfg.Proxy,
 	}, nil
 }
 
