@@ -182,13 +182,15 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 // to commit (or double-spent by one), so beside the index's rows it is
 // still unconfirmed, and a wallet asking then sees it there rather than
 // nowhere. Once the index has caught up, one the pool dropped is either
-// confirmed in the index or gone.
+// confirmed in the index or gone; while it is more than maxAhead blocks
+// behind, catching up, the pool alone counts.
 func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
 	if b.Pool.IsTransactionInPool(txid) {
 		return true
 	}
 	tip, ok := b.Index.LatestTip()
-	if !ok || b.Chain.BestSnapshot().Hash == tip.Hash {
+	best := b.Chain.BestSnapshot()
+	if !ok || best.Hash == tip.Hash || best.Height-tip.Height > maxAhead {
 		return false
 	}
 	_, err := b.Index.TxLocation(*txid)
@@ -210,7 +212,7 @@ func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 	}
 	for _, in := range tx.MsgTx().TxIn {
 		parent := in.PreviousOutPoint.Hash
-		if !b.Pool.IsTransactionInPool(&parent) {
+		if !b.unconfirmed(&parent) {
 			continue
 		}
 		if _, err := b.Index.TxLocation(parent); err != nil {

@@ -56,6 +56,9 @@ type request struct {
 	// isResponse marks a message from the client that is a response (it
 	// has result or error and no method); it is ignored.
 	isResponse bool
+	// failed is set once the request was counted as answered with an
+	// error (session.call).
+	failed bool
 }
 
 // isNotification reports whether no response is expected.

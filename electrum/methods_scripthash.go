@@ -431,8 +431,12 @@ func (ss *session) dropSubLocked(sh indexers.ScriptHash, st *subState) {
 
 // sendHeld queues a notification a pass held back until a subscription's
 // answer was queued. It counts in electrum_notifications_total as the
-// pass's own do, and is counted before the client can see it.
+// pass's own do, before the client can see it, unless the session has
+// ended.
 func (ss *session) sendHeld(msg []byte) {
+	if ss.closed() {
+		return
+	}
 	if mx := ss.srv.mx; mx != nil {
 		mx.notifications.Inc()
 	}

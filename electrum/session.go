@@ -641,7 +641,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		}
 		if total+len(resp) > ss.srv.cfg.MaxSend {
 			resp = encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
-			if mx := ss.srv.mx; mx != nil {
+			if mx := ss.srv.mx; mx != nil && !r.failed {
 				mx.failed(ss.srv.methods[r.method])
 			}
 		}
@@ -754,8 +754,9 @@ func (ss *session) call(r *request) (json.RawMessage, *RPCError, func(), func())
 			release = nil
 		}
 	}
+	r.failed = rerr != nil
 	if mx := ss.srv.mx; mx != nil {
-		mx.observe(m, time.Since(start), rerr != nil)
+		mx.observe(m, time.Since(start), r.failed)
 	}
 	return res, rerr, after, release
 }

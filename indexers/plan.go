@@ -203,9 +203,9 @@ func (pl *planner) layout() {
 }
 
 // bip30Overwrites are BIP 30's two exceptions (mainnet blocks 91842 and
-// 91880), by hash: their coinbase repeats an earlier one still unspent, at
-// the height given, and replaces its outputs. It is planned as spending
-// them too, so the index holds each once, as btcd's UTXO set does.
+// 91880), by hash: their coinbase repeats one still unspent at the height
+// given and replaces its outputs, so it is planned as spending them too,
+// holding each once as btcd's UTXO set does (undone, it gives them back).
 var bip30Overwrites = map[string]int32{
 	"00000000000a4d0a398161ffc163c503763b1f4360639393e0e4c8e300e0caec": 91812,
 	"00000000000743f190a18c5577a3c2d2a1f610ae9601ac046a38084ccb7cd721": 91722,

@@ -30,13 +30,20 @@ const (
 var errV2Busy = errors.New("too many inbound v2 handshakes")
 
 // admission holds the pending inbound handshakes by source network. A
-// source's v2 rate lives while it has a pending handshake.
+// source is kept while it has a pending handshake or its v2 rate has not
+// refilled, so that connecting one at a time does not reset its rate.
 type admission struct {
 	mu      sync.Mutex
 	sources map[string]*source
 	v2Total *rate.Limiter
 	v2Slots chan struct{}
+	// admits counts admissions since the last sweep of idle sources.
+	admits int
 }
+
+// sweepEvery is how many admissions pass between sweeps of the sources
+// with nothing pending and their rate refilled.
+const sweepEvery = 256
 
 // source is one source network's pending handshakes and v2 rate.
 type source struct {
@@ -59,6 +66,14 @@ func (a *admission) admit(addr net.Addr) (done func(), v2 v2transport.HandshakeA
 	key := sourceKey(addr)
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.admits++; a.admits >= sweepEvery {
+		a.admits = 0
+		for k, s := range a.sources {
+			if s.pending == 0 && s.v2.Tokens() >= v2SourceBurst {
+				delete(a.sources, k)
+			}
+		}
+	}
 	s := a.sources[key]
 	if s == nil {
 		s = &source{v2: rate.NewLimiter(v2SourceRate, v2SourceBurst)}
@@ -72,7 +87,7 @@ func (a *admission) admit(addr net.Addr) (done func(), v2 v2transport.HandshakeA
 		once.Do(func() {
 			a.mu.Lock()
 			defer a.mu.Unlock()
-			if s.pending--; s.pending == 0 {
+			if s.pending--; s.pending == 0 && s.v2.Tokens() >= v2SourceBurst {
 				delete(a.sources, key)
 			}
 		})
@@ -87,15 +102,16 @@ type v2Phase struct {
 
 // Acquire implements v2transport.HandshakeAdmission.
 func (p v2Phase) Acquire() (func(), error) {
-	if !p.source.Allow() || !p.a.v2Total.Allow() {
-		return nil, errV2Busy
-	}
 	select {
 	case p.a.v2Slots <- struct{}{}:
-		return func() { <-p.a.v2Slots }, nil
 	default:
 		return nil, errV2Busy
 	}
+	if !p.source.Allow() || !p.a.v2Total.Allow() {
+		<-p.a.v2Slots
+		return nil, errV2Busy
+	}
+	return func() { <-p.a.v2Slots }, nil
 }
 
 // sourceKey is the source network of addr: its /24 for IPv4, its /64 for

@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/mempool"
@@ -48,8 +49,8 @@ func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 // EstimateFee returns btcd's fee estimate in BTC/kvB (btcd's estimator has
 // one mode, so mode is ignored).
 func (r electrumRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	if blocks <= 0 {
-		return 0, errors.New("number of blocks must be positive")
+	if blocks <= 0 || blocks > math.MaxUint32 {
+		return 0, errors.New("number of blocks must be positive and fit 32 bits")
 	}
 	rate, err := r.n.feeEstimator.EstimateFee(uint32(blocks))
 	if err != nil {

@@ -78,9 +78,22 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 	} else {
 		progress := time.NewTicker(rescanProgressEvery)
 		defer progress.Stop()
+		watching := false
 		for h := from; h <= to; h++ {
 			if h > s.cfg.Chain.BestSnapshot().Height {
-				break
+				if rc.EndBlock != nil || watching {
+					break
+				}
+				// Through the tip: as btcd, the client is told of
+				// the addresses' and outputs' later transactions
+				// too. Watched first, then the blocks connected
+				// meanwhile scanned: one connected at this moment
+				// may be told twice, none is missed.
+				c.watchKeys(&keys)
+				watching = true
+				if h > s.cfg.Chain.BestSnapshot().Height {
+					break
+				}
 			}
 			select {
 			case <-c.quit:
@@ -118,20 +131,8 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 		if last == nil {
 			return nil, nil
 		}
-		if rc.EndBlock == nil {
-			// Rescanned through the tip: as btcd, the client is
-			// told of the addresses' and outputs' later
-			// transactions too.
-			addrs := make([]string, 0, len(keys.addrs))
-			for a := range keys.addrs {
-				addrs = append(addrs, a)
-			}
-			ops := make([]wire.OutPoint, 0, len(keys.unspent))
-			for op := range keys.unspent {
-				ops = append(ops, op)
-			}
-			c.watchReceived(addrs)
-			c.watchSpent(ops)
+		if watching {
+			c.watchKeys(&keys) // and the outputs found after
 		}
 	}
 	height := last.Height()
@@ -141,6 +142,21 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 	c.queueNtfn(btcjson.NewRescanFinishedNtfn(last.Hash().String(), height,
 		last.MsgBlock().Header.Timestamp.Unix()))
 	return nil, nil
+}
+
+// watchKeys has the client told of later transactions paying the
+// rescan's addresses or spending its outputs.
+func (c *wsClient) watchKeys(keys *rescanKeys) {
+	addrs := make([]string, 0, len(keys.addrs))
+	for a := range keys.addrs {
+		addrs = append(addrs, a)
+	}
+	ops := make([]wire.OutPoint, 0, len(keys.unspent))
+	for op := range keys.unspent {
+		ops = append(ops, op)
+	}
+	c.watchReceived(addrs)
+	c.watchSpent(ops)
 }
 
 // queueNtfn marshals and queues a notification; false when the client is

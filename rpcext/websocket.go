@@ -2,6 +2,7 @@ package rpcext
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -139,12 +140,15 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 
 // readLoop answers requests until the connection fails or closes. Once
 // the client has authenticated, its requests run beside each other, at
-// most MaxConcurrentRequests at once, as btcd runs them: a rescan or a
-// long poll does not hold up the client's other requests, and the loop
-// goes on reading, so a client that leaves is seen at once and its rescan
-// stops (it watches c.quit).
+// most MaxConcurrentRequests at once, as btcd runs them, so a rescan or a
+// long poll does not hold up the client's other requests. Those two run
+// apart, at most maxLongRequests of them (more are refused): the others
+// end soon, so the loop never waits long to read on, and a client that
+// leaves is seen at once, which ends its rescans and long polls (they
+// watch c.quit).
 func (c *wsClient) readLoop() {
 	sem := make(chan struct{}, max(c.s.cfg.MaxConcurrentRequests, 1))
+	long := make(chan struct{}, maxLongRequests)
 	var running sync.WaitGroup
 	defer func() {
 		c.close()
@@ -172,20 +176,55 @@ func (c *wsClient) readLoop() {
 			}
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-c.quit:
-			return
+		slots := sem
+		if req, ok := longRequest(msg); ok {
+			select {
+			case long <- struct{}{}:
+				slots = long
+			default:
+				ver := btcjson.RpcVersion1
+				if req.Jsonrpc == string(btcjson.RpcVersion2) {
+					ver = btcjson.RpcVersion2
+				}
+				var id interface{}
+				_ = json.Unmarshal(req.ID, &id)
+				if !c.queue(marshalReply(ver, id, nil, btcjson.NewRPCError(btcjson.ErrRPCMisc,
+					fmt.Sprintf("%s: %d rescans and long polls of this client are running already", req.Method, maxLongRequests)))) {
+					return
+				}
+				continue
+			}
+		} else {
+			select {
+			case sem <- struct{}{}:
+			case <-c.quit:
+				return
+			}
 		}
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			defer func() { <-sem }()
+			defer func() { <-slots }()
 			if reply := c.s.processBody(msg, c); reply != nil && !c.queue(reply) {
 				c.close()
 			}
 		}()
 	}
+}
+
+// maxLongRequests bounds the rescans and long polls one websocket client
+// runs at once.
+const maxLongRequests = 2
+
+// longRequest reports whether msg is a request that may run until the
+// chain's tip or its next block: a rescan, or getblocktemplate (a long
+// poll). A batch is not.
+func longRequest(msg []byte) (rawRequest, bool) {
+	var req rawRequest
+	if json.Unmarshal(msg, &req) != nil {
+		return req, false
+	}
+	return req, req.Method == "rescan" || req.Method == "getblocktemplate"
 }
 
 // admitUnauthenticated screens a message from a client that has not

@@ -1,8 +1,10 @@
 package rpcext
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/btcsuite/btcd/address/v2"
@@ -142,13 +144,20 @@ func handleNotifySpent(c *wsClient, cmd interface{}) (interface{}, error) {
 		return nil, err
 	}
 	c.watchSpent(ops)
-	// As btcd: a spend already in the mempool is told at once.
+	// As btcd: a spend already in the mempool is told at once, with
+	// redeemingtx alone.
 	if pool, err := c.s.pool(); err == nil {
 		seen := make(map[chainhash.Hash]bool)
 		for _, op := range ops {
-			if tx := pool.CheckSpend(op); tx != nil && !seen[*tx.Hash()] {
-				seen[*tx.Hash()] = true
-				c.s.notifyTx(c, tx, nil, 0)
+			tx := pool.CheckSpend(op)
+			if tx == nil || seen[*tx.Hash()] {
+				continue
+			}
+			seen[*tx.Hash()] = true
+			var buf bytes.Buffer
+			if err := tx.MsgTx().Serialize(&buf); err == nil &&
+				!c.queueNtfn(btcjson.NewRedeemingTxNtfn(hex.EncodeToString(buf.Bytes()), nil)) {
+				break
 			}
 		}
 	}
