@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/blockchain"
@@ -27,6 +28,9 @@ type IndexBackend struct {
 	Mempool *indexers.Mempool
 	Pool    *mempool.TxPool
 	Relay   TxRelay
+
+	aheadMu    sync.Mutex
+	aheadCache *aheadTxs
 }
 
 var _ Backend = (*IndexBackend)(nil)
@@ -172,50 +176,40 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 	return out
 }
 
-// unconfirmed reports whether a transaction of the mempool view counts as
-// unconfirmed beside the index's rows. The view is reconciled with btcd's
-// pool after the index commits, while btcd's pool drops a block's
-// transactions when the chain connects it: in between, the view holds
-// transactions the pool has dropped. While btcd's pool holds one, it
-// counts. One it dropped counts while the chain is ahead of the index and
-// the index does not hold it: it was mined in a block the index has yet
-// to commit (or double-spent by one), so beside the index's rows it is
-// still unconfirmed, and a wallet asking then sees it there rather than
-// nowhere. Once the index has caught up, one the pool dropped is either
-// confirmed in the index or gone; while it is more than maxAhead blocks
-// behind, catching up, the pool alone counts.
+// unconfirmed reports whether a transaction counts as unconfirmed beside
+// the index's rows: btcd's pool holds it, or it was mined in one of the
+// chain's blocks the index has not committed yet (ahead), and the index
+// does not hold it. btcd's pool drops a block's transactions when the chain
+// connects it, a moment before the index commits it; in that moment they
+// are still unconfirmed beside the index's rows, and a wallet asking then
+// sees them there rather than nowhere. A transaction the index holds is
+// confirmed, even while btcd's pool lists it (the index may commit a block
+// before the pool drops it; in a reorganization the pool takes back a
+// disconnected block's transactions before the index undoes it).
 func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
-	if b.Pool.IsTransactionInPool(txid) {
+	if _, ok := b.ahead()[*txid]; ok {
 		return true
 	}
-	tip, ok := b.Index.LatestTip()
-	best := b.Chain.BestSnapshot()
-	if !ok || best.Hash == tip.Hash || best.Height-tip.Height > maxAhead {
+	if !b.Pool.IsTransactionInPool(txid) {
 		return false
 	}
 	_, err := b.Index.TxLocation(*txid)
 	return errors.Is(err, indexers.ErrNotFound)
 }
 
-// mempoolHeight returns 0 or -1 for a pool transaction from btcd's pool
-// itself: -1 when some input spends a transaction in the pool that the
-// index does not hold (the overlay may not know yet that a parent was just
-// mined, or came back from a disconnected block). A parent the index holds
-// is confirmed even while btcd's pool still lists it: the index may commit
-// a block before btcd's pool drops the block's transactions, and nothing
-// tells the server when the pool does, so a height read from the pool
-// alone would stay -1 in a status the next history contradicts.
+// mempoolHeight returns 0 or -1 for an unconfirmed transaction: -1 when
+// some input spends a transaction that counts as unconfirmed. overlay, the
+// view's own, is the answer for one neither btcd's pool nor the blocks
+// ahead hold.
 func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {
-		return overlay
+		if tx = b.ahead()[txid]; tx == nil {
+			return overlay
+		}
 	}
 	for _, in := range tx.MsgTx().TxIn {
-		parent := in.PreviousOutPoint.Hash
-		if !b.unconfirmed(&parent) {
-			continue
-		}
-		if _, err := b.Index.TxLocation(parent); err != nil {
+		if b.unconfirmed(&in.PreviousOutPoint.Hash) {
 			return -1
 		}
 	}
@@ -242,18 +236,24 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 // MempoolIsSpent implements MempoolView, restricted to spends that count
 // as unconfirmed, as the other mempool answers are.
 func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {
+	_, ok := b.MempoolSpender(op)
+	return ok
+}
+
+// MempoolSpender returns the transaction spending op that counts as
+// unconfirmed (unconfirmed), for the Esplora API's spenders.
+func (b *IndexBackend) MempoolSpender(op wire.OutPoint) (chainhash.Hash, bool) {
 	txid, ok := b.Mempool.SpentBy(op)
-	return ok && b.unconfirmed(&txid)
+	return txid, ok && b.unconfirmed(&txid)
 }
 
 // MempoolTx implements MempoolView from btcd's pool or, for a transaction
-// of the view the pool has dropped that still counts as unconfirmed
-// (unconfirmed), from the block the chain connected it in: a wallet shown
-// the transaction may ask for it.
+// mined in a block the index has not committed (ahead), from that block: a
+// wallet shown the transaction may ask for it.
 func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 	tx, err := b.Pool.FetchTransaction(&txid)
 	if err != nil {
-		if tx = b.minedAhead(&txid); tx == nil {
+		if tx = b.ahead()[txid]; tx == nil {
 			return nil, false
 		}
 	}
@@ -264,32 +264,69 @@ func (b *IndexBackend) MempoolTx(txid chainhash.Hash) ([]byte, bool) {
 	return buf.Bytes(), true
 }
 
-// maxAhead is how many of the chain's blocks above the index tip minedAhead
-// looks through: at the tip the index trails the chain by a block for a
-// moment; further behind, it is catching up, and the pool is what counts.
+// maxAhead bounds the chain's blocks the index may not have committed for
+// their transactions to count as unconfirmed (ahead): at the tip the index
+// trails the chain by a block for a moment; further behind, it is catching
+// up, and btcd's pool alone counts.
 const maxAhead = 3
 
-// minedAhead returns the transaction txid of the mempool view from the
-// chain's blocks above the index tip, when the index does not hold it.
-func (b *IndexBackend) minedAhead(txid *chainhash.Hash) *btcutil.Tx {
+// aheadTxs are the transactions of the main chain's blocks above the last
+// block it shares with the index. They are valid while the chain's tip and
+// the index tip are those they were read at.
+type aheadTxs struct {
+	chainTip, indexTip chainhash.Hash
+	txs                map[chainhash.Hash]*btcutil.Tx
+}
+
+// MinedAhead reports whether txid was mined in one of the main chain's
+// blocks the index has not committed yet (at most maxAhead of them): the
+// mempool view keeps such a transaction (indexers.Mempool.SyncKeeping).
+func (b *IndexBackend) MinedAhead(txid chainhash.Hash) bool {
+	_, ok := b.ahead()[txid]
+	return ok
+}
+
+// ahead returns the transactions of the main chain's blocks the index has
+// not committed: none when the index is at the chain's tip, or more than
+// maxAhead blocks from it.
+func (b *IndexBackend) ahead() map[chainhash.Hash]*btcutil.Tx {
 	tip, ok := b.Index.LatestTip()
 	best := b.Chain.BestSnapshot()
-	if !ok || best.Height <= tip.Height || best.Height-tip.Height > maxAhead || !b.Mempool.Has(*txid) ||
-		!b.unconfirmed(txid) {
+	if !ok || best.Hash == tip.Hash {
 		return nil
 	}
-	for h := tip.Height + 1; h <= best.Height; h++ {
+	b.aheadMu.Lock()
+	defer b.aheadMu.Unlock()
+	if a := b.aheadCache; a != nil && a.chainTip == best.Hash && a.indexTip == tip.Hash {
+		return a.txs
+	}
+	a := &aheadTxs{chainTip: best.Hash, indexTip: tip.Hash}
+	b.aheadCache = a
+	// The last block the index shares with the main chain: its tip, or
+	// below it in a reorganization the writer has yet to undo.
+	fork := min(tip.Height, best.Height)
+	for ; fork >= 0 && best.Height-fork <= maxAhead; fork-- {
+		held, _, err := b.Index.Block(fork)
+		main, merr := b.Chain.BlockHashByHeight(fork)
+		if err == nil && merr == nil && *main == held {
+			break
+		}
+	}
+	if best.Height-fork > maxAhead {
+		return nil
+	}
+	a.txs = make(map[chainhash.Hash]*btcutil.Tx)
+	for h := fork + 1; h <= best.Height; h++ {
 		block, err := b.Chain.BlockByHeight(h)
 		if err != nil {
+			a.txs = nil
 			return nil
 		}
 		for _, tx := range block.Transactions()[1:] {
-			if tx.Hash().IsEqual(txid) {
-				return tx
-			}
+			a.txs[*tx.Hash()] = tx
 		}
 	}
-	return nil
+	return a.txs
 }
 
 // FeeHistogram implements MempoolView.

@@ -48,6 +48,8 @@ type realNode struct {
 	// waits there.
 	gate chan struct{}
 	held chan struct{}
+	// after, when set, runs at the end of each commit's handling.
+	after func(indexers.Commit)
 }
 
 // hold makes the writer wait after its next commit, so that the chain can
@@ -216,7 +218,13 @@ func (n *realNode) onCommit(c indexers.Commit) {
 			descs = append(descs, d)
 		}
 	}
-	srv.NotifyMempool(n.overlay.Sync(descs))
+	srv.NotifyMempool(n.overlay.SyncKeeping(descs, n.backend.MinedAhead))
+	n.mu.Lock()
+	after := n.after
+	n.mu.Unlock()
+	if after != nil {
+		after(c)
+	}
 }
 
 // coin takes one reserved mature coin.

@@ -46,6 +46,8 @@ type Index interface {
 	MempoolEntries(sh indexers.ScriptHash) []electrum.MempoolEntry
 	MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	MempoolIsSpent(op wire.OutPoint) bool
+	// MempoolSpender returns the unconfirmed transaction spending op.
+	MempoolSpender(op wire.OutPoint) (chainhash.Hash, bool)
 	MempoolTx(txid chainhash.Hash) ([]byte, bool)
 
 	// Broadcast and EstimateFee are the node's relay and fee policy
@@ -66,9 +68,7 @@ type Chain interface {
 }
 
 // Pool is what the server reads of btcd's transaction pool for the
-// mempool-wide endpoints and for the spenders of outputs. *mempool.TxPool
-// implements it.
+// mempool-wide endpoints. *mempool.TxPool implements it.
 type Pool interface {
 	TxDescs() []*mempool.TxDesc
-	CheckSpend(op wire.OutPoint) *btcutil.Tx
 }

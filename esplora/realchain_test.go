@@ -174,7 +174,7 @@ func (n *testNode) onCommit(c indexers.Commit) {
 			descs = append(descs, d)
 		}
 	}
-	n.overlay.Sync(descs)
+	n.overlay.SyncKeeping(descs, n.backend.MinedAhead)
 }
 
 // coin takes a mature anyone-can-spend coin.

@@ -26,7 +26,7 @@ func spentBy(txid chainhash.Hash, vin int, st txStatus) spendValue {
 
 // spenders finds who spends the given outputs of a transaction. The index
 // has no spender table, so the spender is derived from the output's
-// script: a mempool spender from btcd's pool; a confirmed one, when the
+// script: a mempool spender from the mempool view; a confirmed one, when the
 // output is not among the script's unspent outputs, from the script's
 // history after the funding block (the spender must be there), reading its
 // transactions in chain order until every wanted output is found.
@@ -39,10 +39,14 @@ func (s *Server) spenders(q *request, c *cachedTx, vouts []uint32) ([]spendValue
 			continue
 		}
 		op := wire.OutPoint{Hash: txid, Index: vout}
-		if spender := s.pool.CheckSpend(op); spender != nil {
-			for vin, in := range spender.MsgTx().TxIn {
-				if in.PreviousOutPoint == op {
-					out[i] = spentBy(*spender.Hash(), vin, txStatus{})
+		if stxid, ok := s.index.MempoolSpender(op); ok {
+			// The spender the other mempool answers show: btcd's pool's,
+			// or one mined a block the index has not committed yet.
+			if sc, err := s.readTx(stxid); err == nil && sc != nil {
+				for vin, in := range sc.tx.TxIn {
+					if in.PreviousOutPoint == op {
+						out[i] = spentBy(stxid, vin, txStatus{})
+					}
 				}
 			}
 			continue

@@ -99,7 +99,12 @@ func (m *Mempool) Add(descs ...*mempool.TxDesc) []ScriptHash {
 // were mined, replaced or evicted go, new ones come, and transactions whose
 // parents were mined or came back to the pool change between height 0 and
 // -1.
-func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
+func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash { return m.SyncKeeping(descs, nil) }
+
+// SyncKeeping is Sync that keeps the transactions keep accepts although
+// the pool no longer holds them (mined in a block the index has not
+// committed yet).
+func (m *Mempool) SyncKeeping(descs []*mempool.TxDesc, keep func(chainhash.Hash) bool) []ScriptHash {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	touched := make(map[ScriptHash]struct{})
@@ -108,7 +113,7 @@ func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash {
 		present[*d.Tx.Hash()] = struct{}{}
 	}
 	for txid, ptx := range m.txs {
-		if _, ok := present[txid]; !ok {
+		if _, ok := present[txid]; !ok && (keep == nil || !keep(txid)) {
 			m.removeLocked(ptx, touched)
 		}
 	}
@@ -387,14 +392,6 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 		return out[i].Vout < out[j].Vout
 	})
 	return out
-}
-
-// Has reports whether the view holds the transaction txid.
-func (m *Mempool) Has(txid chainhash.Hash) bool {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	_, ok := m.txs[txid]
-	return ok
 }
 
 // SpentBy returns the unconfirmed transaction that spends op, if one does.

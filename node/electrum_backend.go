@@ -17,14 +17,17 @@ import (
 // electrum's IndexBackend over the chain, the Electrum index, the mempool
 // view and btcd's pool, relaying through the node.
 func (n *Node) electrumBackend(idx *indexers.ElectrumIndex) *electrum.IndexBackend {
-	return &electrum.IndexBackend{
-		Params:  n.params,
-		Chain:   n.chain,
-		Index:   idx,
-		Mempool: n.mempoolView,
-		Pool:    n.txMemPool,
-		Relay:   electrumRelay{n},
+	if n.indexBackend == nil {
+		n.indexBackend = &electrum.IndexBackend{
+			Params:  n.params,
+			Chain:   n.chain,
+			Index:   idx,
+			Mempool: n.mempoolView,
+			Pool:    n.txMemPool,
+			Relay:   electrumRelay{n},
+		}
 	}
+	return n.indexBackend
 }
 
 // electrumRelay is the node as the Electrum server's electrum.TxRelay.

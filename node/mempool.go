@@ -80,7 +80,11 @@ func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc, confir
 	}
 	var touched []indexers.ScriptHash
 	if full {
-		touched = mp.Sync(unconfirmed(n.txMemPool.TxDescs(), confirmed))
+		var keep func(chainhash.Hash) bool
+		if b := n.indexBackend; b != nil {
+			keep = b.MinedAhead
+		}
+		touched = mp.SyncKeeping(unconfirmed(n.txMemPool.TxDescs(), confirmed), keep)
 	} else {
 		touched = mp.Add(accepted...)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
+	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
@@ -51,10 +52,13 @@ type Node struct {
 	cpuMiner     *cpuminer.CPUMiner
 	mempoolView  *indexers.Mempool // nil without the Electrum index
 
-	addrManager  *addrmgr.AddrManager
-	connManager  *connmgr.ConnManager
-	downgrader   *peer.P2PDowngrader
-	admission    *admission // inbound handshakes pending
+	addrManager *addrmgr.AddrManager
+	connManager *connmgr.ConnManager
+	downgrader  *peer.P2PDowngrader
+	admission   *admission // inbound handshakes pending
+	// indexBackend is the Electrum index's reads for the Electrum and
+	// Esplora servers, one for both (electrumBackend).
+	indexBackend *electrum.IndexBackend
 	services     wire.ServiceFlag
 	p2pListeners []net.Listener
 	peers        *peerSet
