@@ -103,13 +103,12 @@
 //     (no CPFP at acceptance), and there is no package RBF.
 //   - Acceptance is not atomic: members accepted before a failing member
 //     stay in the mempool.
-//   - A member already in the mempool is reported as an error ("already
-//     have transaction") rather than silently deduplicated.
 //   - The verbose result has Core's package_msg and tx-results keys, keyed by
 //     wtxid, but only with txid, vsize and error per member.
 //
 // The non-verbose result is the protocol's {"success": bool, "errors":
-// [{"txid", "error"}]}.
+// [{"txid", "error"}]}. A member already in the mempool counts as
+// accepted, as a single broadcast of it does (IndexBackend.Broadcast).
 //
 // # Transactions
 //

@@ -2,17 +2,18 @@
 //
 // It speaks btcd's dialect: HTTP POST (TLS by default, basic auth, JSON-RPC
 // 1.0 framing, batches) and a websocket endpoint at /ws with btcd's
-// notifyblocks and loadtxfilter commands and the blockconnected,
-// blockdisconnected, filteredblockconnected and filteredblockdisconnected
-// notifications, enough for btcd's rpcclient, btcctl and the
-// integration/rpctest harness. Commands are parsed with btcjson and answered
+// websocket commands (notifyblocks, loadtxfilter, rescanblocks,
+// notifynewtransactions, notifyreceived, notifyspent, rescan, session and
+// their stop forms) and notifications, enough for btcd's rpcclient, btcctl,
+// btcwallet-style clients and the integration/rpctest harness. Commands are parsed with btcjson and answered
 // with btcjson's result types.
 //
-// Beyond btcd it adds getelectruminfo and the operator's Electrum commands
+// Beyond btcd it adds getelectruminfo, the operator's Electrum commands
 // (admin.go: getelectrumsessions, disconnectelectrumsession,
-// getscripthashinfo, reloadelectrumtls), registered with btcjson so
-// rpcclient and cmd/btcd-electrum-ctl know them. The operator's commands
-// need the server's credentials.
+// getscripthashinfo, reloadelectrumtls; verify.go: verifyelectrumindex)
+// and the regtest faucet (faucet.go), registered with btcjson so rpcclient
+// and cmd/btcd-electrum-ctl know them. The operator's commands need the
+// server's credentials.
 //
 // The server reads the node through three small interfaces owned here
 // (backend.go): Chain (btcd's *blockchain.BlockChain satisfies it), Mempool
