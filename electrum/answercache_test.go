@@ -13,7 +13,7 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// TestAnswerCacheFollowsTheChain checks header chunks and long histories
+// TestAnswerCacheFollowsTheChain checks header chunks and histories
 // answered from the answer cache against the chain and the index, asked
 // twice each (the second from the cache), after a block paying the script,
 // with a mempool transaction paying it, and after a reorganization that

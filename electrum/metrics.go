@@ -165,10 +165,10 @@ func (s *Server) scrapedCollectors() []prometheus.Collector {
 			Name: "electrum_cost_groups", Help: "Subnets whose sessions' cost is being accounted (open sessions or cost not yet decayed).",
 		}, func() float64 { return float64(s.groups.len(time.Now(), s.cfg.groupDecay())) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "electrum_answer_cache_hits_total", Help: "Header chunks and long histories answered from the answer cache.",
+			Name: "electrum_answer_cache_hits_total", Help: "Header chunks and histories answered from the answer cache.",
 		}, func() float64 { return float64(s.counters.cacheHits.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "electrum_answer_cache_misses_total", Help: "Header chunks and long histories built because the answer cache had no valid copy.",
+			Name: "electrum_answer_cache_misses_total", Help: "Header chunks and histories built because the answer cache had no valid copy.",
 		}, func() float64 { return float64(s.counters.cacheMisses.Load()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "electrum_answer_cache_bytes", Help: "Bytes of answers held in the answer cache (--electrumanswercache).",

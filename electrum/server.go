@@ -42,7 +42,7 @@ type Server struct {
 	gate *workGate
 	// workers run the requests (workers.go).
 	workers *workers
-	// answers caches header chunks and long histories (answercache.go).
+	// answers caches header chunks and histories (answercache.go).
 	answers *answerCache
 	// counters are the event counts behind Stats (refusals.go).
 	counters counters

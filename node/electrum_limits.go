@@ -28,7 +28,7 @@ type ElectrumLimits struct {
 	CostHardLimit     float64       `long:"electrumcosthardlimit" description:"Session cost at which an Electrum client is disconnected (default 10000; negative disables throttling)"`
 	RequestSleep      time.Duration `long:"electrumrequestsleep" description:"Delay of a request at the hard cost limit (default 2.5s)"`
 	BandwidthUnit     int           `long:"electrumbandwidthunit" description:"Bytes sent or received that cost 1.0 (default 5000)"`
-	AnswerCache       int64         `long:"electrumanswercache" description:"Bytes of header chunks and long histories kept encoded for the next Electrum client asking for them (default 67108864; negative disables)"`
+	AnswerCache       int64         `long:"electrumanswercache" description:"Bytes of header chunks and confirmed histories kept encoded for the next Electrum client asking for them (default 67108864; negative disables)"`
 	Banner            string        `long:"electrumbanner" description:"Text returned by server.banner"`
 	DonationAddress   string        `long:"electrumdonationaddress" description:"Address returned by server.donation_address"`
 
