@@ -187,10 +187,9 @@ func (b *IndexBackend) MempoolEntries(sh indexers.ScriptHash) []MempoolEntry {
 // before the pool drops it; in a reorganization the pool takes back a
 // disconnected block's transactions before the index undoes it).
 func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
-	if _, ok := b.ahead()[*txid]; ok {
-		return true
-	}
-	if !b.Pool.IsTransactionInPool(txid) {
+	// A transaction of the blocks ahead may be held by the index too, in
+	// a block of the branch the chain left (mined on both branches).
+	if _, ok := b.ahead()[*txid]; !ok && !b.Pool.IsTransactionInPool(txid) {
 		return false
 	}
 	_, err := b.Index.TxLocation(*txid)

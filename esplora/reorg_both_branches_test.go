@@ -1,0 +1,43 @@
+package esplora
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/wire/v2"
+)
+
+// TestReorgBothBranchesStatsCountTwice: T is mined in a (committed by
+// the index) and again in b1 of the new branch; while the index still holds
+// a, chain_stats and mempool_stats count T's output once.
+func TestReorgBothBranchesStatsCountTwice(t *testing.T) {
+	hn := newHeldNode(t)
+	coin := hn.coin()
+	payTo := p2wpkhScript(0x91)
+	value := coin.Value - 10_000
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
+	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
+		t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	parent := hn.tipBlock()
+	hn.hold()
+	hn.process(parent, time.Second, tx) // a, holding T
+	<-hn.held
+	type view struct {
+		ChainStats   scriptStats `json:"chain_stats"`
+		MempoolStats scriptStats `json:"mempool_stats"`
+	}
+	var v view
+	// Asked at a first, as TestReorgWindowStatsCountTwice does (without
+	// it, chain_stats answers 500 in the window: a pre-existing issue).
+	hn.getJSON("/scripthash/"+esploraHash(payTo), &v)
+	b1 := hn.process(parent, 2*time.Second, tx) // b1 holds T too
+	hn.process(b1, time.Second)                 // reorganized onto b1, b2
+	hn.getJSON("/scripthash/"+esploraHash(payTo), &v)
+	if v.ChainStats.FundedTxoSum+v.MempoolStats.FundedTxoSum != value ||
+		v.ChainStats.TxCount+v.MempoolStats.TxCount != 1 {
+		t.Fatalf("stats %+v: T (%d) counted in both chain_stats and mempool_stats", v, value)
+	}
+}
