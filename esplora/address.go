@@ -295,8 +295,12 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		m := &scriptMatcher{sh: sh, script: script}
 		var funded fundedTotals
 		start := 0
+		at, err := s.tipChain(tip)
+		if err != nil {
+			return scriptStats{}, err
+		}
 		if haveCached && cached.height <= tip.Height {
-			if hash, err := s.chain.BlockHashByHeight(cached.height); err == nil && *hash == cached.hash {
+			if hash, ok := at.hash(cached.height); ok && hash == cached.hash {
 				funded = cached
 				if m.script == nil {
 					m.script = cached.script
@@ -315,7 +319,7 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		}
 		funded.count += count
 		funded.sum += sum
-		if !s.chain.MainChainHasBlock(&tip.Hash) {
+		if !at.still() {
 			continue
 		}
 		st := scriptStats{
@@ -704,6 +708,10 @@ retry:
 		if err != nil {
 			return nil, err
 		}
+		at, err := s.tipChain(tip)
+		if err != nil {
+			return nil, err
+		}
 		statuses := make(map[int32]txStatus)
 		out := []utxoValue{}
 		for _, u := range uns {
@@ -712,20 +720,18 @@ retry:
 			}
 			st, ok := statuses[u.Height]
 			if !ok {
-				hash, err := s.chain.BlockHashByHeight(u.Height)
-				if err != nil {
-					continue retry // the chain is shorter than the tip read
+				hash, ok := at.hash(u.Height)
+				if !ok {
+					continue retry
 				}
-				if st, err = s.statusAt(u.Height, *hash); err != nil {
+				if st, err = s.statusAt(u.Height, hash); err != nil {
 					return nil, err
 				}
 				statuses[u.Height] = st
 			}
 			out = append(out, utxoValue{u.TxHash.String(), u.Vout, st, u.Value})
 		}
-		// The heights name blocks of the tip the outputs were read at
-		// only while that tip is in the main chain.
-		if !s.chain.MainChainHasBlock(&tip.Hash) {
+		if !at.still() {
 			continue
 		}
 		for _, u := range s.index.MempoolUnspent(sh) {

@@ -222,3 +222,48 @@ func TestReorgWindowNewBranchTxMissing(t *testing.T) {
 			"while Electrum get_mempool lists it unconfirmed", mem, chain, code)
 	}
 }
+
+// TestReorgWindowFirstReadsAnswered: while the index has yet to undo a
+// block the chain left, a script's first stats and its unspent outputs are
+// answered, as the rest of the answers are, for the chain the index tip
+// ends: its outputs' blocks are the index's, as /tx/:txid/status gives
+// them.
+func TestReorgWindowFirstReadsAnswered(t *testing.T) {
+	hn := newHeldNode(t)
+	coin := hn.coin()
+	payTo := p2wpkhScript(0x84)
+	value := coin.Value - 10_000
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
+	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
+		t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	parent := hn.tipBlock()
+	hn.hold()
+	a := hn.process(parent, time.Second, tx)
+	<-hn.held
+	b1 := hn.process(parent, 2*time.Second)
+	hn.process(b1, time.Second) // reorganized; the index is still at a
+
+	path := "/scripthash/" + esploraHash(payTo)
+	if code, body := hn.get(path); code != http.StatusOK {
+		t.Fatalf("GET %s in the reorganization: %d %s", path, code, body)
+	}
+	var v struct {
+		ChainStats   scriptStats `json:"chain_stats"`
+		MempoolStats scriptStats `json:"mempool_stats"`
+	}
+	hn.getJSON(path, &v)
+	if v.ChainStats.TxCount != 1 || v.ChainStats.FundedTxoSum != value || v.MempoolStats.TxCount != 0 {
+		t.Fatalf("stats at the index tip a: %+v", v)
+	}
+	if code, body := hn.get(path + "/utxo"); code != http.StatusOK {
+		t.Fatalf("GET %s/utxo in the reorganization: %d %s", path, code, body)
+	}
+	var utxos []utxoValue
+	hn.getJSON(path+"/utxo", &utxos)
+	var st txStatus
+	hn.getJSON("/tx/"+tx.TxHash().String()+"/status", &st)
+	if len(utxos) != 1 || utxos[0].Status.BlockHash != a.Hash().String() || st.BlockHash != a.Hash().String() {
+		t.Fatalf("utxo %+v and status %+v, want both in block a %s", utxos, st, a.Hash())
+	}
+}
