@@ -113,12 +113,8 @@ type scriptStats struct {
 	TxCount        int   `json:"tx_count"`
 }
 
-// statsCacheEntries bounds the cached funded totals; statsCacheMin is the
-// shortest history worth caching (shorter ones are read in a few
-// milliseconds).
-const statsCacheEntries = 10_000
-
-var statsCacheMin = 100 // a variable for tests
+// statsCacheEntries bounds the cached funded totals.
+const statsCacheEntries = 100_000
 
 // fundedTotals are the outputs a script's confirmed history funds up to a
 // block: valid while that block is in the main chain at that height.
@@ -131,8 +127,9 @@ type fundedTotals struct {
 	stats  scriptStats // the whole confirmed stats at that block
 }
 
-// statsCache keeps fundedTotals of long histories, so a script's stats
-// after a new block read only that block's transactions.
+// statsCache keeps scripts' fundedTotals: a script's stats are answered
+// again without a read while the tip stays, and after a new block read
+// only that block's transactions.
 type statsCache struct {
 	mu  sync.Mutex
 	max int
@@ -169,9 +166,9 @@ var historyCacheMin = 1_000
 
 const historyCacheEntries = 2_000_000
 
-// historyCache keeps long histories with the tip they were read at: a
-// wallet paging through one (25 transactions a request) reads it once per
-// block instead of once per page.
+// historyCache keeps long histories with the tip they were read at: the
+// spenders of a page of a long history's transactions (/outspends of each)
+// read it once per tip instead of once per transaction.
 type historyCache struct {
 	mu      sync.Mutex
 	entries int
@@ -213,37 +210,6 @@ func (c *historyCache) put(sh indexers.ScriptHash, h cachedHistory) {
 	}
 }
 
-// tipStatsEntries bounds the stats of short histories kept for the tip.
-const tipStatsEntries = 100_000
-
-// tipStatsCache keeps the confirmed stats of short histories for one tip:
-// a wallet polling its addresses between blocks is answered without a
-// read. A new tip empties it.
-type tipStatsCache struct {
-	mu  sync.Mutex
-	tip indexers.Tip
-	m   map[indexers.ScriptHash]scriptStats
-}
-
-func (c *tipStatsCache) get(tip indexers.Tip, sh indexers.ScriptHash) (scriptStats, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tip != tip {
-		return scriptStats{}, false
-	}
-	st, ok := c.m[sh]
-	return st, ok
-}
-
-func (c *tipStatsCache) put(tip indexers.Tip, sh indexers.ScriptHash, st scriptStats) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tip != tip || c.m == nil || len(c.m) >= tipStatsEntries {
-		c.tip, c.m = tip, make(map[indexers.ScriptHash]scriptStats)
-	}
-	c.m[sh] = st
-}
-
 // history reads a script's confirmed history within the server's limit;
 // a long one comes from the cache while the index tip is the one it was
 // read at. The slice is shared: callers do not modify it.
@@ -266,19 +232,15 @@ func (s *Server) history(sh indexers.ScriptHash) ([]indexers.HistoryEntry, index
 // chainStats derives a script's confirmed stats from its history and its
 // unspent outputs read at one tip: tx_count is the history's length; the
 // funded outputs are those of the history's transactions paying the script
-// (each transaction read once, or only those of new blocks when the totals
-// of a long history are cached); every spent output was funded in the
-// history, so spent = funded - unspent. The stats of a long history are
-// kept with the tip they describe and answered again while it is the tip.
+// (each transaction read once, or only those of new blocks when the
+// script's totals are cached); every spent output was funded in the
+// history, so spent = funded - unspent.
 func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (scriptStats, error) {
 	for attempt := 0; attempt < tipRetries; attempt++ {
 		cached, haveCached := s.stats.get(sh)
 		if now, err := s.index.ChainTip(); err == nil {
 			if haveCached && now.Hash == cached.hash {
 				return cached.stats, nil
-			}
-			if st, ok := s.tipStats.get(now, sh); ok {
-				return st, nil
 			}
 		}
 		hist, tip, err := s.history(sh)
@@ -327,12 +289,8 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 			SpentTxoCount: funded.count - unspentCount, SpentTxoSum: funded.sum - unspentSum,
 			TxCount: len(hist),
 		}
-		if len(hist) >= statsCacheMin {
-			s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
-				count: funded.count, sum: funded.sum, stats: st})
-		} else {
-			s.tipStats.put(tip, sh, st)
-		}
+		s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
+			count: funded.count, sum: funded.sum, stats: st})
 		return st, nil
 	}
 	return scriptStats{}, errors.New("the chain kept moving while the stats were read")

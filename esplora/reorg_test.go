@@ -17,8 +17,8 @@ import (
 // that block with a longer branch without it: every answer follows the new
 // chain, the payment is unconfirmed again, and it confirms in a later block.
 func TestReorganization(t *testing.T) {
-	defer func(s, h int) { statsCacheMin, historyCacheMin = s, h }(statsCacheMin, historyCacheMin)
-	statsCacheMin, historyCacheMin = 1, 1
+	defer func(h int) { historyCacheMin = h }(historyCacheMin)
+	historyCacheMin = 1
 	n := newTestNode(t, "")
 	script := testchain.NewSpendableScript(testchain.KindP2WSH, 55_555)
 	sh := indexers.ScriptHashFromScript(script.PkScript)

@@ -116,7 +116,6 @@ type Server struct {
 	stats  *statsCache
 	// histories is the cache of long histories (address.go).
 	histories historyCache
-	tipStats  tipStatsCache
 	inFlight  inFlight
 	answers   answerBudget
 	// conns counts the open connections by client address, connKeys the
