@@ -1,8 +1,9 @@
 #!/bin/bash
 # Times Esplora requests against a running node, one curl (one connection)
 # per request: the longest histories of a scripts file (cmd/chaingen's
-# scripts.txt: Electrum script hashes, longest first) and a sample of
-# ordinary scripts after them.
+# scripts.txt: Electrum script hashes, longest first), with the spenders of
+# their first page's transactions as a wallet's address page asks for them,
+# and a sample of ordinary scripts after them.
 #
 #   esplora/testdata/measure.sh http://127.0.0.1:3000 bin/chains/mainnet-1000000/scripts.txt [heavy] [sample]
 set -e
@@ -13,11 +14,16 @@ grep -v '^#' "$S" | head -"$HEAVY" | while read -r esh hist uns kind; do
 	sh=$(rev "$esh")
 	echo "$kind: history $hist, unspent $uns"
 	echo -n "  txs/chain first page: "; t "/scripthash/$sh/txs/chain"
-	last=$(python3 -c "import json;print(json.load(open('/tmp/esplora-measure.json'))[-1]['txid'])")
+	txids=$(python3 -c "import json;print(' '.join(t['txid'] for t in json.load(open('/tmp/esplora-measure.json'))))")
+	last=${txids##* }
 	echo -n "  txs/chain next page:  "; t "/scripthash/$sh/txs/chain/$last"
 	echo -n "  stats, first time:    "; t "/scripthash/$sh"
 	echo -n "  stats, again:         "; t "/scripthash/$sh"
 	echo -n "  utxo:                 "; t "/scripthash/$sh/utxo"
+	echo -n "  outspends of the first page's transactions, one after another: "
+	for txid in $txids; do
+		curl -s -o /dev/null -w '%{time_total}\n' "$B/tx/$txid/outspends"
+	done | sort -n | awk '{v[NR]=$1; s+=$1} END {printf "%d requests, %.1f ms in all, median %.1f ms\n", NR, 1000*s, 1000*v[int((NR+1)/2)]}'
 done
 for ep in "" /txs/chain /utxo; do
 	grep -v '^#' "$S" | tail -n +101 | head -"$SAMPLE" | while read -r esh _; do
