@@ -29,10 +29,10 @@ type catchupRun struct {
 	// Seconds is from process start until the index was at the tip: for
 	// this node the Electrum port answering blockchain.headers.subscribe
 	// with the tip, for btcd its "Indexes caught up to height N" line.
-	Seconds   float64 `json:"seconds"`
-	TxPerSec  float64 `json:"tx_per_sec"`
-	PeakRSSMB float64 `json:"peak_rss_mb"` // highest 100 ms sample
-	HWMMB     float64 `json:"hwm_mb"`      // VmHWM at the end
+	Seconds    float64 `json:"seconds"`
+	TxPerSec   float64 `json:"tx_per_sec"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"` // highest 100 ms sample, MiB
+	HWMMiB     float64 `json:"hwm_mib"`      // VmHWM at the end, MiB
 	// CPUSeconds is the process's CPU time (user and system) until then.
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// IndexBytes is the database's compacted size after the run minus
@@ -53,7 +53,7 @@ type kindSummary struct {
 	Runs       int     `json:"runs"`
 	Seconds    float64 `json:"seconds"`
 	TxPerSec   float64 `json:"tx_per_sec"`
-	PeakRSSMB  float64 `json:"peak_rss_mb"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
 	BytesPerTx float64 `json:"index_bytes_per_tx"`
 }
 
@@ -137,8 +137,8 @@ func runCatchup(args []string) error {
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", k, r, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-9s run %d: %7.2f s  %8.0f tx/s  CPU %6.1f s  peak %6.0f MB  index %6.1f B/tx  (stop %.1f s)\n",
-				k, r, run.Seconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMB, run.BytesPerTx, run.ShutdownSeconds)
+			fmt.Fprintf(os.Stderr, "%-9s run %d: %7.2f s  %8.0f tx/s  CPU %6.1f s  peak RSS %6.0f MiB  index %6.1f B/tx  (stop %.1f s)\n",
+				k, r, run.Seconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMiB, run.BytesPerTx, run.ShutdownSeconds)
 			rep.Runs = append(rep.Runs, run)
 		}
 	}
@@ -248,7 +248,7 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 			if p != nil {
 				rss = p.RSSKB()
 			}
-			points = append(points, progressPoint{Seconds: t.Seconds(), Height: h, TxPerSec: rate, RSSMB: float64(rss) / 1024})
+			points = append(points, progressPoint{Seconds: t.Seconds(), Height: h, TxPerSec: rate, RSSMiB: float64(rss) / 1024})
 			mu.Unlock()
 		}
 	}
@@ -317,8 +317,8 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	defer mu.Unlock()
 	run.Seconds = took.Seconds()
 	run.TxPerSec = float64(ci.Txs) / run.Seconds
-	run.PeakRSSMB = float64(p.PeakKB()) / 1024
-	run.HWMMB = float64(hwm) / 1024
+	run.PeakRSSMiB = float64(p.PeakKB()) / 1024
+	run.HWMMiB = float64(hwm) / 1024
 	run.CPUSeconds = cpu
 	run.IndexBytes = compacted - base
 	run.BytesPerTx = float64(run.IndexBytes) / float64(ci.Txs)
@@ -426,12 +426,12 @@ func (rep *catchupReport) summarize(kinds []string) {
 			if r.Kind == k {
 				secs = append(secs, r.Seconds)
 				rates = append(rates, r.TxPerSec)
-				rss = append(rss, r.PeakRSSMB)
+				rss = append(rss, r.PeakRSSMiB)
 				bpt = append(bpt, r.BytesPerTx)
 			}
 		}
 		rep.Median[k] = kindSummary{Runs: len(secs), Seconds: median(secs), TxPerSec: median(rates),
-			PeakRSSMB: median(rss), BytesPerTx: median(bpt)}
+			PeakRSSMiB: median(rss), BytesPerTx: median(bpt)}
 	}
 	ours, ok := rep.Median[kindElectrum]
 	if !ok {
@@ -443,7 +443,7 @@ func (rep *catchupReport) summarize(kinds []string) {
 		if !ok {
 			continue
 		}
-		rep.Ratios[k] = ratio{Speed: div(b.Seconds, ours.Seconds), PeakRSS: div(ours.PeakRSSMB, b.PeakRSSMB),
+		rep.Ratios[k] = ratio{Speed: div(b.Seconds, ours.Seconds), PeakRSS: div(ours.PeakRSSMiB, b.PeakRSSMiB),
 			BytesPerTx: div(ours.BytesPerTx, b.BytesPerTx)}
 	}
 }

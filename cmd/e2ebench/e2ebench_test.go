@@ -188,7 +188,7 @@ func TestWriteChart(t *testing.T) {
 	mk := func(n int) []progressPoint {
 		var ps []progressPoint
 		for i := 1; i <= n; i++ {
-			ps = append(ps, progressPoint{Seconds: float64(i), Height: int32(i * 10), TxPerSec: float64(1000 * i), RSSMB: float64(100 + i)})
+			ps = append(ps, progressPoint{Seconds: float64(i), Height: int32(i * 10), TxPerSec: float64(1000 * i), RSSMiB: float64(100 + i)})
 		}
 		return ps
 	}

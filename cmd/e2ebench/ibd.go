@@ -31,10 +31,11 @@ type ibdRun struct {
 	Txs           int64   `json:"txs"`
 	BlocksPerSec  float64 `json:"blocks_per_sec"`
 	TxPerSec      float64 `json:"tx_per_sec"`
-	PeakRSSMB     float64 `json:"peak_rss_mb"`
-	HWMMB         float64 `json:"hwm_mb"`
-	// CPUSeconds is the node's CPU time (user and system) until the run
-	// ended.
+	// PeakRSSMiB (the highest 100 ms sample of VmRSS), HWMMiB (VmHWM) and
+	// CPUSeconds (user and system) are the node's from its start to the
+	// end of the replay, read before the tip phase; memory in MiB.
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	HWMMiB     float64 `json:"hwm_mib"`
 	CPUSeconds float64 `json:"cpu_seconds"`
 	// SubmitBig is submitblock's latency for the blocks of at least
 	// -big transactions; IndexBig the Electrum index's own time for
@@ -55,9 +56,15 @@ type ibdRun struct {
 	// TipHeavy is the same for the notifications of the chain's longest
 	// histories the tip blocks touched; TipHeavyCommit is from the
 	// index's commit of the block (its "Indexed block" line, read as it
-	// is written) to those notifications.
+	// is written) to those notifications. TipHeavyMissing counts those
+	// that did not come within tipWait of their block.
 	TipHeavy        latency `json:"tip_heavy"`
 	TipHeavyCommit  latency `json:"tip_heavy_commit"`
+	TipHeavyMissing int     `json:"tip_heavy_missing"`
+	// TipCPUSeconds is the node's CPU time during the tip phase, and
+	// TipPeakRSSMiB its highest VmRSS sample then.
+	TipCPUSeconds   float64 `json:"tip_cpu_seconds"`
+	TipPeakRSSMiB   float64 `json:"tip_peak_rss_mib"`
 	Connections     int32   `json:"connections"` // TCP connections the client made to the node
 	ShutdownSeconds float64 `json:"shutdown_seconds"`
 
@@ -73,15 +80,20 @@ type ibdSummary struct {
 	Seconds      float64 `json:"seconds"`
 	BlocksPerSec float64 `json:"blocks_per_sec"`
 	TxPerSec     float64 `json:"tx_per_sec"`
-	PeakRSSMB    float64 `json:"peak_rss_mb"`
+	PeakRSSMiB   float64 `json:"peak_rss_mib"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
 	SubmitBig    latency `json:"submit_big"`
 	IndexBig     latency `json:"index_big"`
 	TipSubmit    latency `json:"tip_submit"`
 	TipIndex     latency `json:"tip_index"`
 	TipNotify    latency `json:"tip_notify"`
 	TipHeavy     latency `json:"tip_heavy"`
-	// TipHeavyCommit: as ibdRun's.
-	TipHeavyCommit latency `json:"tip_heavy_commit"`
+	// TipHeavyCommit, TipHeavyMissing (the runs' sum), TipCPUSeconds and
+	// TipPeakRSSMiB: as ibdRun's.
+	TipHeavyCommit  latency `json:"tip_heavy_commit"`
+	TipHeavyMissing int     `json:"tip_heavy_missing"`
+	TipCPUSeconds   float64 `json:"tip_cpu_seconds"`
+	TipPeakRSSMiB   float64 `json:"tip_peak_rss_mib"`
 }
 
 type ibdReport struct {
@@ -122,8 +134,8 @@ func runIBD(args []string) error {
 	fs.IntVar(&big, "big", 2500, "blocks with at least this many transactions get latency percentiles")
 	fs.IntVar(&tips, "tipblocks", 20, "the chain's last `n` blocks are sent one at a time on a quiet node, after the timed replay, "+
 		"with a wallet subscribed to scripts they pay (0: none)")
-	fs.StringVar(&only, "index", "both", "which nodes to run: both (with the Electrum index and without; all is the same), "+
-		"with or without")
+	fs.StringVar(&only, "index", "both", "which nodes to run: both (with the Electrum index and without, in alternating order "+
+		"from round to round; all is the same), with or without")
 	fs.Parse(args)
 	configs := map[string][]string{
 		"all":     {ibdIndex, ibdNoIndex},
@@ -156,6 +168,9 @@ func runIBD(args []string) error {
 			return err
 		}
 		heavy = scripts[:tipHeavy]
+		if err := markTipHeavy(ci.BlocksFile(), tipBlocks, heavy); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(os.Stderr, "chain %s: %s, %d blocks, %d tx (%d blocks of >= %d tx), checkpoint %s; scratch %s\n",
 		ci.Dir, ci.Network, ci.Blocks, ci.Txs, bigBlocks, big, ci.Checkpoint, scratch)
@@ -169,13 +184,13 @@ func runIBD(args []string) error {
 		rep.TipTxsMax = max(rep.TipTxsMax, b.txs)
 	}
 	for r := 1; r <= c.runs; r++ {
-		for _, kind := range configs {
+		for _, kind := range ibdRoundOrder(configs, r) {
 			run, err := ibdOnce(&c, ci, scratch, kind, r, big, tipBlocks, heavy)
 			if err != nil {
 				return fmt.Errorf("%s run %d: %w", ibdName(kind), r, err)
 			}
-			fmt.Fprintf(os.Stderr, "%-26s run %d: %7.2f s (replay %7.2f s)  %8.0f tx/s  CPU %6.1f s  peak %6.0f MB  big-block submit p50 %s\n",
-				ibdName(kind), r, run.Seconds, run.ReplaySeconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
+			fmt.Fprintf(os.Stderr, "%-26s run %d: %7.2f s (replay %7.2f s)  %8.0f tx/s  replay CPU %6.1f s  peak RSS %6.0f MiB  big-block submit p50 %s\n",
+				ibdName(kind), r, run.Seconds, run.ReplaySeconds, run.TxPerSec, run.CPUSeconds, run.PeakRSSMiB, fmtMs(run.SubmitBig.P50Ms, run.SubmitBig.N))
 			rep.Runs = append(rep.Runs, run)
 		}
 	}
@@ -195,6 +210,20 @@ func runIBD(args []string) error {
 	}
 	done = true
 	return nil
+}
+
+// ibdRoundOrder is the order of the configurations in round r (from 1):
+// reversed every other round, so that neither runs first in every round
+// (the machine's state drifts over a session: page cache, thermals).
+func ibdRoundOrder(configs []string, r int) []string {
+	if r%2 == 1 {
+		return configs
+	}
+	out := make([]string, len(configs))
+	for i, k := range configs {
+		out[len(configs)-1-i] = k
+	}
+	return out
 }
 
 // ibdName is how a configuration is shown.
@@ -361,7 +390,13 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			}
 		}
 		run.Seconds = time.Since(t0).Seconds()
+		// The figures reported for the replay are read at its end: the
+		// tip phase below has CPU and memory of its own.
+		run.CPUSeconds = p.CPUSeconds()
+		run.HWMMiB = float64(p.HWMKB()) / 1024
+		run.PeakRSSMiB = float64(p.peakSince(p.start)) / 1024
 		if len(tips) > 0 {
+			tipStart := time.Now()
 			port := 0
 			if withIndex {
 				port = ePort
@@ -376,8 +411,10 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			if err != nil {
 				return fmt.Errorf("tip phase: %w", err)
 			}
+			run.TipCPUSeconds = p.CPUSeconds() - run.CPUSeconds
+			run.TipPeakRSSMiB = float64(p.peakSince(tipStart)) / 1024
 			run.tipSubmitMs, run.tipNotifyMs, run.tipHeavyMs = res.submit, res.notify, res.heavy
-			run.tipHeavyCommitMs = res.heavyCommit
+			run.tipHeavyCommitMs, run.TipHeavyMissing = res.heavyCommit, res.heavyMissing
 			run.TipBlocks = len(tips)
 		}
 		res, err := rc.call("getblockcount")
@@ -416,7 +453,6 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		run.TipHeavy, run.TipHeavyCommit = summarize(run.tipHeavyMs), summarize(run.tipHeavyCommitMs)
 		return nil
 	}()
-	hwm, cpu := p.HWMKB(), p.CPUSeconds()
 	shutdown, stopErr := p.Stop(5 * time.Minute)
 	if replayErr != nil {
 		return run, replayErr
@@ -429,15 +465,13 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 	}
 	run.BlocksPerSec = float64(run.Blocks) / run.Seconds
 	run.TxPerSec = float64(run.Txs) / run.Seconds
-	run.PeakRSSMB = float64(p.PeakKB()) / 1024
-	run.HWMMB = float64(hwm) / 1024
-	run.CPUSeconds = cpu
 	run.ShutdownSeconds = shutdown.Seconds()
 	return run, nil
 }
 
 func (rep *ibdReport) summary(kind string) ibdSummary {
-	var secs, bps, tps, rss, sub, idx, tsub, tidx, tnot, theavy, tcommit []float64
+	var secs, bps, tps, rss, cpu, sub, idx, tsub, tidx, tnot, theavy, tcommit, tcpu, trss []float64
+	missing := 0
 	for _, r := range rep.Runs {
 		if r.Kind != kind {
 			continue
@@ -445,15 +479,19 @@ func (rep *ibdReport) summary(kind string) ibdSummary {
 		secs = append(secs, r.Seconds)
 		bps = append(bps, r.BlocksPerSec)
 		tps = append(tps, r.TxPerSec)
-		rss = append(rss, r.PeakRSSMB)
+		rss = append(rss, r.PeakRSSMiB)
+		cpu = append(cpu, r.CPUSeconds)
 		sub = append(sub, r.submitBigMs...)
 		idx = append(idx, r.indexBigMs...)
 		tsub, tidx, tnot = append(tsub, r.tipSubmitMs...), append(tidx, r.tipIndexMs...), append(tnot, r.tipNotifyMs...)
 		theavy = append(theavy, r.tipHeavyMs...)
 		tcommit = append(tcommit, r.tipHeavyCommitMs...)
+		missing += r.TipHeavyMissing
+		tcpu, trss = append(tcpu, r.TipCPUSeconds), append(trss, r.TipPeakRSSMiB)
 	}
 	return ibdSummary{Runs: len(secs), Seconds: median(secs), BlocksPerSec: median(bps), TxPerSec: median(tps),
-		PeakRSSMB: median(rss), SubmitBig: summarize(sub), IndexBig: summarize(idx),
+		PeakRSSMiB: median(rss), CPUSeconds: median(cpu), SubmitBig: summarize(sub), IndexBig: summarize(idx),
 		TipSubmit: summarize(tsub), TipIndex: summarize(tidx), TipNotify: summarize(tnot), TipHeavy: summarize(theavy),
-		TipHeavyCommit: summarize(tcommit)}
+		TipHeavyCommit: summarize(tcommit), TipHeavyMissing: missing, TipCPUSeconds: median(tcpu),
+		TipPeakRSSMiB: median(trss)}
 }

@@ -42,7 +42,7 @@ type progressPoint struct {
 	Seconds  float64 `json:"seconds"`
 	Height   int32   `json:"height"`
 	TxPerSec float64 `json:"tx_per_sec"`
-	RSSMB    float64 `json:"rss_mb"`
+	RSSMiB   float64 `json:"rss_mib"`
 }
 
 // parseElectrumProgress reads a progress line of the Electrum index: the

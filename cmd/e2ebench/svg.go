@@ -65,7 +65,7 @@ func writeChart(w io.Writer, title string, maxHeight int32, series []chartSeries
 	for _, s := range series {
 		for _, p := range s.Points {
 			maxRate = math.Max(maxRate, p.TxPerSec)
-			maxRSS = math.Max(maxRSS, p.RSSMB)
+			maxRSS = math.Max(maxRSS, p.RSSMiB)
 			xMax = math.Max(xMax, float64(p.Height))
 		}
 	}
@@ -85,7 +85,7 @@ func writeChart(w io.Writer, title string, maxHeight int32, series []chartSeries
 		val   func(progressPoint) float64
 	}{
 		{"transactions per second", maxRate, func(p progressPoint) float64 { return p.TxPerSec }},
-		{"resident memory (MB)", maxRSS, func(p progressPoint) float64 { return p.RSSMB }},
+		{"resident memory (MiB)", maxRSS, func(p progressPoint) float64 { return p.RSSMiB }},
 	}
 	plotW := float64(chartW - marginL - marginR)
 	for i, pn := range panels {

@@ -26,7 +26,8 @@ const (
 	tipPause = 300 * time.Millisecond
 	// tipScriptsPerBlock bounds the scripts subscribed for each tip block.
 	tipScriptsPerBlock = 20
-	// tipWait bounds the wait for a tip block's notifications.
+	// tipWait bounds the wait for a tip block's notifications, its heavy
+	// scripts' included.
 	tipWait = 10 * time.Second
 	// tipHeavy is how many of the chain's longest histories the wallet
 	// subscribes to besides the tip blocks' scripts (those over the
@@ -35,12 +36,14 @@ const (
 )
 
 // tipBlock is one block of the tip phase and the scripts (Electrum script
-// hashes) it is the first tip block to pay.
+// hashes) it is the first tip block to pay; heavy are the heavy scripts it
+// touches (pays or spends from), whose notifications it is timed for.
 type tipBlock struct {
 	height  int32
 	raw     []byte
 	txs     int
 	scripts []string
+	heavy   []string
 }
 
 // readTipBlocks returns the last n blocks of blocks.dat, whose tip is at
@@ -82,11 +85,7 @@ func readTipBlocks(path string, tipHeight int32, n int) ([]tipBlock, error) {
 				if txscript.IsUnspendable(out.PkScript) {
 					continue
 				}
-				h := sha256.Sum256(out.PkScript)
-				for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
-					h[i], h[j] = h[j], h[i]
-				}
-				sh := hex.EncodeToString(h[:])
+				sh := electrumScriptHash(out.PkScript)
 				if !seen[sh] {
 					seen[sh] = true
 					tb.scripts = append(tb.scripts, sh)
@@ -96,6 +95,87 @@ func readTipBlocks(path string, tipHeight int32, n int) ([]tipBlock, error) {
 		out = append(out, tb)
 	}
 	return out, nil
+}
+
+// electrumScriptHash is the Electrum script hash of an output script: its
+// SHA-256, byte-reversed, in hex.
+func electrumScriptHash(pkScript []byte) string {
+	h := sha256.Sum256(pkScript)
+	for i, j := 0, len(h)-1; i < j; i, j = i+1, j-1 {
+		h[i], h[j] = h[j], h[i]
+	}
+	return hex.EncodeToString(h[:])
+}
+
+// markTipHeavy sets each tip block's heavy scripts: those of heavy it pays
+// or spends an output of. Spends are found by following the heavy
+// scripts' outputs through the whole of blocks.dat.
+func markTipHeavy(path string, tips []tipBlock, heavy []string) error {
+	if len(tips) == 0 || len(heavy) == 0 {
+		return nil
+	}
+	isHeavy := map[string]bool{}
+	for _, sh := range heavy {
+		isHeavy[sh] = true
+	}
+	byHeight := map[int32]*tipBlock{}
+	for i := range tips {
+		byHeight[tips[i].height] = &tips[i]
+	}
+	br, err := openBlocks(path)
+	if err != nil {
+		return err
+	}
+	defer br.Close()
+	outs := map[wire.OutPoint]string{} // outputs paying a heavy script
+	height := int32(0)
+	for {
+		raw, err := br.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if isGenesisHeader(raw) {
+			continue
+		}
+		height++
+		var blk wire.MsgBlock
+		if err := blk.Deserialize(bytes.NewReader(raw)); err != nil {
+			return fmt.Errorf("block %d: %w", height, err)
+		}
+		tb := byHeight[height]
+		touched := map[string]bool{}
+		for _, tx := range blk.Transactions {
+			for _, in := range tx.TxIn {
+				if sh, ok := outs[in.PreviousOutPoint]; ok {
+					touched[sh] = true
+				}
+			}
+			var op wire.OutPoint
+			hashed := false
+			for i, out := range tx.TxOut {
+				sh := electrumScriptHash(out.PkScript)
+				if !isHeavy[sh] {
+					continue
+				}
+				if !hashed {
+					op.Hash, hashed = tx.TxHash(), true
+				}
+				op.Index = uint32(i)
+				outs[op] = sh
+				touched[sh] = true
+			}
+		}
+		if tb != nil {
+			for _, sh := range heavy {
+				if touched[sh] {
+					tb.heavy = append(tb.heavy, sh)
+				}
+			}
+		}
+	}
 }
 
 // notifyClient is an Electrum session that records when notifications
@@ -214,9 +294,10 @@ func (c *notifyClient) read(want int, answered chan struct{}) {
 }
 
 // await waits until the header of height has been notified and every
-// script of scripts has a notification after since, or until tipWait
-// passed; it returns the scripts' notification times.
-func (c *notifyClient) await(height int32, scripts []string, since time.Time) ([]time.Time, error) {
+// script of scripts (those not refused) has a notification after since, or
+// until tipWait passed; it returns the notification times that came and the
+// scripts that had none. A header not notified in time is an error.
+func (c *notifyClient) await(height int32, scripts []string, since time.Time) ([]time.Time, []string, error) {
 	deadline := time.Now().Add(tipWait)
 	timer := time.AfterFunc(tipWait, func() {
 		c.mu.Lock()
@@ -227,43 +308,34 @@ func (c *notifyClient) await(height int32, scripts []string, since time.Time) ([
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for {
-		var got []time.Time
-		wanted := 0
+		var (
+			got     []time.Time
+			missing []string
+		)
 		for _, sh := range scripts {
 			if c.refused[sh] {
 				continue
 			}
-			wanted++
 			if t, ok := c.status[sh]; ok && t.After(since) {
 				got = append(got, t)
+			} else {
+				missing = append(missing, sh)
 			}
 		}
-		if c.header >= height && len(got) == wanted {
-			return got, nil
+		if c.header >= height && len(missing) == 0 {
+			return got, nil, nil
 		}
 		if c.err != nil {
-			return got, c.err
+			return got, missing, c.err
 		}
 		if time.Now().After(deadline) {
-			return got, fmt.Errorf("block %d: header notified to %d, %d of %d scripts notified after %v",
-				height, c.header, len(got), wanted, tipWait)
+			if c.header < height {
+				return got, missing, fmt.Errorf("block %d: header notified to %d after %v", height, c.header, tipWait)
+			}
+			return got, missing, nil
 		}
 		c.changed.Wait()
 	}
-}
-
-// since returns the notification times after t of those of scripts that
-// were not refused.
-func (c *notifyClient) since(scripts []string, t time.Time) []time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []time.Time
-	for _, sh := range scripts {
-		if at, ok := c.status[sh]; ok && !c.refused[sh] && at.After(t) {
-			out = append(out, at)
-		}
-	}
-	return out
 }
 
 func (c *notifyClient) Close() error { return c.conn.Close() }
@@ -271,9 +343,11 @@ func (c *notifyClient) Close() error { return c.conn.Close() }
 // tipResult is what the tip phase measured, in milliseconds: submitblock's
 // latency per block, from submitblock's answer to each status notification
 // of a script the block pays and of a heavy script it touched, and from the
-// index's commit of the block to the latter.
+// index's commit of the block to the latter; and how many of the heavy
+// scripts' notifications did not come.
 type tipResult struct {
 	submit, notify, heavy, heavyCommit []float64
+	heavyMissing                       int
 }
 
 // runTip sends the tip blocks one at a time after a pause; with ePort not
@@ -293,6 +367,7 @@ func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string,
 		// A notification before submitblock's answer counts as 0.
 		return max(float64(d.Microseconds())/1000, 0)
 	}
+	lost := map[string]bool{}
 	time.Sleep(tipPause)
 	for _, b := range blocks {
 		body := rc.submitBody(hex.AppendEncode(nil, b.raw))
@@ -307,26 +382,46 @@ func runTip(rc *rpcClient, ePort int, blocks []tipBlock, heavy []string,
 		}
 		res.submit = append(res.submit, ms(connected.Sub(start)))
 		if nc != nil {
-			times, err := nc.await(b.height, b.scripts, start)
+			times, missing, err := nc.await(b.height, b.scripts, start)
+			if err == nil && len(missing) > 0 {
+				err = fmt.Errorf("block %d: %d of its scripts not notified after %v", b.height, len(missing), tipWait)
+			}
 			if err != nil {
 				return res, err
 			}
 			for _, t := range times {
 				res.notify = append(res.notify, ms(t.Sub(connected)))
 			}
-		}
-		time.Sleep(tipPause)
-		if nc != nil {
-			// The heavy scripts the block touched were notified in the
-			// same pass as its own.
+			// The heavy scripts the block touched are awaited before the
+			// next block is sent, so that a notification slower than the
+			// pause is timed for its own block and never for the next.
+			// A script whose notification did not come is not timed
+			// again: a late one could not be told from the next block's.
+			var wait []string
+			for _, sh := range b.heavy {
+				if lost[sh] {
+					res.heavyMissing++
+				} else {
+					wait = append(wait, sh)
+				}
+			}
+			times, missing, err = nc.await(b.height, wait, start)
+			if err != nil {
+				return res, err
+			}
+			res.heavyMissing += len(missing)
+			for _, sh := range missing {
+				lost[sh] = true
+			}
 			at, ok := committed(b.height)
-			for _, t := range nc.since(heavy, start) {
+			for _, t := range times {
 				res.heavy = append(res.heavy, ms(t.Sub(connected)))
 				if ok {
 					res.heavyCommit = append(res.heavyCommit, ms(t.Sub(at)))
 				}
 			}
 		}
+		time.Sleep(tipPause)
 	}
 	return res, nil
 }

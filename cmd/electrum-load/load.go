@@ -102,12 +102,13 @@ type phase struct {
 	state       atomic.Int32
 	issued      atomic.Uint64 // requests started while measuring
 	inWindow    atomic.Uint64 // answered while measuring
-	lastEnd     atomic.Int64  // unix nanoseconds of the last recorded answer
+	failed      atomic.Uint64 // failed (no answer) while measuring
+	ended       atomic.Uint64 // recorded requests that ended, answered or not
+	lastEnd     atomic.Int64  // unix nanoseconds of the last recorded request's end
 	connects    atomic.Uint64
 	connectErrs atomic.Uint64
 	disconnects atomic.Uint64
-	reachedN    chan struct{}
-	reachedOnce sync.Once
+	reachedN    chan struct{} // closed when the -requests N recorded requests ended
 
 	mu    sync.Mutex
 	conns map[int]session
@@ -118,6 +119,7 @@ type phaseResult struct {
 	Sessions    int
 	Window      time.Duration
 	Answered    uint64 // ok and error answers in the window
+	Failed      uint64 // requests that got no answer in the window
 	Stats       []*methodStats
 	Connects    uint64
 	ConnectErrs uint64
@@ -125,8 +127,8 @@ type phaseResult struct {
 	Interrupted bool
 }
 
-// runPhase runs one phase and returns its counters. hook, when set, runs
-// at the measuring window's start and end (resource sampling).
+// runPhase runs one phase and returns its counters. onStart and onEnd, when
+// set, run at the measuring window's start and end (resource sampling).
 func runPhase(ctx context.Context, d target, m *mix, args requestArgs, cfg phaseConfig,
 	onStart, onEnd func()) *phaseResult {
 	p := &phase{cfg: cfg, d: d, mix: m, args: args,
@@ -171,7 +173,12 @@ func runPhase(ctx context.Context, d target, m *mix, args requestArgs, cfg phase
 	}
 	end := time.Now()
 	p.state.Store(stateStopped)
-	answeredAtStop := p.inWindow.Load()
+	answeredAtStop, failedAtStop := p.inWindow.Load(), p.failed.Load()
+	// Resources are read at the window's end, not after the drain below:
+	// the answers they are divided by are the window's.
+	if onEnd != nil {
+		onEnd()
+	}
 
 	// Sessions finish their request; a request still unanswered after
 	// the request timeout (and a second) is cut off.
@@ -186,15 +193,12 @@ func runPhase(ctx context.Context, d target, m *mix, args requestArgs, cfg phase
 		p.closeAll()
 		<-sessionsDone
 	}
-	if onEnd != nil {
-		onEnd()
-	}
 
-	res.Answered = answeredAtStop
+	res.Answered, res.Failed = answeredAtStop, failedAtStop
 	if byCount {
-		// Every request counted is answered (or failed): the window
-		// ends with the last answer.
-		res.Answered = p.inWindow.Load()
+		// Every request counted has ended: the window ends with the
+		// last of them.
+		res.Answered, res.Failed = p.inWindow.Load(), p.failed.Load()
 		if last := p.lastEnd.Load(); last > 0 {
 			end = time.Unix(0, last)
 		}
@@ -269,9 +273,6 @@ func (p *phase) session(ctx context.Context, idx int) {
 			if n > p.cfg.Requests {
 				return
 			}
-			if n == p.cfg.Requests {
-				defer p.reachedOnce.Do(func() { close(p.reachedN) })
-			}
 		}
 		start := time.Now()
 		a, err := c.do(st.Spec, params)
@@ -284,7 +285,7 @@ func (p *phase) session(ctx context.Context, idx int) {
 			if recording {
 				st.Failures.Add(1)
 				st.countKind(failureKind(err))
-				p.answered(start.Add(elapsed))
+				p.requestEnded(start.Add(elapsed), false)
 			}
 			continue
 		}
@@ -298,24 +299,33 @@ func (p *phase) session(ctx context.Context, idx int) {
 		} else {
 			st.OK.Record(elapsed)
 		}
-		p.answered(start.Add(elapsed))
+		p.requestEnded(start.Add(elapsed), true)
 		if p.cfg.Requests > 0 && p.issued.Load() >= p.cfg.Requests {
 			return
 		}
 	}
 }
 
-// answered counts a recorded request's end.
-func (p *phase) answered(at time.Time) {
+// requestEnded counts a recorded request's end: an answer (a result or an
+// error answer) or a failure, which is no answer and so is not counted as
+// one. With -requests, the last of the N requests to end ends the window.
+func (p *phase) requestEnded(at time.Time, answered bool) {
 	if p.state.Load() == stateMeasuring || p.cfg.Requests > 0 {
-		p.inWindow.Add(1)
+		if answered {
+			p.inWindow.Add(1)
+		} else {
+			p.failed.Add(1)
+		}
 	}
 	ns := at.UnixNano()
 	for {
 		last := p.lastEnd.Load()
 		if ns <= last || p.lastEnd.CompareAndSwap(last, ns) {
-			return
+			break
 		}
+	}
+	if p.cfg.Requests > 0 && p.ended.Add(1) == p.cfg.Requests {
+		close(p.reachedN)
 	}
 }
 

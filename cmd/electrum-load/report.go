@@ -89,15 +89,19 @@ func (r *report) writeTable(w io.Writer) {
 			if s.Error != "" {
 				entries, bytes = "-", "-"
 			}
+			first, best, median := "-", "-", "-"
+			if len(s.Times) > 0 {
+				first, best, median = ms(s.First()), ms(s.Best()), ms(s.Median())
+			}
 			fmt.Fprintf(tw, "%d\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", s.Index, shortHash(s.Script), s.Method,
-				ms(s.First()), ms(s.Best()), ms(s.Median()), entries, bytes, s.Error)
+				first, best, median, entries, bytes, s.Error)
 		}
 		tw.Flush()
 	}
 	for i, p := range r.Phases {
 		res := p.res
-		fmt.Fprintf(w, "\nPhase %d: %d sessions, %.1f s measured, %d answers, %.0f req/s",
-			i+1, res.Sessions, res.Window.Seconds(), res.Answered, p.reqPerS())
+		fmt.Fprintf(w, "\nPhase %d: %d sessions, %.1f s measured, %d answers, %.0f req/s, %d failures (no answer)",
+			i+1, res.Sessions, res.Window.Seconds(), res.Answered, p.reqPerS(), res.Failed)
 		if res.Interrupted {
 			fmt.Fprint(w, " (interrupted)")
 		}
@@ -118,28 +122,30 @@ func (r *report) writeTable(w io.Writer) {
 				mib(p.RSS.PeakKiB), mib(p.RSS.SettledKiB), time.Duration(p.RSS.SettleS*float64(time.Second)))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "method\tcount\terrors\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
+		fmt.Fprintln(tw, "method\tcount\terrors\tfailures\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\t")
 		var kinds []string
 		for _, s := range res.Stats {
-			n := s.OK.Count() + s.Err.Count() + s.Failures.Load()
-			errs := s.Err.Count() + s.Failures.Load()
+			// A failure is a request counted but not answered: req/s is
+			// of answers alone.
+			answers := s.OK.Count() + s.Err.Count()
 			rate := 0.0
 			if res.Window > 0 {
-				rate = float64(n) / res.Window.Seconds()
+				rate = float64(answers) / res.Window.Seconds()
 			}
 			lat := "-\t-\t-\t-"
 			if s.OK.Count() > 0 {
 				lat = strings.Join([]string{ms(s.OK.Quantile(.5)), ms(s.OK.Quantile(.9)),
 					ms(s.OK.Quantile(.99)), ms(s.OK.Max())}, "\t")
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t\n", s.Spec.Name, n, errs, rate, lat)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.0f\t%s\t\n", s.Spec.Name, answers+s.Failures.Load(), s.Err.Count(),
+				s.Failures.Load(), rate, lat)
 			for _, k := range sortedKinds(s) {
 				kinds = append(kinds, fmt.Sprintf("    %s: %d × %s", s.Spec.Name, k.n, k.kind))
 			}
 		}
 		tw.Flush()
 		if len(kinds) > 0 {
-			fmt.Fprintln(w, "  errors (latencies above are of result answers only):")
+			fmt.Fprintln(w, "  error answers and failures (latencies above are of result answers only):")
 			for _, k := range kinds {
 				fmt.Fprintln(w, k)
 			}
@@ -203,9 +209,9 @@ type (
 		Script   string    `json:"script"`
 		Method   string    `json:"method"`
 		TimesMs  []float64 `json:"times_ms"`
-		FirstMs  float64   `json:"first_ms"`
-		BestMs   float64   `json:"best_ms"`
-		MedianMs float64   `json:"median_ms"`
+		FirstMs  *float64  `json:"first_ms"` // null when no repetition was answered
+		BestMs   *float64  `json:"best_ms"`
+		MedianMs *float64  `json:"median_ms"`
 		Entries  *int      `json:"entries"`
 		Bytes    int       `json:"bytes"`
 		Error    string    `json:"error,omitempty"`
@@ -215,6 +221,7 @@ type (
 		Tip                  int64        `json:"tip"`
 		WindowS              float64      `json:"window_s"`
 		Answered             uint64       `json:"answered"`
+		Failed               uint64       `json:"failed"`
 		ReqPerS              float64      `json:"req_per_s"`
 		Connects             uint64       `json:"connects"`
 		ConnectErrors        uint64       `json:"connect_errors"`
@@ -272,8 +279,11 @@ func (r *report) toJSON() *jsonReport {
 		j.ServerVersion = json.RawMessage("null")
 	}
 	for _, s := range r.Single {
-		js := jsonSingle{Index: s.Index, Script: s.Script, Method: s.Method, FirstMs: msf(s.First()),
-			BestMs: msf(s.Best()), MedianMs: msf(s.Median()), Bytes: s.Bytes, Error: s.Error}
+		js := jsonSingle{Index: s.Index, Script: s.Script, Method: s.Method, Bytes: s.Bytes, Error: s.Error}
+		if len(s.Times) > 0 {
+			first, best, median := msf(s.First()), msf(s.Best()), msf(s.Median())
+			js.FirstMs, js.BestMs, js.MedianMs = &first, &best, &median
+		}
 		for _, t := range s.Times {
 			js.TimesMs = append(js.TimesMs, msf(t))
 		}
@@ -286,7 +296,7 @@ func (r *report) toJSON() *jsonReport {
 	for _, p := range r.Phases {
 		res := p.res
 		jp := jsonPhase{Sessions: res.Sessions, Tip: p.Tip, WindowS: res.Window.Seconds(), Answered: res.Answered,
-			ReqPerS: p.reqPerS(), Connects: res.Connects, ConnectErrors: res.ConnectErrs,
+			Failed: res.Failed, ReqPerS: p.reqPerS(), Connects: res.Connects, ConnectErrors: res.ConnectErrs,
 			LostConns: res.Disconnects, Interrupted: res.Interrupted, ServerCPUCores: p.ServerCPU,
 			ServerCPUPerAnswerUS: p.cpuPerRequest(),
 			ToolCPUCores:         p.ToolCPU, RSS: p.RSS, Methods: []jsonMethod{}}
@@ -296,7 +306,7 @@ func (r *report) toJSON() *jsonReport {
 				Latency: latencyOf(&s.OK), ErrorLatency: latencyOf(&s.Err)}
 			jm.Count = jm.OK + jm.Errors + jm.Failures
 			if res.Window > 0 {
-				jm.ReqPerS = float64(jm.Count) / res.Window.Seconds()
+				jm.ReqPerS = float64(jm.OK+jm.Errors) / res.Window.Seconds()
 			}
 			if kinds := sortedKinds(s); len(kinds) > 0 {
 				jm.ErrorKinds = map[string]uint64{}

@@ -24,19 +24,33 @@ type singleResult struct {
 	Script string
 	Index  int    // line among the scripts (0 = first)
 	Method string // short name; "subscribe#1" and "subscribe#2" for the two subscribe calls
-	Times  []time.Duration
+	// Times are the answered repetitions': a failed one (no answer) is
+	// not a timing.
+	Times []time.Duration
 	// Entries is the number of elements of an array result (-1 for other
 	// results); Bytes the result's size in bytes.
 	Entries int
 	Bytes   int
-	Error   string // the error answer or failure, if any
+	// Error is the first error answer or failure of the repetitions, if
+	// any; a later answer does not clear it. After a failure, First is
+	// not the server's first call.
+	Error string
 }
 
-// First, Best and Median summarise the repetitions.
-func (r *singleResult) First() time.Duration { return r.Times[0] }
+// First, Best and Median summarise the answered repetitions (0 when none
+// was answered).
+func (r *singleResult) First() time.Duration {
+	if len(r.Times) == 0 {
+		return 0
+	}
+	return r.Times[0]
+}
 
 // Best is the fastest repetition.
 func (r *singleResult) Best() time.Duration {
+	if len(r.Times) == 0 {
+		return 0
+	}
 	b := r.Times[0]
 	for _, t := range r.Times {
 		b = min(b, t)
@@ -47,6 +61,9 @@ func (r *singleResult) Best() time.Duration {
 // Median is the median repetition (the lower middle one for an even
 // count).
 func (r *singleResult) Median() time.Duration {
+	if len(r.Times) == 0 {
+		return 0
+	}
 	s := append([]time.Duration(nil), r.Times...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[(len(s)-1)/2]
@@ -123,19 +140,27 @@ func timeSingle(ctx context.Context, d target, scripts *hashList, i int, name st
 			r := results[j]
 			start := time.Now()
 			a, err := c.do(spec, []string{sh})
-			r.Times = append(r.Times, time.Since(start))
+			took := time.Since(start)
 			if err != nil {
-				r.Error = failureKind(err)
+				if r.Error == "" {
+					r.Error = failureKind(err)
+				}
 				c.Close()
 				c = nil
 				break
 			}
-			r.Error, r.Entries, r.Bytes = a.errKind, a.entries, a.bytes
+			r.Times = append(r.Times, took)
+			r.Entries, r.Bytes = a.entries, a.bytes
+			if r.Error == "" {
+				r.Error = a.errKind
+			}
 		}
 	}
+	// A method none of whose repetitions was answered is reported with
+	// its failure.
 	var out []*singleResult
 	for _, r := range results {
-		if len(r.Times) > 0 {
+		if len(r.Times) > 0 || r.Error != "" {
 			out = append(out, r)
 		}
 	}
