@@ -1,12 +1,8 @@
 package esplora
 
 import (
-	"net/http"
 	"testing"
 	"time"
-
-	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
-	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // TestReorgBothBranchesStatsCountTwice: T is mined in a (committed by
@@ -14,13 +10,7 @@ import (
 // a, chain_stats and mempool_stats count T's output once.
 func TestReorgBothBranchesStatsCountTwice(t *testing.T) {
 	hn := newHeldNode(t)
-	coin := hn.coin()
-	payTo := p2wpkhScript(0x91)
-	value := coin.Value - 10_000
-	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
-	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
-		t.Fatalf("POST /tx: %d %s", code, body)
-	}
+	tx, payTo, value := hn.pay(0x91)
 	parent := hn.tipBlock()
 	hn.hold()
 	hn.process(parent, time.Second, tx) // a, holding T

@@ -115,6 +115,20 @@ func (hn *heldNode) process(prev *btcutil.Block, after time.Duration, txs ...*wi
 	return block
 }
 
+// pay broadcasts a transaction paying coin's value less 10,000 to a
+// P2WPKH script made of b, and returns it with the script and the value.
+func (hn *heldNode) pay(b byte) (*wire.MsgTx, []byte, int64) {
+	hn.t.Helper()
+	coin := hn.coin()
+	payTo := p2wpkhScript(b)
+	value := coin.Value - 10_000
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
+	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
+		hn.t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	return tx, payTo, value
+}
+
 func p2wpkhScript(b byte) []byte { return append([]byte{0x00, 0x14}, bytes.Repeat([]byte{b}, 20)...) }
 
 func esploraHash(script []byte) string {
@@ -127,12 +141,7 @@ func esploraHash(script []byte) string {
 // unconfirmed.
 func TestOutspendMissesMinedAheadSpender(t *testing.T) {
 	hn := newHeldNode(t)
-	coin := hn.coin()
-	payTo := p2wpkhScript(0x81)
-	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, payTo))
-	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
-		t.Fatalf("POST /tx: %d %s", code, body)
-	}
+	tx, payTo, _ := hn.pay(0x81)
 	hn.hold()
 	nb := hn.process(hn.tipBlock(), time.Second)
 	<-hn.held
@@ -145,7 +154,7 @@ func TestOutspendMissesMinedAheadSpender(t *testing.T) {
 		t.Fatalf("payee's txs/mempool %+v, want T unconfirmed", mem)
 	}
 	var sp spendValue
-	hn.getJSON(fmt.Sprintf("/tx/%s/outspend/%d", coin.OutPoint.Hash, coin.OutPoint.Index), &sp)
+	hn.getJSON(fmt.Sprintf("/tx/%s/outspend/%d", tx.TxIn[0].PreviousOutPoint.Hash, tx.TxIn[0].PreviousOutPoint.Index), &sp)
 	if !sp.Spent || sp.TxID != txid {
 		t.Fatalf("outspend of the coin %+v, while T spending it is served as unconfirmed; want spent by %s", sp, txid)
 	}
@@ -156,13 +165,7 @@ func TestOutspendMissesMinedAheadSpender(t *testing.T) {
 // once.
 func TestReorgWindowStatsCountTwice(t *testing.T) {
 	hn := newHeldNode(t)
-	coin := hn.coin()
-	payTo := p2wpkhScript(0x82)
-	value := coin.Value - 10_000
-	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
-	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
-		t.Fatalf("POST /tx: %d %s", code, body)
-	}
+	tx, payTo, value := hn.pay(0x82)
 	parent := hn.tipBlock()
 	hn.hold()
 	hn.process(parent, time.Second, tx) // a
@@ -189,12 +192,7 @@ func TestReorgWindowStatsCountTwice(t *testing.T) {
 // index has yet to take is served as unconfirmed.
 func TestReorgWindowNewBranchTxMissing(t *testing.T) {
 	hn := newHeldNode(t)
-	coin := hn.coin()
-	payTo := p2wpkhScript(0x83)
-	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, payTo))
-	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
-		t.Fatalf("POST /tx: %d %s", code, body)
-	}
+	tx, payTo, _ := hn.pay(0x83)
 	parent := hn.tipBlock()
 	hn.hold()
 	hn.process(parent, time.Second) // a, without X
@@ -230,13 +228,7 @@ func TestReorgWindowNewBranchTxMissing(t *testing.T) {
 // them.
 func TestReorgWindowFirstReadsAnswered(t *testing.T) {
 	hn := newHeldNode(t)
-	coin := hn.coin()
-	payTo := p2wpkhScript(0x84)
-	value := coin.Value - 10_000
-	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(value, payTo))
-	if code, body := hn.post("/tx", txHex(tx)); code != http.StatusOK {
-		t.Fatalf("POST /tx: %d %s", code, body)
-	}
+	tx, payTo, value := hn.pay(0x84)
 	parent := hn.tipBlock()
 	hn.hold()
 	a := hn.process(parent, time.Second, tx)
