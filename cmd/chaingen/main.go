@@ -12,7 +12,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/internal/chaingen"
@@ -37,6 +40,8 @@ func run() error {
 		quiet    = flag.Bool("quiet", false, "no progress lines")
 		perBlock = flag.Int("per-block", shape.TxsPerBlock, "transactions of a full block")
 		ramp     = flag.Int("ramp", shape.RampBlocks, "blocks over which block size ramps up to -per-block")
+		inputs   = flag.String("inputs", ppmList(shape.InputsPPM), "`percentages` of ordinary transactions with 1, 2, 3, ... inputs")
+		recent   = flag.Float64("recent", float64(shape.RecentPPM)/1e4, "`percentage` of the inputs not spending a same-block output that spend one of the newest outputs; the rest spend a uniformly random one")
 	)
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {
@@ -44,6 +49,14 @@ func run() error {
 		return fmt.Errorf("-out is required and there are no arguments")
 	}
 	shape.TxsPerBlock, shape.RampBlocks = *perBlock, *ramp
+	var err error
+	if shape.InputsPPM, err = parsePPMList(*inputs); err != nil {
+		return fmt.Errorf("-inputs: %w", err)
+	}
+	if *recent < 0 || *recent > 100 {
+		return fmt.Errorf("-recent %v not in 0..100", *recent)
+	}
+	shape.RecentPPM = uint32(*recent * 1e4)
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -85,4 +98,32 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "wrote %s: %s/%s/blocks_ffldb, %s, %s, %s\n", *out, *out, *net,
 		chaingen.BlocksFile, chaingen.ScriptsFile, chaingen.SummaryFile)
 	return nil
+}
+
+// ppmList shows probabilities in parts per million as percentages.
+func ppmList(ppms []uint32) string {
+	parts := make([]string, len(ppms))
+	for i, p := range ppms {
+		parts[i] = strconv.FormatFloat(float64(p)/1e4, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
+}
+
+// parsePPMList reads comma-separated percentages summing to 100 as parts
+// per million.
+func parsePPMList(s string) ([]uint32, error) {
+	var out []uint32
+	var sum uint32
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || v < 0 || v > 100 {
+			return nil, fmt.Errorf("%q is not a percentage", f)
+		}
+		out = append(out, uint32(math.Round(v*1e4)))
+		sum += out[len(out)-1]
+	}
+	if sum != 1_000_000 {
+		return nil, fmt.Errorf("the percentages %s sum to %v, not 100", s, float64(sum)/1e4)
+	}
+	return out, nil
 }
