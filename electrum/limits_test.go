@@ -129,7 +129,11 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 
 // TestRequestTimeout checks that a request slower than RequestTimeout is answered -102 and the session goes on.
 func TestRequestTimeout(t *testing.T) {
-	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond })
+	// A place for the ping beside the slow handler, which keeps its own
+	// until it finishes (500 ms, past the -102): with the default of one
+	// place per GOMAXPROCS, -cpu 1 (or a one-CPU machine) left the ping
+	// waiting behind it until its own timeout.
+	fx := newFixture(t, func(c *Config) { c.RequestTimeout = 50 * time.Millisecond; c.Workers = 2 })
 	c := fx.client(t, "1.4")
 	fx.f.mu.Lock()
 	fx.f.slow = 500 * time.Millisecond

@@ -631,7 +631,10 @@ func TestJSONRPCDialect(t *testing.T) {
 // concurrently: a fast request sent after a slow one is answered first, and
 // each answer carries its request's id.
 func TestConcurrentRequests(t *testing.T) {
-	fx := newFixture(t, nil)
+	// Two places: the slow handler holds one, and the fast request, not
+	// alone in its session, may not take the spare. With the default of
+	// one place per GOMAXPROCS, -cpu 1 left it waiting behind the slow one.
+	fx := newFixture(t, func(c *Config) { c.Workers = 2 })
 	c := fx.client(t, "1.4")
 	fx.f.mu.Lock()
 	fx.f.slow = 300 * time.Millisecond
