@@ -117,7 +117,8 @@ type scriptStats struct {
 const statsCacheEntries = 100_000
 
 // fundedTotals are the outputs a script's confirmed history funds up to a
-// block: valid while that block is in the main chain at that height.
+// block: valid while that block is at that height in the chain the index
+// tip ends (tipChain).
 type fundedTotals struct {
 	height int32
 	hash   chainhash.Hash
@@ -147,14 +148,31 @@ func (c *statsCache) get(sh indexers.ScriptHash) (fundedTotals, bool) {
 	return f, ok
 }
 
+// evictSample is how many entries put compares to choose the one it drops.
+const evictSample = 8
+
+// put keeps f. A script without a history is not kept: it is read again in
+// a seek, and stats asked for made-up scripts would fill the cache. When
+// full, the shortest history of a few entries in map order goes: a long
+// history's totals cost far more to read again.
 func (c *statsCache) put(sh indexers.ScriptHash, f fundedTotals) {
+	if f.stats.TxCount == 0 {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.m[sh]; !ok && len(c.m) >= c.max {
-		for k := range c.m { // evict one at random (map order)
-			delete(c.m, k)
-			break
+		var victim indexers.ScriptHash
+		shortest, seen := -1, 0
+		for k, v := range c.m {
+			if shortest < 0 || v.stats.TxCount < shortest {
+				victim, shortest = k, v.stats.TxCount
+			}
+			if seen++; seen == evictSample {
+				break
+			}
 		}
+		delete(c.m, victim)
 	}
 	c.m[sh] = f
 }

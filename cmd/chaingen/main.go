@@ -56,7 +56,7 @@ func run() error {
 	if *recent < 0 || *recent > 100 {
 		return fmt.Errorf("-recent %v not in 0..100", *recent)
 	}
-	shape.RecentPPM = uint32(*recent * 1e4)
+	shape.RecentPPM = uint32(math.Round(*recent * 1e4))
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}

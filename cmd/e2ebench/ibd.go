@@ -57,7 +57,8 @@ type ibdRun struct {
 	// histories the tip blocks touched; TipHeavyCommit is from the
 	// index's commit of the block (its "Indexed block" line, read as it
 	// is written) to those notifications. TipHeavyMissing counts those
-	// that did not come within tipWait of their block.
+	// that did not come within tipWait after the block's own scripts were
+	// notified; a script missed once is not awaited again.
 	TipHeavy        latency `json:"tip_heavy"`
 	TipHeavyCommit  latency `json:"tip_heavy_commit"`
 	TipHeavyMissing int     `json:"tip_heavy_missing"`
