@@ -234,6 +234,9 @@ func TestSingleFailureNotATiming(t *testing.T) {
 	if r.Error == "" {
 		t.Errorf("the dropped connection's error is not reported")
 	}
+	if !r.Result || r.Entries != 5 || r.Bytes != 100 {
+		t.Errorf("entries %d, bytes %d, result %v: the answered repetitions' result is not reported", r.Entries, r.Bytes, r.Result)
+	}
 }
 
 // TestSingleTimingsMeetColdCaches: the README says "only a script's first

@@ -86,7 +86,7 @@ func (r *report) writeTable(w io.Writer) {
 				entries = fmt.Sprint(s.Entries)
 			}
 			bytes := fmt.Sprint(s.Bytes)
-			if s.Error != "" {
+			if !s.Result {
 				entries, bytes = "-", "-"
 			}
 			first, best, median := "-", "-", "-"
@@ -287,7 +287,7 @@ func (r *report) toJSON() *jsonReport {
 		for _, t := range s.Times {
 			js.TimesMs = append(js.TimesMs, msf(t))
 		}
-		if s.Entries >= 0 && s.Error == "" {
+		if s.Entries >= 0 && s.Result {
 			e := s.Entries
 			js.Entries = &e
 		}

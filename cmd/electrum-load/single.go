@@ -28,9 +28,11 @@ type singleResult struct {
 	// not a timing.
 	Times []time.Duration
 	// Entries is the number of elements of an array result (-1 for other
-	// results); Bytes the result's size in bytes.
+	// results); Bytes the result's size in bytes; Result whether any
+	// repetition was answered with a result (else both are meaningless).
 	Entries int
 	Bytes   int
+	Result  bool
 	// Error is the first error answer or failure of the repetitions, if
 	// any; a later answer does not clear it. After a failure, First is
 	// not the server's first call.
@@ -150,8 +152,9 @@ func timeSingle(ctx context.Context, d target, scripts *hashList, i int, name st
 				break
 			}
 			r.Times = append(r.Times, took)
-			r.Entries, r.Bytes = a.entries, a.bytes
-			if r.Error == "" {
+			if a.errKind == "" {
+				r.Entries, r.Bytes, r.Result = a.entries, a.bytes, true
+			} else if r.Error == "" {
 				r.Error = a.errKind
 			}
 		}
