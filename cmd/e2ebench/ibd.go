@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
@@ -163,7 +164,7 @@ func runIBD(args []string) error {
 		return err
 	}
 	var heavy []string
-	if tips > 0 {
+	if tips > 0 && slices.Contains(configs, ibdIndex) { // only the index's node has wallets to notify
 		scripts, err := readScripts(filepath.Join(ci.Dir, "scripts.txt"), 200)
 		if err != nil {
 			return err
