@@ -89,12 +89,17 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 // A full batch (BatchBytes) is written as a leveldb transaction, straight
 // to new tables; any other, a block at the tip or the last of a catch-up,
 // is a leveldb.Batch, through the journal and the memtable.
+//
+// A batch of one block (lone), as at the tip, keeps its unspent-output rows
+// in spent as they come: the plan already left out the outputs its block
+// creates and spends, so no two of them share a key.
 type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp
-	spent   []utxoWrite // the unspent-output rows, once sorted
+	spent   []utxoWrite // the unspent-output rows, once sorted (lone: as added)
 	order   []keyRef    // spent's order
-	full    bool        // set by seal
+	lone    bool
+	full    bool // set by seal
 	tip     memTip
 	began   time.Time // when the first block of the batch was fetched
 	blocks  int
@@ -132,7 +137,7 @@ func newAssembly(tip memTip, spare *assembly) *assembly {
 	clear(spare.utxo)
 	clear(spare.touched)
 	spare.txids = make(map[chainhash.Hash]struct{})
-	spare.tip, spare.full = tip, false
+	spare.tip, spare.full, spare.lone = tip, false, false
 	spare.blocks, spare.txs, spare.all = 0, 0, false
 	return spare
 }
@@ -150,6 +155,10 @@ func (a *assembly) Put(k, v []byte) error {
 	}
 	op := utxoOp{put: true}
 	copy(op.val[:], v)
+	if a.lone {
+		a.spent = append(a.spent, utxoWrite{key: [utxoKeyLen]byte(k), op: op})
+		return nil
+	}
 	a.utxo[[utxoKeyLen]byte(k)] = op
 	return nil
 }
@@ -160,6 +169,10 @@ func (a *assembly) Delete(k []byte) error {
 		return nil
 	}
 	key := [utxoKeyLen]byte(k)
+	if a.lone {
+		a.spent = append(a.spent, utxoWrite{key: key})
+		return nil
+	}
 	if op, ok := a.utxo[key]; ok && op.put {
 		// Created in this batch: the row was never written.
 		delete(a.utxo, key)
@@ -173,7 +186,7 @@ func (a *assembly) Delete(k []byte) error {
 func (a *assembly) del(k []byte) { a.rows.add(k, nil, true) }
 
 // size is what the batch holds, as BatchBytes counts it.
-func (a *assembly) size() int { return a.rows.size() + len(a.utxo)*utxoOpBytes }
+func (a *assembly) size() int { return a.rows.size() + (len(a.utxo)+len(a.spent))*utxoOpBytes }
 
 // ops is the number of rows the batch puts or deletes.
 func (a *assembly) ops() int { return len(a.rows.recs) + len(a.utxo) + len(a.spent) }
@@ -188,12 +201,17 @@ func (a *assembly) sort() {
 		close(done)
 	}()
 	defer func() { <-done }()
-	a.spent, a.order = a.spent[:0], a.order[:0]
-	for k, op := range a.utxo {
-		a.order = append(a.order, keyRef{pfx: keyPrefix(k[:]), i: uint32(len(a.spent))})
-		a.spent = append(a.spent, utxoWrite{key: k, op: op})
+	a.order = a.order[:0]
+	if !a.lone {
+		a.spent = a.spent[:0]
+		for k, op := range a.utxo {
+			a.spent = append(a.spent, utxoWrite{key: k, op: op})
+		}
+		clear(a.utxo)
 	}
-	clear(a.utxo)
+	for i := range a.spent {
+		a.order = append(a.order, keyRef{pfx: keyPrefix(a.spent[i].key[:]), i: uint32(i)})
+	}
 	slices.SortFunc(a.order, func(x, y keyRef) int {
 		if c := cmp.Compare(x.pfx, y.pfx); c != 0 {
 			return c
@@ -395,7 +413,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 			err = errChainMoved
 			break
 		}
-		w.assemble(a, p, f.took)
+		w.assemble(a, p, f.took, p.height == to)
 		planPool.Put(p.bufs)
 		if a.size() >= w.idx.opts.BatchBytes || len(a.rows.arena) >= maxRowBuf/2 || p.height == to {
 			if !cm.send(w.seal(a)) {
@@ -513,16 +531,26 @@ func (w *writer) onDiskAtStart(p *blockPlan) bool {
 
 // assemble adds a planned block to the batch: its rows, and its undo
 // record unless it is a block btcd had on disk when the writer started
-// (undo.go says why).
-func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
+// (undo.go says why). last says the batch is sealed after this block.
+func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration, last bool) {
 	start := time.Now()
-	// The undo record reads the plan only: it is encoded on another core
-	// while the rows are added.
+	if a.blocks == 0 && last {
+		a.lone = true
+	}
+	// The undo record and the commit's scripts and txids read the plan
+	// only: they are made on another core while the rows are added.
 	var undo chan []byte
+	noted := make(chan struct{})
 	if !w.onDiskAtStart(p) {
 		undo = make(chan []byte, 1)
-		go func() { undo <- undoRecord(p) }()
 	}
+	go func() {
+		a.note(p)
+		close(noted)
+		if undo != nil {
+			undo <- undoRecord(p)
+		}
+	}()
 	delta := applyConnect(a, p, a.tip.txCount)
 	if a.blocks == 0 {
 		a.began = start.Add(-fetchTook)
@@ -531,17 +559,7 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 		txCount: a.tip.txCount + uint64(len(p.txs)), stats: a.tip.stats.add(delta)}
 	a.blocks++
 	a.txs += uint64(len(p.txs))
-	if !a.all {
-		for i := range p.txs {
-			a.txids[p.txs[i].txid] = struct{}{}
-			for _, sh := range p.txs[i].scripts {
-				a.touched[sh] = struct{}{}
-			}
-		}
-		if len(a.touched) > maxTouched {
-			a.all, a.touched, a.txids = true, make(map[ScriptHash]struct{}), make(map[chainhash.Hash]struct{})
-		}
-	}
+	<-noted
 	if undo != nil {
 		a.rows.add(undoKey(p.height), <-undo, false)
 		w.recent = append(w.recent, undoRef{height: p.height, at: start})
@@ -550,6 +568,22 @@ func (w *writer) assemble(a *assembly, p *blockPlan, fetchTook time.Duration) {
 		w.idx.opts.OnBlock(BlockPass{Height: p.height, Txs: len(p.txs), Plan: fetchTook,
 			Write: time.Since(start), Rows: delta.Rows, Bytes: delta.Bytes,
 			Writes: p.writes, WriteBytes: p.writeBytes})
+	}
+}
+
+// note adds the block's scripts and txids to those the commit reports.
+func (a *assembly) note(p *blockPlan) {
+	if a.all {
+		return
+	}
+	for i := range p.txs {
+		a.txids[p.txs[i].txid] = struct{}{}
+		for _, sh := range p.txs[i].scripts {
+			a.touched[sh] = struct{}{}
+		}
+	}
+	if len(a.touched) > maxTouched {
+		a.all, a.touched, a.txids = true, make(map[ScriptHash]struct{}), make(map[chainhash.Hash]struct{})
 	}
 }
 
