@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"flag"
 	"fmt"
@@ -24,7 +25,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
 	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -92,7 +95,38 @@ func (s levelStore) get(k []byte) error {
 
 func (s levelStore) close() error { return s.db.Close() }
 
-type pebbleStore struct{ db *pebble.DB }
+type pebbleStore struct {
+	db  *pebble.DB
+	dir string
+	n   *int
+}
+
+// ingest writes sorted rows as a table of their own and ingests it: a
+// build that skips the memtable and the write-ahead log.
+func (s pebbleStore) ingest(rs []row) error {
+	*s.n++
+	path := filepath.Join(s.dir, fmt.Sprintf("ingest-%d.sst", *s.n))
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	w := sstable.NewWriter(objstorageprovider.NewFileWritable(f), sstable.WriterOptions{
+		TableFormat: s.db.TableFormat(), BlockSize: 16 << 10,
+		Compression: sstable.NoCompression,
+	})
+	for i, r := range rs {
+		if i > 0 && compare(rs[i-1].k, r.k) == 0 {
+			continue
+		}
+		if err := w.Set(r.k, r.v); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return s.db.Ingest(context.Background(), []string{path})
+}
 
 func (s pebbleStore) write(rs []row) error {
 	b := s.db.NewBatch()
@@ -137,13 +171,14 @@ func open(kind, dir string) (store, error) {
 			o.Levels[i].Compression = func() *sstable.CompressionProfile { return sstable.NoCompression }
 		}
 		db, err := pebble.Open(dir, o)
-		return pebbleStore{db}, err
+		return pebbleStore{db: db, dir: filepath.Dir(dir), n: new(int)}, err
 	}
 	return nil, fmt.Errorf("unknown store %q: leveldb or pebble", kind)
 }
 
 var (
 	memtable = flag.Int("memtable", 8, "memtable (goleveldb's write buffer) in `MiB`; Pebble commits a batch of more than half of it without inserting it into a memtable")
+	ingest   = flag.Bool("ingest", false, "Pebble only: write each build batch as a table and ingest it")
 	pause    = flag.Duration("pause", 0, "pause before each tip batch, as between blocks at a tip (the store's background work catches up)")
 )
 
@@ -171,7 +206,11 @@ func main() {
 			b = append(b, makeRows(r, 16000, height)...)
 		}
 		sortRows(b)
-		if err := s.write(b); err != nil {
+		write := s.write
+		if ps, ok := s.(pebbleStore); ok && *ingest {
+			write = ps.ingest
+		}
+		if err := write(b); err != nil {
 			log.Fatal(err)
 		}
 	}
