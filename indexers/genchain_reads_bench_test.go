@@ -25,8 +25,10 @@ import (
 // index's store in simnet/electrum_index), and the scripts are the first
 // READS_SCRIPTS (default 4) of its scripts.txt, the longest histories. The
 // Cold runs open the store before each read, so its block cache is empty as
-// on a first request after start (the files stay in the page cache). A store
-// of another schema version is left alone (opening it would rebuild it).
+// on a first request after start (the files stay in the page cache); with
+// READS_IDLE (a duration) each cold read follows that long asleep, as a first
+// request to an idle server does. A store of another schema version is left
+// alone (opening it would rebuild it).
 func BenchmarkGenChainReads(b *testing.B) {
 	dir := os.Getenv("READS_DATADIR")
 	if dir == "" {
@@ -51,6 +53,14 @@ func BenchmarkGenChainReads(b *testing.B) {
 	ro.Close()
 	if err != nil || len(v) != 4 || binary.BigEndian.Uint32(v) != indexers.SchemaVersion {
 		b.Skipf("the store in %s holds schema version %x (%v), not %d", store, v, err, indexers.SchemaVersion)
+	}
+	var idle time.Duration
+	if s := os.Getenv("READS_IDLE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		idle = d
 	}
 	shs := readScripts(b, filepath.Join(dir, "scripts.txt"), n)
 	open := func(b *testing.B) (database.DB, *indexers.ElectrumIndex) {
@@ -114,6 +124,7 @@ func BenchmarkGenChainReads(b *testing.B) {
 				var total time.Duration
 				for n := 0; n < b.N; n++ {
 					db, idx := open(b)
+					time.Sleep(idle)
 					start := time.Now()
 					if err := r.read(idx, sh); err != nil {
 						b.Fatal(err)
