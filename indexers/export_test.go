@@ -3,6 +3,7 @@ package indexers
 import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/syndtr/goleveldb/leveldb"
 )
 
@@ -42,3 +43,34 @@ func (idx *ElectrumIndex) Store() *leveldb.DB { return idx.store }
 // of a script split the work between several cursors, so that small test
 // chains exercise it.
 func (idx *ElectrumIndex) SetScanSplit(n int) { idx.scanSplit = n }
+
+// TxIDAt returns the txid at a position of the main-chain block at height,
+// or ErrNotFound.
+func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
+	var txid chainhash.Hash
+	_, err := idx.read(func(r *snapView, _ Tip) error {
+		count, _, ok := blockTxs(r, height)
+		if !ok || pos >= count {
+			return ErrNotFound
+		}
+		row, ok := txRowAt(r, txPos(height, int(pos)))
+		if !ok {
+			return corruptf("missing transaction %d of block %d", pos, height)
+		}
+		txid = row.txid
+		return nil
+	})
+	return txid, err
+}
+
+// UndoSize returns the number of undo records and their bytes.
+func (idx *ElectrumIndex) UndoSize() (records, bytes int64, err error) {
+	pre := tablePrefix(tagUndo)
+	it := idx.store.NewIterator(nil, nil)
+	defer it.Release()
+	for ok := it.Seek(pre); ok && len(it.Key()) == blkKeyLen && it.Key()[2] == tagUndo; ok = it.Next() {
+		records++
+		bytes += int64(len(it.Key()) + len(it.Value()))
+	}
+	return records, bytes, it.Error()
+}

@@ -169,7 +169,7 @@ func (idx *ElectrumIndex) prepareStore() error {
 		if err != nil {
 			return err
 		}
-		idx.setLatest(t)
+		idx.publish(t.tip())
 		return nil
 	default:
 		log.Infof("Electrum index has another schema version, rebuilding it")
@@ -186,7 +186,7 @@ func (idx *ElectrumIndex) prepareStore() error {
 	if err := idx.store.Write(b, nil); err != nil {
 		return err
 	}
-	idx.setLatest(memTip{height: -1})
+	idx.publish(Tip{Height: -1})
 	return nil
 }
 
@@ -254,9 +254,6 @@ func tipIn(r kvReader) (memTip, error) {
 	return t, nil
 }
 
-// setLatest publishes the store as it is now, holding tip t, to readers.
-func (idx *ElectrumIndex) setLatest(t memTip) { idx.publish(t.tip()) }
-
 // Size returns the number of rows of the index at its tip and their key and
 // value bytes (the logical size; the store adds its own overhead).
 func (idx *ElectrumIndex) Size() (rows, bytes int64, err error) {
@@ -266,16 +263,4 @@ func (idx *ElectrumIndex) Size() (rows, bytes int64, err error) {
 	}
 	s := decodeStats(v)
 	return s.Rows, s.Bytes, nil
-}
-
-// UndoSize returns the number of undo records and their bytes.
-func (idx *ElectrumIndex) UndoSize() (records, bytes int64, err error) {
-	pre := tablePrefix(tagUndo)
-	it := idx.store.NewIterator(nil, nil)
-	defer it.Release()
-	for ok := it.Seek(pre); ok && len(it.Key()) == blkKeyLen && it.Key()[2] == tagUndo; ok = it.Next() {
-		records++
-		bytes += int64(len(it.Key()) + len(it.Value()))
-	}
-	return records, bytes, it.Error()
 }

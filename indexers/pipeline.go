@@ -88,11 +88,9 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 //
 // A full batch (BatchBytes) is written as a leveldb transaction, straight
 // to new tables; any other, a block at the tip or the last of a catch-up,
-// is a leveldb.Batch, through the journal and the memtable.
-//
-// A batch of one block (lone), as at the tip, keeps its unspent-output rows
-// in spent as they come: the plan already left out the outputs its block
-// creates and spends, so no two of them share a key.
+// is a leveldb.Batch, through the journal and the memtable. A batch of one
+// block (lone) puts its unspent rows in spent as they come: its plan left
+// out the outputs it creates and spends, so none cancel.
 type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp

@@ -3,6 +3,7 @@ package indexers
 import (
 	"bytes"
 	"errors"
+	"math"
 	"sort"
 	"sync"
 
@@ -264,18 +265,7 @@ func (cc *chunkCursor) seek(k []byte) []byte {
 // transaction, ordered by height then position in the block. With limit > 0,
 // a history of more than limit entries fails with ErrHistoryTooLarge.
 func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip, error) {
-	var out []HistoryEntry
-	hx := sh.hashX()
-	tip, err := idx.read(func(r *snapView, _ Tip) error {
-		c := r.Cursor()
-		nums, err := historyNumsWith(c, &hx, nil, room(limit, 0))
-		if err != nil {
-			return err
-		}
-		out, err = readHistory(r, c, sh, nums, idx.scanSplit)
-		return err
-	})
-	return out, tip, err
+	return idx.HistoryPage(sh, nil, math.MaxInt, limit)
 }
 
 // HistoryPage returns up to n entries of sh's confirmed history that come
@@ -301,11 +291,8 @@ func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, 
 				return nil
 			}
 		}
-		page := nums[max(end-n, 0):end]
-		out = make([]HistoryEntry, len(page))
-		return historyEntries(r, c, sh, page, func(i int, row *txRow) {
-			out[i] = HistoryEntry{TxHash: row.txid, Height: row.height}
-		})
+		out, err = readHistory(r, c, sh, nums[max(end-n, 0):end], idx.scanSplit)
+		return err
 	})
 	return out, tip, err
 }
@@ -727,25 +714,6 @@ func txLocation(meta kvReader, txid *chainhash.Hash, place bool) (TxLocation, tx
 		return TxLocation{}, r, corruptf("transaction %v has no block row or place at height %d", txid, r.height)
 	}
 	return TxLocation{Height: r.height, Pos: posIndex(n), BlockHash: hash}, r, nil
-}
-
-// TxIDAt returns the txid at a position of the main-chain block at height,
-// or ErrNotFound.
-func (idx *ElectrumIndex) TxIDAt(height int32, pos uint32) (chainhash.Hash, error) {
-	var txid chainhash.Hash
-	_, err := idx.read(func(r *snapView, _ Tip) error {
-		count, _, ok := blockTxs(r, height)
-		if !ok || pos >= count {
-			return ErrNotFound
-		}
-		row, ok := txRowAt(r, txPos(height, int(pos)))
-		if !ok {
-			return corruptf("missing transaction %d of block %d", pos, height)
-		}
-		txid = row.txid
-		return nil
-	})
-	return txid, err
 }
 
 // BlockTxIDs returns the txids of the main-chain block at height, in block
