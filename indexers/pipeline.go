@@ -81,8 +81,8 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 
 // assembly is a batch being assembled, then committed. It is the
 // rowWriter of its blocks. Rows are kept until the commit and written in
-// key order, which leveldb's memtable takes several times faster than
-// rows in block order: unspent-output rows in a map, so that an output
+// key order, which leveldb's memtable takes about twice as fast as rows
+// in block order: unspent-output rows in a map, so that an output
 // created and spent inside the batch is never written, the others in
 // rows.
 //
