@@ -88,14 +88,15 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 //
 // A full batch (BatchBytes) is written as a leveldb transaction, straight
 // to new tables; any other, a block at the tip or the last of a catch-up,
-// is a leveldb.Batch, through the journal and the memtable. A batch of one
-// block (lone) puts its unspent rows in spent as they come: its plan left
-// out the outputs it creates and spends, so none cancel.
+// is a leveldb.Batch, through the journal and the memtable. A pass's last
+// batch holding its one block (lone, as at the tip) puts its unspent rows
+// in spent as they come: the plan left out those the block creates and
+// spends, so none cancel.
 type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp
-	spent   []utxoWrite // the unspent-output rows, once sorted (lone: as added)
-	order   []keyRef    // spent's order
+	spent   []utxoWrite // the unspent-output rows, from seal on (lone: as added)
+	order   []keyRef    // spent's key order
 	lone    bool
 	full    bool // set by seal
 	tip     memTip
@@ -120,7 +121,7 @@ type utxoWrite struct {
 	op  utxoOp
 }
 
-// utxoOpBytes is what an entry of assembly.utxo counts toward BatchBytes.
+// utxoOpBytes is what an unspent-output row of a batch counts toward BatchBytes.
 const utxoOpBytes = utxoKeyLen + utxoValLen
 
 // newAssembly returns an empty batch on tip, with the buffers of spare (a
