@@ -20,8 +20,8 @@ func TestReorgBothBranchesStatsCountTwice(t *testing.T) {
 		MempoolStats scriptStats `json:"mempool_stats"`
 	}
 	var v view
-	// Asked at a first, as TestReorgWindowStatsCountTwice does (without
-	// it, chain_stats answers 500 in the window: a pre-existing issue).
+	// Asked at a first, so the window's answer starts from stats cached
+	// at a; TestReorgWindowStatsCold asks first in the window.
 	hn.getJSON("/scripthash/"+esploraHash(payTo), &v)
 	b1 := hn.process(parent, 2*time.Second, tx) // b1 holds T too
 	hn.process(b1, time.Second)                 // reorganized onto b1, b2

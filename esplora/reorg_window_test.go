@@ -188,6 +188,28 @@ func TestReorgWindowStatsCountTwice(t *testing.T) {
 	}
 }
 
+// TestReorgWindowStatsCold: stats first asked in the window, with nothing
+// cached at a, are answered and count T's output once.
+func TestReorgWindowStatsCold(t *testing.T) {
+	hn := newHeldNode(t)
+	tx, payTo, value := hn.pay(0x85)
+	parent := hn.tipBlock()
+	hn.hold()
+	hn.process(parent, time.Second, tx) // a
+	<-hn.held
+	b1 := hn.process(parent, 2*time.Second)
+	hn.process(b1, time.Second) // reorganized; T back in btcd's pool
+	var v struct {
+		ChainStats   scriptStats `json:"chain_stats"`
+		MempoolStats scriptStats `json:"mempool_stats"`
+	}
+	hn.getJSON("/scripthash/"+esploraHash(payTo), &v)
+	if v.ChainStats.FundedTxoSum+v.MempoolStats.FundedTxoSum != value ||
+		v.ChainStats.TxCount+v.MempoolStats.TxCount != 1 {
+		t.Fatalf("stats in the reorganization %+v: T's output (%d) not counted once", v, value)
+	}
+}
+
 // TestReorgWindowNewBranchTxMissing: a transaction of the new branch the
 // index has yet to take is served as unconfirmed.
 func TestReorgWindowNewBranchTxMissing(t *testing.T) {
