@@ -23,6 +23,9 @@ type blockEvent struct {
 	// txs, when set, are transactions accepted into the mempool (and
 	// block is nil).
 	txs []*btcutil.Tx
+	// watch, when set, registers a rescan's keys (and block is nil): the
+	// events queued before it are not told with them, those after are.
+	watch func()
 }
 
 // notifier turns block events into websocket notifications on its own
@@ -33,6 +36,13 @@ type notifier struct {
 	mu      sync.Mutex
 	pending []blockEvent
 	running bool
+	// tip is the main chain's tip as the block events queued so far
+	// leave it, once seen is set.
+	tip  chainhash.Hash
+	seen bool
+	// watches counts the registrations queued and not yet run: events
+	// are kept while there are any, for the keys they register.
+	watches int
 
 	signal chan struct{}
 	done   chan struct{}
@@ -71,16 +81,51 @@ func (n *notifier) enqueue(ev blockEvent) {
 		return
 	default:
 	}
-	if !n.s.hasBlockClients() && !n.s.hasTxClients() {
+	n.mu.Lock()
+	if ev.block != nil {
+		n.tip, n.seen = *ev.block.Hash(), true
+		if !ev.connected {
+			n.tip = ev.block.MsgBlock().Header.PrevBlock
+		}
+	}
+	if n.watches == 0 && !n.s.hasBlockClients() && !n.s.hasTxClients() {
+		n.mu.Unlock()
 		return
 	}
-	n.mu.Lock()
 	n.pending = append(n.pending, ev)
 	n.mu.Unlock()
+	n.wake()
+}
+
+// wake has the goroutine look at the queue; it never blocks.
+func (n *notifier) wake() {
 	select {
 	case n.signal <- struct{}{}:
 	default:
 	}
+}
+
+// watchAfter has register run in the queue's order when the block events
+// queued so far end at the block after (the chain's tip when none was
+// queued yet), and reports whether it did: the blocks up to after are then
+// told by the rescan that scanned them, and the later ones by
+// notifications, each once.
+func (n *notifier) watchAfter(after chainhash.Hash, register func()) bool {
+	best := n.s.cfg.Chain.BestSnapshot().Hash
+	n.mu.Lock()
+	if n.seen {
+		best = n.tip
+	}
+	ok := best == after
+	if ok {
+		n.pending = append(n.pending, blockEvent{watch: register})
+		n.watches++
+	}
+	n.mu.Unlock()
+	if ok {
+		n.wake()
+	}
+	return ok
 }
 
 // run sends queued events until the server shuts down.
@@ -97,6 +142,13 @@ func (n *notifier) run() {
 		n.pending = nil
 		n.mu.Unlock()
 		for _, ev := range events {
+			if ev.watch != nil {
+				ev.watch()
+				n.mu.Lock()
+				n.watches--
+				n.mu.Unlock()
+				continue
+			}
 			if ev.txs != nil {
 				n.s.sendTxEvent(ev.txs)
 				continue

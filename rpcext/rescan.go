@@ -78,29 +78,32 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 	} else {
 		progress := time.NewTicker(rescanProgressEvery)
 		defer progress.Stop()
-		watching := false
 		for h := from; h <= to; h++ {
-			if h > s.cfg.Chain.BestSnapshot().Height {
-				if rc.EndBlock != nil || watching {
-					break
-				}
-				// Through the tip: as btcd, the client is told of
-				// the addresses' and outputs' later transactions
-				// too. Watched first, then the blocks connected
-				// meanwhile scanned: one connected at this moment
-				// may be told twice, none is missed.
-				c.watchKeys(&keys)
-				watching = true
-				if h > s.cfg.Chain.BestSnapshot().Height {
-					break
-				}
-			}
 			select {
 			case <-c.quit:
 				return nil, nil
 			case <-s.quit:
 				return nil, nil
 			default:
+			}
+			if h > s.cfg.Chain.BestSnapshot().Height {
+				if rc.EndBlock != nil || last == nil {
+					break
+				}
+				// Through the tip: as btcd, the client is told of
+				// the addresses' and outputs' later transactions
+				// too, from the block after the last one scanned.
+				if s.ntfn.watchAfter(*last.Hash(), func() { c.watchKeys(&keys) }) {
+					break
+				}
+				if _, err := s.cfg.Chain.BlockHeightByHash(last.Hash()); err != nil {
+					return nil, btcjson.NewRPCError(btcjson.ErrRPCMisc,
+						"the chain reorganized during the rescan: block "+last.Hash().String()+" left the main chain")
+				}
+				// Blocks connected meanwhile are scanned first.
+				time.Sleep(time.Millisecond)
+				h--
+				continue
 			}
 			hash, err := s.cfg.Chain.BlockHashByHeight(h)
 			if err != nil {
@@ -130,9 +133,6 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 		}
 		if last == nil {
 			return nil, nil
-		}
-		if watching {
-			c.watchKeys(&keys) // and the outputs found after
 		}
 	}
 	height := last.Height()

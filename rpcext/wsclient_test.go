@@ -155,3 +155,76 @@ func TestRescanThroughTipMissesBlockAtItsEnd(t *testing.T) {
 		}
 	}
 }
+
+// twiceChain connects one more block (fire) inside the second check of
+// the chain's height after a rescan read the tip, and answers with the
+// new height: the block then connects while the rescan ends, after the
+// rescan's first look at the tip.
+type twiceChain struct {
+	*blockchain.BlockChain
+	tip   chainhash.Hash
+	armed atomic.Int32
+	fire  func()
+}
+
+func (c *twiceChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
+	if *h == c.tip {
+		c.armed.Store(2)
+	}
+	return c.BlockChain.BlockByHash(h)
+}
+
+func (c *twiceChain) BestSnapshot() *blockchain.BestState {
+	if c.armed.Load() > 0 && c.armed.Add(-1) == 0 {
+		c.fire()
+	}
+	return c.BlockChain.BestSnapshot()
+}
+
+// TestRescanThroughTipTellsBlockOnce: a block connected as a rescan
+// through the tip ends is told once, by the scan or by the notifications.
+func TestRescanThroughTipTellsBlockOnce(t *testing.T) {
+	node := newTestNode(t)
+	if _, err := node.Generate(5, nil); err != nil {
+		t.Fatal(err)
+	}
+	watched, _ := newAddress(t, node)
+	chain := &twiceChain{BlockChain: node.chain, tip: node.chain.BestSnapshot().Hash}
+	var late chainhash.Hash
+	chain.fire = func() {
+		hashes, err := node.Generate(1, watched)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		late = *hashes[0]
+	}
+	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
+	recvs := make(chan string, 10)
+	c := ts.wsClient(t, &rpcclient.NotificationHandlers{
+		OnRecvTx: func(_ *btcutil.Tx, d *btcjson.BlockDetails) {
+			if d != nil {
+				recvs <- d.Hash
+			}
+		},
+	})
+	if err := c.Rescan(node.params.GenesisHash, []address.Address{watched}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if late == (chainhash.Hash{}) {
+		t.Fatal("the racing block was not made")
+	}
+	told := 0
+	for {
+		h, ok := parityWait(recvs, 2*time.Second)
+		if !ok {
+			break
+		}
+		if h == late.String() {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Fatalf("the coinbase of block %v, paying the rescanned address, was told %d times", late, told)
+	}
+}
