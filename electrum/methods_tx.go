@@ -16,9 +16,9 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// maxPackageCount is the largest package accepted, as Bitcoin Core's
+// MaxPackageTxs is the largest package accepted, as Bitcoin Core's
 // MAX_PACKAGE_COUNT.
-const maxPackageCount = 25
+const MaxPackageTxs = 25
 
 // rejected formats a broadcast rejection as ElectrumX does.
 func rejected(msg, rawHex string) *RPCError {
@@ -73,8 +73,8 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	if len(raws) == 0 || len(raws) > maxPackageCount {
-		return nil, badRequest("the tx package was rejected by network rules.\n\npackage must hold 1 to %d transactions", maxPackageCount)
+	if len(raws) == 0 || len(raws) > MaxPackageTxs {
+		return nil, badRequest("the tx package was rejected by network rules.\n\npackage must hold 1 to %d transactions", MaxPackageTxs)
 	}
 	txs := make([]*wire.MsgTx, len(raws))
 	seen := make(map[chainhash.Hash]struct{}, len(raws))
@@ -91,7 +91,7 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		seen[h] = struct{}{}
 		txs[i] = tx
 	}
-	if !childWithParents(txs) {
+	if !ChildWithParents(txs) {
 		return nil, badRequest("the tx package was rejected by network rules.\n\n" +
 			"package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
@@ -123,11 +123,11 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 	return res, nil
 }
 
-// childWithParents reports whether txs is one transaction, or a child
+// ChildWithParents reports whether txs is one transaction, or a child
 // (the last) with its parents, none of which spends another: the only
 // packages Bitcoin Core's submitpackage takes. The parents come first
 // then, in any order.
-func childWithParents(txs []*wire.MsgTx) bool {
+func ChildWithParents(txs []*wire.MsgTx) bool {
 	if len(txs) == 1 {
 		return true
 	}

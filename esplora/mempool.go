@@ -1,8 +1,6 @@
 package esplora
 
 import (
-	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/mempool"
-	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
@@ -141,25 +138,23 @@ func (s *Server) feeEstimates() (*reply, error) {
 	return &reply{"application/json", []byte(b.String()), ttlShort}, nil
 }
 
-// rpcError is the error bitcoind's sendrawtransaction answers, which
-// electrs passes on.
-func rpcError(code int, msg string) *httpError {
+// methodError is the error a bitcoind RPC method answers, which electrs
+// passes on.
+func methodError(method string, code int, msg string) *httpError {
 	b, _ := json.Marshal(struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, msg})
-	return badRequest("sendrawtransaction RPC error: " + string(b))
+	return badRequest(method + " RPC error: " + string(b))
 }
+
+// rpcError is the error bitcoind's sendrawtransaction answers.
+func rpcError(code int, msg string) *httpError { return methodError("sendrawtransaction", code, msg) }
 
 // POST /tx: the body is the transaction in hex; the answer its txid.
 func (s *Server) broadcast(body string) (*reply, error) {
-	raw, err := hex.DecodeString(strings.TrimSpace(body))
+	tx, err := decodeTx(body)
 	if err != nil {
-		return nil, rpcError(-22, "TX decode failed")
-	}
-	tx := new(wire.MsgTx)
-	r := bytes.NewReader(raw)
-	if err := tx.Deserialize(r); err != nil || r.Len() != 0 {
 		return nil, rpcError(-22, "TX decode failed")
 	}
 	if err := s.index.Broadcast(tx); err != nil {

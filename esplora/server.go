@@ -503,6 +503,8 @@ func (s *Server) route(q *request, path string) (*reply, error) {
 			return nil, err
 		}
 		return s.broadcast(string(body))
+	case q.is(post, "txs", "package"):
+		return s.submitPackage(q)
 	case q.is(get, "broadcast"):
 		hexTx := q.query.Get("tx")
 		if !q.query.Has("tx") {

@@ -1,0 +1,198 @@
+package esplora
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/btcsuite/btcd/txscript/v2"
+	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+)
+
+// packageJSON is a submitpackage answer as a client without this
+// project's types reads it.
+type packageJSON struct {
+	Msg     string `json:"package_msg"`
+	Results map[string]struct {
+		TxID  string `json:"txid"`
+		VSize int64  `json:"vsize"`
+		Fees  *struct {
+			Base              json.Number  `json:"base"`
+			EffectiveFeeRate  *json.Number `json:"effective-feerate"`
+			EffectiveIncludes []string     `json:"effective-includes"`
+		} `json:"fees"`
+		Error string `json:"error"`
+	} `json:"tx-results"`
+	Replaced []string `json:"replaced-transactions"`
+}
+
+// spendWithChange spends coin to outs and the rest, less fee, back to
+// change.
+func spendWithChange(coin testchain.Coin, fee int64, change []byte, outs ...*wire.TxOut) *wire.MsgTx {
+	rest := coin.Value - fee
+	for _, o := range outs {
+		rest -= o.Value
+	}
+	return testchain.SpendTx([]testchain.Coin{coin}, append(outs, &wire.TxOut{Value: rest, PkScript: change})...)
+}
+
+func (n *testNode) submitPackage(query string, txs ...*wire.MsgTx) (int, string, packageJSON) {
+	n.t.Helper()
+	hexes := make([]string, len(txs))
+	for i, tx := range txs {
+		hexes[i] = txHex(tx)
+	}
+	body, _ := json.Marshal(hexes)
+	code, answer := n.post("/txs/package"+query, string(body))
+	var p packageJSON
+	if code == http.StatusOK {
+		if err := json.Unmarshal([]byte(answer), &p); err != nil {
+			n.t.Fatalf("answer %s: %v", answer, err)
+		}
+	}
+	return code, answer, p
+}
+
+// TestSubmitPackage: a parent and its child are taken into the mempool and
+// answered in submitpackage's shape, with each member's fee and fee rate
+// in BTC; taken again, they are already known and answered with their
+// fee alone.
+func TestSubmitPackage(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 77_001)
+	coin := n.coin()
+	parent := testchain.SpendTx([]testchain.Coin{coin},
+		&wire.TxOut{Value: 40_000_000, PkScript: script.PkScript},
+		&wire.TxOut{Value: coin.Value - 40_000_000 - 1_000, PkScript: script.PkScript})
+	child := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: parent.TxHash(), Index: 0}, Value: 40_000_000, Script: &script}},
+		&wire.TxOut{Value: 40_000_000 - 5_000, PkScript: script.PkScript})
+
+	code, body, p := n.submitPackage("", parent, child)
+	if code != http.StatusOK || p.Msg != "success" || len(p.Results) != 2 || p.Replaced == nil || len(p.Replaced) != 0 {
+		t.Fatalf("POST /txs/package: %d %s", code, body)
+	}
+	for _, c := range []struct {
+		tx  *wire.MsgTx
+		fee int64
+	}{{parent, 1_000}, {child, 5_000}} {
+		r, ok := p.Results[c.tx.WitnessHash().String()]
+		if !ok || r.TxID != c.tx.TxHash().String() || r.Error != "" || r.Fees == nil {
+			t.Fatalf("result of %v: %s", c.tx.TxHash(), body)
+		}
+		var v txValue
+		n.getJSON("/tx/"+r.TxID, &v)
+		vsize := (v.Weight + 3) / 4
+		wantRate := fmt.Sprintf("%.8f", float64(c.fee*1000/vsize)/1e8)
+		if r.VSize != vsize || r.Fees.Base.String() != fmt.Sprintf("%.8f", float64(c.fee)/1e8) ||
+			r.Fees.EffectiveFeeRate == nil || r.Fees.EffectiveFeeRate.String() != wantRate ||
+			len(r.Fees.EffectiveIncludes) != 1 || r.Fees.EffectiveIncludes[0] != c.tx.WitnessHash().String() {
+			t.Fatalf("result of %v (fee %d, vsize %d, rate %s): %s", c.tx.TxHash(), c.fee, vsize, wantRate, body)
+		}
+		if v.Status.Confirmed || v.Fee != c.fee {
+			t.Fatalf("%v after the package: %+v", c.tx.TxHash(), v)
+		}
+	}
+
+	code, body, p = n.submitPackage("", parent, child)
+	if code != http.StatusOK || p.Msg != "success" || len(p.Results) != 2 {
+		t.Fatalf("the package again: %d %s", code, body)
+	}
+	for _, r := range p.Results {
+		if r.Error != "" || r.Fees == nil || r.Fees.EffectiveFeeRate != nil || r.Fees.EffectiveIncludes != nil || r.VSize == 0 {
+			t.Fatalf("an already known member is answered with its fee alone: %s", body)
+		}
+	}
+}
+
+// TestSubmitPackageRefusals: a member over maxfeerate, or spending an
+// output nobody knows, fails alone and the package says so; the members
+// before it stay accepted, as btcd has no package acceptance.
+func TestSubmitPackageRefusals(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 77_002)
+	coin := n.coin()
+	// 0.2 BTC of fee on about 100 vbytes: far over 0.10 BTC/kvB.
+	greedy := testchain.SpendTx([]testchain.Coin{coin},
+		&wire.TxOut{Value: coin.Value - 20_000_000, PkScript: script.PkScript})
+	code, body, p := n.submitPackage("", greedy)
+	r := p.Results[greedy.WitnessHash().String()]
+	if code != http.StatusOK || p.Msg != "transaction failed" || r.Error != "max feerate exceeded" || r.Fees != nil {
+		t.Fatalf("over maxfeerate: %d %s", code, body)
+	}
+	if code, _ := n.get("/tx/" + greedy.TxHash().String()); code != http.StatusNotFound {
+		t.Fatalf("a member over maxfeerate reached the mempool: GET /tx %d", code)
+	}
+	if code, body, p := n.submitPackage("?maxfeerate=0", greedy); code != http.StatusOK || p.Msg != "success" {
+		t.Fatalf("maxfeerate=0 takes any rate: %d %s", code, body)
+	}
+
+	parent := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 30_000_000, PkScript: script.PkScript})
+	stray := testchain.Coin{OutPoint: wire.OutPoint{Index: 7}, Value: 10_000, Script: &script}
+	stray.OutPoint.Hash[0] = 0xee
+	child := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: parent.TxHash()}, Value: 30_000_000, Script: &script}, stray},
+		&wire.TxOut{Value: 30_000_000 - 2_000, PkScript: script.PkScript})
+	code, body, p = n.submitPackage("", parent, child)
+	if code != http.StatusOK || p.Msg != "transaction failed" || p.Results[parent.WitnessHash().String()].Error != "" ||
+		p.Results[child.WitnessHash().String()].Error != "missing-inputs" {
+		t.Fatalf("a child spending an unknown output: %d %s", code, body)
+	}
+	if code, _ := n.get("/tx/" + parent.TxHash().String()); code != http.StatusOK {
+		t.Fatalf("the parent accepted before the failing child left the mempool: GET /tx %d", code)
+	}
+}
+
+// TestSubmitPackageBadRequests: requests electrs or bitcoind refuse are
+// refused with their status and text.
+func TestSubmitPackageBadRequests(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 77_003)
+	a := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 1_000_000, PkScript: script.PkScript})
+	b := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 1_000_000, PkScript: script.PkScript})
+	aChild := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: a.TxHash()}, Value: 1_000_000, Script: &script}},
+		&wire.TxOut{Value: 1_000_000 - 1_000, PkScript: script.PkScript})
+	burn, err := txscript.NullDataScript([]byte("burn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	burning := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 5_000, PkScript: burn})
+	submit := func(q string) string {
+		return `submitpackage RPC error: {"code":` + q
+	}
+	long := `"` + strings.Repeat("00", 70) + `"`
+	for _, c := range []struct {
+		query, body string
+		want        string
+	}{
+		{"", `{"txs":[]}`, "Invalid request body (should be an array of hexadecimal strings)"},
+		{"", "[" + strings.TrimSuffix(strings.Repeat(long+",", 26), ",") + "]", "Exceeded maximum of 25 transactions"},
+		{"?maxfeerate=abc", "[]", "Invalid maxfeerate"},
+		{"?maxburnamount=x", "[]", "Invalid maxburnamount"},
+		{"?maxfeerate=1", "[]", submit(`-8,"message":"Fee rates larger than or equal to 1BTC/kvB are not accepted"}`)},
+		{"?maxburnamount=-1", "[]", submit(`-3,"message":"Amount out of range"}`)},
+		{"", `["00"]`, "Invalid transaction size for item 0"},
+		{"", "[" + long + `,"` + strings.Repeat("zz", 70) + `"]`, "Invalid transaction hex for item 1"},
+		{"", "[]", submit(`-8,"message":"Array must contain between 1 and 25 transactions."}`)},
+		{"", "[" + long + "]", submit(`-22,"message":"TX decode failed: ` + strings.Repeat("00", 70) + ` Make sure the tx has at least one input."}`)},
+		{"", `["` + txHex(burning) + `"]`, submit(`-25,"message":"Unspendable output exceeds maximum configured by user (maxburnamount)"}`)},
+		{"", `["` + txHex(a) + `","` + txHex(b) + `"]`,
+			submit(`-25,"message":"package topology disallowed. not child-with-parents or parents depend on each other."}`)},
+	} {
+		code, body := n.post("/txs/package"+c.query, c.body)
+		if code != http.StatusBadRequest || body != c.want {
+			t.Errorf("POST /txs/package%s %.60s: %d %q, want 400 %q", c.query, c.body, code, body, c.want)
+		}
+	}
+	if code, body, p := n.submitPackage("?maxburnamount=0.00005", burning); code != http.StatusOK || p.Msg != "success" {
+		t.Fatalf("a burn within maxburnamount: %d %s", code, body)
+	}
+	if code, body, p := n.submitPackage("", a, a, aChild); code != http.StatusOK || p.Msg != "package-contains-duplicates" || len(p.Results) != 0 {
+		t.Fatalf("a package holding a transaction twice: %d %s", code, body)
+	}
+	if code, _ := n.get("/tx/" + a.TxHash().String()); code != http.StatusNotFound {
+		t.Fatalf("a refused package reached the mempool: GET /tx %d", code)
+	}
+}
