@@ -40,9 +40,10 @@ type notifier struct {
 	// leave it, once seen is set.
 	tip  chainhash.Hash
 	seen bool
-	// watches counts the registrations queued and not yet run: events
-	// are kept while there are any, for the keys they register.
-	watches int
+	// watches counts the registrations queued and not yet run, registered
+	// those run: an event is kept while one is queued, or when one ran
+	// after enqueue looked at the clients, for the keys it registers.
+	watches, registered int
 
 	signal chan struct{}
 	done   chan struct{}
@@ -81,6 +82,12 @@ func (n *notifier) enqueue(ev blockEvent) {
 		return
 	default:
 	}
+	// The clients are looked at outside mu: the server's lock is taken
+	// before mu elsewhere.
+	n.mu.Lock()
+	registered := n.registered
+	n.mu.Unlock()
+	nobody := !n.s.hasBlockClients() && !n.s.hasTxClients()
 	n.mu.Lock()
 	if ev.block != nil {
 		n.tip, n.seen = *ev.block.Hash(), true
@@ -88,7 +95,7 @@ func (n *notifier) enqueue(ev blockEvent) {
 			n.tip = ev.block.MsgBlock().Header.PrevBlock
 		}
 	}
-	if n.watches == 0 && !n.s.hasBlockClients() && !n.s.hasTxClients() {
+	if nobody && n.watches == 0 && n.registered == registered {
 		n.mu.Unlock()
 		return
 	}
@@ -106,15 +113,18 @@ func (n *notifier) wake() {
 }
 
 // watchAfter has register run in the queue's order when the block events
-// queued so far end at the block after (the chain's tip when none was
-// queued yet), and reports whether it did: the blocks up to after are then
-// told by the rescan that scanned them, and the later ones by
-// notifications, each once.
+// queued so far end at the block after, and reports whether it did: the
+// blocks up to after are then told by the rescan that scanned them, and the
+// later ones by notifications, each once. Before the first block event, the
+// tip is the chain's as read under its lock, which the chain holds while it
+// tells the server of a block: a block read there was told, or connected
+// before the server was told of blocks.
 func (n *notifier) watchAfter(after chainhash.Hash, register func()) bool {
-	best := n.s.cfg.Chain.BestSnapshot().Hash
+	loc, err := n.s.cfg.Chain.LatestBlockLocator()
 	n.mu.Lock()
-	if n.seen {
-		best = n.tip
+	best := n.tip
+	if !n.seen && err == nil && len(loc) > 0 {
+		best = *loc[0]
 	}
 	ok := best == after
 	if ok {
@@ -146,6 +156,7 @@ func (n *notifier) run() {
 				ev.watch()
 				n.mu.Lock()
 				n.watches--
+				n.registered++
 				n.mu.Unlock()
 				continue
 			}

@@ -1,19 +1,22 @@
 package rpcext
 
 import (
+	"context"
 	"fmt"
-	"github.com/btcsuite/btcd/address/v2"
-	"github.com/btcsuite/btcd/blockchain"
-	"github.com/gorilla/websocket"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcjson"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/gorilla/websocket"
 )
 
 // TestNotifySpentSendsOnlyRedeemingTx: a mempool spend of outpoints
@@ -156,29 +159,28 @@ func TestRescanThroughTipMissesBlockAtItsEnd(t *testing.T) {
 	}
 }
 
-// twiceChain connects one more block (fire) inside the second check of
-// the chain's height after a rescan read the tip, and answers with the
-// new height: the block then connects while the rescan ends, after the
-// rescan's first look at the tip.
+// twiceChain connects one more block (fire) when a rescan that has read
+// the tip asks where the notifications stand: the block then connects as
+// the rescan registers its keys.
 type twiceChain struct {
 	*blockchain.BlockChain
 	tip   chainhash.Hash
-	armed atomic.Int32
+	armed atomic.Bool
 	fire  func()
 }
 
 func (c *twiceChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
 	if *h == c.tip {
-		c.armed.Store(2)
+		c.armed.Store(true)
 	}
 	return c.BlockChain.BlockByHash(h)
 }
 
-func (c *twiceChain) BestSnapshot() *blockchain.BestState {
-	if c.armed.Load() > 0 && c.armed.Add(-1) == 0 {
+func (c *twiceChain) LatestBlockLocator() (blockchain.BlockLocator, error) {
+	if c.armed.CompareAndSwap(true, false) {
 		c.fire()
 	}
-	return c.BlockChain.BestSnapshot()
+	return c.BlockChain.LatestBlockLocator()
 }
 
 // TestRescanThroughTipTellsBlockOnce: a block connected as a rescan
@@ -226,5 +228,158 @@ func TestRescanThroughTipTellsBlockOnce(t *testing.T) {
 	}
 	if told != 1 {
 		t.Fatalf("the coinbase of block %v, paying the rescanned address, was told %d times", late, told)
+	}
+}
+
+// lateNotifyChain connects one block, paying the rescanned address, when
+// the rescan first looks past the tip it scanned, and tells the server of
+// it a moment later: btcd updates its best state before it calls the
+// chain's subscribers, under its lock, so the rescan may see the block
+// before the notifier does, but a read under the chain's lock
+// (LatestBlockLocator) waits for the notification.
+type lateNotifyChain struct {
+	*blockchain.BlockChain
+	tip   chainhash.Hash
+	armed atomic.Bool
+	fire  func()
+	told  chan struct{}
+}
+
+func (c *lateNotifyChain) LatestBlockLocator() (blockchain.BlockLocator, error) {
+	<-c.told
+	return c.BlockChain.LatestBlockLocator()
+}
+
+func (c *lateNotifyChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
+	if *h == c.tip {
+		c.armed.Store(true)
+	}
+	return c.BlockChain.BlockByHash(h)
+}
+
+func (c *lateNotifyChain) BestSnapshot() *blockchain.BestState {
+	if c.armed.CompareAndSwap(true, false) {
+		c.fire()
+	}
+	return c.BlockChain.BestSnapshot()
+}
+
+// TestRescanFirstBlockSinceStartToldOnce: a block connected before the
+// server was told of any, which a rescan through the tip scans before the
+// server is told of it, is told once.
+func TestRescanFirstBlockSinceStartToldOnce(t *testing.T) {
+	node := newTestNode(t)
+	if _, err := node.Generate(5, nil); err != nil {
+		t.Fatal(err)
+	}
+	watched, _ := newAddress(t, node)
+	chain := &lateNotifyChain{BlockChain: node.chain, tip: node.chain.BestSnapshot().Hash, told: make(chan struct{})}
+	var late chainhash.Hash
+	chain.fire = func() {
+		node.mu.Lock()
+		srv := node.server
+		node.server = nil // the callback has not reached the server yet
+		node.mu.Unlock()
+		hashes, err := node.Generate(1, watched)
+		node.mu.Lock()
+		node.server = srv
+		node.mu.Unlock()
+		if err != nil {
+			t.Error(err)
+			close(chain.told)
+			return
+		}
+		late = *hashes[0]
+		block, err := node.chain.BlockByHash(&late)
+		if err != nil {
+			t.Error(err)
+		}
+		go func() {
+			// The chain's callback reaches the server now.
+			time.Sleep(50 * time.Millisecond)
+			srv.NotifyBlockConnected(block)
+			close(chain.told)
+		}()
+	}
+	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
+	recvs := make(chan string, 10)
+	c := ts.wsClient(t, &rpcclient.NotificationHandlers{
+		OnRecvTx: func(_ *btcutil.Tx, d *btcjson.BlockDetails) {
+			if d != nil {
+				recvs <- d.Hash
+			}
+		},
+	})
+	if err := c.Rescan(node.params.GenesisHash, []address.Address{watched}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if late == (chainhash.Hash{}) {
+		t.Fatal("the racing block was not made")
+	}
+	told := 0
+	for {
+		h, ok := parityWait(recvs, 2*time.Second)
+		if !ok {
+			break
+		}
+		if h == late.String() {
+			told++
+		}
+	}
+	if told != 1 {
+		t.Fatalf("the coinbase of block %v, paying the rescanned address, was told %d times", late, told)
+	}
+}
+
+// TestNotifyDuringStart: block notifications arriving while the server
+// starts (the node starts its chain before its RPC server) neither block
+// nor stop the start.
+func TestNotifyDuringStart(t *testing.T) {
+	node := newTestNode(t)
+	tip, err := node.tipBlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		srv, err := New(&Config{
+			Listen: []string{"127.0.0.1:0"}, DisableTLS: true, User: testUser, Pass: testPass,
+			Params: node.params, Chain: node.chain, Mempool: node.pool, Backend: node, RelayFee: 0.00001,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for j := 0; j < 4; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					srv.NotifyBlockConnected(tip)
+				}
+			}()
+		}
+		started := make(chan error, 1)
+		go func() { started <- srv.Start() }()
+		select {
+		case err := <-started:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			buf := make([]byte, 1<<20)
+			t.Logf("%s", buf[:runtime.Stack(buf, true)])
+			t.Fatalf("iteration %d: Start and NotifyBlockConnected deadlocked (Server.mu vs notifier.mu)", i)
+		}
+		close(stop)
+		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(ctx)
+		cancel()
 	}
 }
