@@ -71,4 +71,9 @@ type Chain interface {
 // mempool-wide endpoints. *mempool.TxPool implements it.
 type Pool interface {
 	TxDescs() []*mempool.TxDesc
+	// IsTransactionInPool, CheckSpend and FetchTransaction answer for one
+	// transaction or output (POST /txs/package).
+	IsTransactionInPool(hash *chainhash.Hash) bool
+	CheckSpend(op wire.OutPoint) *btcutil.Tx
+	FetchTransaction(hash *chainhash.Hash) (*btcutil.Tx, error)
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
@@ -42,10 +44,11 @@ type packageFees struct {
 }
 
 type packageTxResult struct {
-	TxID  string       `json:"txid"`
-	VSize int64        `json:"vsize,omitempty"`
-	Fees  *packageFees `json:"fees,omitempty"`
-	Error string       `json:"error,omitempty"`
+	TxID       string       `json:"txid"`
+	OtherWtxid string       `json:"other-wtxid,omitempty"`
+	VSize      int64        `json:"vsize,omitempty"`
+	Fees       *packageFees `json:"fees,omitempty"`
+	Error      string       `json:"error,omitempty"`
 }
 
 type packageResult struct {
@@ -57,21 +60,30 @@ type packageResult struct {
 // submitError is an error bitcoind's submitpackage answers.
 func submitError(code int, msg string) *httpError { return methodError("submitpackage", code, msg) }
 
-// amountParam parses a BTC amount of the query, def when absent: the
-// request's error as electrs (not a number) or bitcoind (out of range)
-// answers it.
-func amountParam(q *request, name string, def float64) (float64, error) {
+// floatParam parses a number of the query as electrs does (not whether it
+// is a sensible amount: bitcoind judges that, amountOf).
+func floatParam(q *request, name string) (v float64, ok bool, err error) {
 	if !q.query.Has(name) {
-		return def, nil
+		return 0, false, nil
 	}
-	v, err := strconv.ParseFloat(q.query.Get(name), 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, badRequest("Invalid " + name)
+	v, err = strconv.ParseFloat(q.query.Get(name), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // electrs reads 1e400 as infinity
+		return 0, false, badRequest("Invalid " + name)
 	}
-	if v < 0 || v > 21e6 {
+	return v, true, nil
+}
+
+// amountOf is bitcoind's reading of an amount in BTC electrs passes on
+// with eight decimals, in satoshis.
+func amountOf(v float64) (int64, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, submitError(-3, "Invalid amount")
+	}
+	sat := math.Round(v * 1e8)
+	if sat < 0 || sat > 21e6*1e8 {
 		return 0, submitError(-3, "Amount out of range")
 	}
-	return v, nil
+	return int64(sat), nil
 }
 
 // POST /txs/package: the body is a JSON array of transactions in hex, a
@@ -80,32 +92,29 @@ func amountParam(q *request, name string, def float64) (float64, error) {
 // 0 for none) and maxburnamount (BTC, 0 when absent) in the query. btcd's
 // mempool has no package acceptance, so the members are submitted one by
 // one, in order, as the Electrum server's broadcast_package submits them
-// (electrum/doc.go): each pays its own fee, and the members accepted before
-// a failing one stay. The answer is submitpackage's.
+// (electrum/doc.go): each pays its own fee, and every member is submitted
+// even after one fails. The answer is submitpackage's.
 func (s *Server) submitPackage(q *request) (*reply, error) {
 	body, err := q.readBody(s.cfg.MaxBody)
 	if err != nil {
 		return nil, err
 	}
 	var hexes []string
-	if json.Unmarshal(body, &hexes) != nil {
+	if json.Unmarshal(body, &hexes) != nil || hexes == nil {
 		return nil, badRequest("Invalid request body (should be an array of hexadecimal strings)")
 	}
 	if len(hexes) > electrum.MaxPackageTxs {
 		return nil, badRequest(fmt.Sprintf("Exceeded maximum of %d transactions", electrum.MaxPackageTxs))
 	}
-	maxFeeRate, err := amountParam(q, "maxfeerate", defaultMaxFeeRate)
-	if err != nil {
-		return nil, err
-	}
-	if maxFeeRate >= 1 {
-		return nil, submitError(-8, "Fee rates larger than or equal to 1BTC/kvB are not accepted")
-	}
-	maxBurn, err := amountParam(q, "maxburnamount", 0)
-	if err != nil {
-		return nil, err
-	}
 	// electrs' checks before it asks bitcoind.
+	feeRate, haveFeeRate, err := floatParam(q, "maxfeerate")
+	if err != nil {
+		return nil, err
+	}
+	burn, haveBurn, err := floatParam(q, "maxburnamount")
+	if err != nil {
+		return nil, err
+	}
 	for i, h := range hexes {
 		if len(h) < 120 || len(h) >= 800_000 {
 			return nil, badRequest(fmt.Sprintf("Invalid transaction size for item %d", i))
@@ -114,8 +123,24 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 			return nil, badRequest(fmt.Sprintf("Invalid transaction hex for item %d", i))
 		}
 	}
+	// bitcoind's, in its order.
 	if len(hexes) == 0 {
 		return nil, submitError(-8, fmt.Sprintf("Array must contain between 1 and %d transactions.", electrum.MaxPackageTxs))
+	}
+	maxRate := btcToSat(defaultMaxFeeRate)
+	if haveFeeRate {
+		if maxRate, err = amountOf(feeRate); err != nil {
+			return nil, err
+		}
+		if maxRate >= 1e8 {
+			return nil, submitError(-8, "Fee rates larger than or equal to 1BTC/kvB are not accepted")
+		}
+	}
+	maxBurn := int64(0)
+	if haveBurn {
+		if maxBurn, err = amountOf(burn); err != nil {
+			return nil, err
+		}
 	}
 	txs := make([]*wire.MsgTx, len(hexes))
 	for i, h := range hexes {
@@ -124,7 +149,7 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 			return nil, submitError(-22, "TX decode failed: "+h+" Make sure the tx has at least one input.")
 		}
 		for _, out := range tx.TxOut {
-			if txscript.IsUnspendable(out.PkScript) && out.Value > btcToSat(maxBurn) {
+			if burns(out.PkScript) && out.Value > maxBurn {
 				return nil, submitError(-25, "Unspendable output exceeds maximum configured by user (maxburnamount)")
 			}
 		}
@@ -134,7 +159,7 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 		return nil, submitError(-25, "package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
 	res := packageResult{Msg: "success", Results: make(map[string]packageTxResult, len(txs)), Replaced: []string{}}
-	seen := make(map[[32]byte]bool, len(txs))
+	seen := make(map[chainhash.Hash]bool, len(txs))
 	for _, tx := range txs {
 		h := tx.TxHash()
 		if seen[h] {
@@ -144,29 +169,54 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 		seen[h] = true
 	}
 	for _, tx := range txs {
-		r := s.submitMember(q, tx, btcToSat(maxFeeRate))
+		r, replaced := s.submitMember(q, tx, maxRate)
 		if r.Error != "" {
 			res.Msg = "transaction failed"
 		}
 		res.Results[tx.WitnessHash().String()] = r
+		res.Replaced = append(res.Replaced, replaced...)
 	}
+	slices.Sort(res.Replaced)
 	return jsonReply(res, 0)
 }
 
-// submitMember submits one member of a package; maxRate (sat/kvB, 0 for
-// none) bounds the fee rate of a transaction new to the mempool. Its fee
-// comes from the outputs it spends, which the index or the mempool view
-// holds; one spending an output neither knows is refused as bitcoind
-// refuses it.
-func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) packageTxResult {
+// burns reports whether bitcoind counts an output script as a burn: it
+// starts with OP_RETURN, is over the size limit, or does not parse into
+// valid opcodes and pushes.
+func burns(pk []byte) bool {
+	if txscript.IsUnspendable(pk) {
+		return true
+	}
+	t := txscript.MakeScriptTokenizer(0, pk)
+	for t.Next() {
+		if t.Opcode() > txscript.OP_NOP10 || len(t.Data()) > txscript.MaxScriptElementSize {
+			return true
+		}
+	}
+	return t.Err() != nil
+}
+
+// submitMember submits one member of a package and returns its result and
+// the transactions it replaced; maxRate (sat/kvB, 0 for none) bounds the
+// fee rate of a transaction new to the mempool. Its fee comes from the
+// outputs it spends, which the index or the mempool view holds; one
+// spending an output neither knows is refused as bitcoind refuses it.
+func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) (packageTxResult, []string) {
 	txid := tx.TxHash()
 	r := packageTxResult{TxID: txid.String()}
+	if raw, ok := s.index.MempoolTx(txid); ok {
+		if held := chainhash.DoubleHashH(raw); held != tx.WitnessHash() {
+			// The mempool keeps the witness it has.
+			r.OtherWtxid = held.String()
+			return r, nil
+		}
+	}
 	fee := int64(0)
 	for _, in := range tx.TxIn {
 		prev, err := s.prevOut(q, in.PreviousOutPoint)
 		if err != nil || prev == nil {
 			r.Error = "missing-inputs"
-			return r
+			return r, nil
 		}
 		fee += prev.Value
 	}
@@ -175,14 +225,21 @@ func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) package
 	}
 	vsize := (blockchain.GetTransactionWeight(btcutil.NewTx(tx)) + 3) / 4
 	rate := fee * 1000 / vsize
-	_, known := s.index.MempoolTx(txid)
+	known := s.pool.IsTransactionInPool(&txid)
 	if !known && maxRate > 0 && rate > maxRate {
 		r.Error = "max feerate exceeded"
-		return r
+		return r, nil
 	}
+	conflicts := s.conflicts(tx)
 	if err := s.index.Broadcast(tx); err != nil {
 		r.Error = strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": ")
-		return r
+		return r, nil
+	}
+	var replaced []string
+	for _, h := range conflicts {
+		if !s.pool.IsTransactionInPool(&h) {
+			replaced = append(replaced, h.String())
+		}
 	}
 	r.VSize, r.Fees = vsize, &packageFees{Base: btcAmount(fee)}
 	if !known {
@@ -190,7 +247,33 @@ func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) package
 		eff := btcAmount(rate)
 		r.Fees.EffectiveFeeRate, r.Fees.EffectiveIncludes = &eff, []string{tx.WitnessHash().String()}
 	}
-	return r
+	return r, replaced
+}
+
+// conflicts returns the transactions of btcd's pool that tx would replace:
+// those spending its inputs, and their descendants.
+func (s *Server) conflicts(tx *wire.MsgTx) []chainhash.Hash {
+	var out []chainhash.Hash
+	seen := map[chainhash.Hash]bool{tx.TxHash(): true}
+	add := func(c *btcutil.Tx) {
+		if c != nil && !seen[*c.Hash()] {
+			seen[*c.Hash()] = true
+			out = append(out, *c.Hash())
+		}
+	}
+	for _, in := range tx.TxIn {
+		add(s.pool.CheckSpend(in.PreviousOutPoint))
+	}
+	for i := 0; i < len(out); i++ {
+		c, err := s.pool.FetchTransaction(&out[i])
+		if err != nil {
+			continue
+		}
+		for vout := range c.MsgTx().TxOut {
+			add(s.pool.CheckSpend(wire.OutPoint{Hash: out[i], Index: uint32(vout)}))
+		}
+	}
+	return out
 }
 
 // btcToSat converts an amount in BTC to satoshis, rounded.

@@ -1,9 +1,11 @@
 package esplora
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,6 +161,9 @@ func TestSubmitPackageBadRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	burning := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 5_000, PkScript: burn})
+	// An opcode past OP_NOP10 makes a script invalid, which bitcoind
+	// counts as a burn too.
+	invalidOp := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 5_000, PkScript: []byte{0xff}})
 	submit := func(q string) string {
 		return `submitpackage RPC error: {"code":` + q
 	}
@@ -171,13 +176,21 @@ func TestSubmitPackageBadRequests(t *testing.T) {
 		{"", "[" + strings.TrimSuffix(strings.Repeat(long+",", 26), ",") + "]", "Exceeded maximum of 25 transactions"},
 		{"?maxfeerate=abc", "[]", "Invalid maxfeerate"},
 		{"?maxburnamount=x", "[]", "Invalid maxburnamount"},
-		{"?maxfeerate=1", "[]", submit(`-8,"message":"Fee rates larger than or equal to 1BTC/kvB are not accepted"}`)},
-		{"?maxburnamount=-1", "[]", submit(`-3,"message":"Amount out of range"}`)},
+		{"?maxfeerate=1", "[]", submit(`-8,"message":"Array must contain between 1 and 25 transactions."}`)},
+		{"?maxfeerate=1", `["` + txHex(a) + `"]`, submit(`-8,"message":"Fee rates larger than or equal to 1BTC/kvB are not accepted"}`)},
+		{"?maxfeerate=0.999999999", `["` + txHex(a) + `"]`, submit(`-8,"message":"Fee rates larger than or equal to 1BTC/kvB are not accepted"}`)},
+		{"?maxfeerate=NaN", `["` + txHex(a) + `"]`, submit(`-3,"message":"Invalid amount"}`)},
+		{"?maxfeerate=1e400", `["` + txHex(a) + `"]`, submit(`-3,"message":"Invalid amount"}`)},
+		{"?maxburnamount=-1", `["` + txHex(a) + `"]`, submit(`-3,"message":"Amount out of range"}`)},
+		{"?maxburnamount=-1", `["00"]`, "Invalid transaction size for item 0"},
+		{"?maxfeerate=1&maxburnamount=x", "[]", "Invalid maxburnamount"},
+		{"", "null", "Invalid request body (should be an array of hexadecimal strings)"},
 		{"", `["00"]`, "Invalid transaction size for item 0"},
 		{"", "[" + long + `,"` + strings.Repeat("zz", 70) + `"]`, "Invalid transaction hex for item 1"},
 		{"", "[]", submit(`-8,"message":"Array must contain between 1 and 25 transactions."}`)},
 		{"", "[" + long + "]", submit(`-22,"message":"TX decode failed: ` + strings.Repeat("00", 70) + ` Make sure the tx has at least one input."}`)},
 		{"", `["` + txHex(burning) + `"]`, submit(`-25,"message":"Unspendable output exceeds maximum configured by user (maxburnamount)"}`)},
+		{"", `["` + txHex(invalidOp) + `"]`, submit(`-25,"message":"Unspendable output exceeds maximum configured by user (maxburnamount)"}`)},
 		{"", `["` + txHex(a) + `","` + txHex(b) + `"]`,
 			submit(`-25,"message":"package topology disallowed. not child-with-parents or parents depend on each other."}`)},
 	} {
@@ -194,5 +207,85 @@ func TestSubmitPackageBadRequests(t *testing.T) {
 	}
 	if code, _ := n.get("/tx/" + a.TxHash().String()); code != http.StatusNotFound {
 		t.Fatalf("a refused package reached the mempool: GET /tx %d", code)
+	}
+}
+
+// TestSubmitPackageOtherWtxid: a member whose txid the mempool holds with
+// another witness is answered, as bitcoind answers it, with "other-wtxid"
+// (the mempool's wtxid) and neither vsize nor fees: the submitted witness
+// is not taken.
+func TestSubmitPackageOtherWtxid(t *testing.T) {
+	n := newTestNode(t, "")
+	// `OP_DROP OP_TRUE`: any one witness element spends it, so the same
+	// spend has many wtxids.
+	ws := []byte{txscript.OP_DROP, txscript.OP_TRUE}
+	h := sha256.Sum256(ws)
+	pk := append([]byte{txscript.OP_0, 32}, h[:]...)
+	coin := n.coin()
+	parent := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 10_000, PkScript: pk})
+	if code, body := n.post("/tx", txHex(parent)); code != http.StatusOK {
+		t.Fatalf("POST /tx parent: %d %s", code, body)
+	}
+	spend := func(elem []byte) *wire.MsgTx {
+		tx := wire.NewMsgTx(2)
+		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: wire.OutPoint{Hash: parent.TxHash()},
+			Witness: wire.TxWitness{elem, ws}, Sequence: wire.MaxTxInSequenceNum})
+		tx.AddTxOut(&wire.TxOut{Value: coin.Value - 20_000, PkScript: pk})
+		return tx
+	}
+	inPool, other := spend([]byte{1}), spend([]byte{2, 2, 2, 2, 2, 2, 2, 2})
+	if inPool.TxHash() != other.TxHash() || inPool.WitnessHash() == other.WitnessHash() {
+		t.Fatal("the two spends should share the txid only")
+	}
+	if code, body := n.post("/tx", txHex(inPool)); code != http.StatusOK {
+		t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	body, _ := json.Marshal([]string{txHex(other)})
+	code, answer := n.post("/txs/package", string(body))
+	var p struct {
+		Msg     string                    `json:"package_msg"`
+		Results map[string]map[string]any `json:"tx-results"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(answer), &p) != nil {
+		t.Fatalf("POST /txs/package: %d %s", code, answer)
+	}
+	r := p.Results[other.WitnessHash().String()]
+	if r["other-wtxid"] != inPool.WitnessHash().String() || r["vsize"] != nil || r["fees"] != nil {
+		t.Fatalf("a member the mempool holds with another witness: %s\nwant other-wtxid %v and no vsize or fees, as bitcoind",
+			answer, inPool.WitnessHash())
+	}
+}
+
+// TestSubmitPackageReplacedTransactions: a member replacing a transaction
+// that signals BIP 125 lists it in "replaced-transactions", with the
+// replaced transaction's descendants.
+func TestSubmitPackageReplacedTransactions(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 77_101)
+	coin := n.coin()
+	first := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 1_000, PkScript: script.PkScript})
+	first.TxIn[0].Sequence = 0xfffffffd // replaceable
+	if code, body := n.post("/tx", txHex(first)); code != http.StatusOK {
+		t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	child := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: first.TxHash()}, Value: coin.Value - 1_000, Script: &script}},
+		&wire.TxOut{Value: coin.Value - 2_000, PkScript: script.PkScript})
+	if code, body := n.post("/tx", txHex(child)); code != http.StatusOK {
+		t.Fatalf("POST /tx child: %d %s", code, body)
+	}
+	bump := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 50_000, PkScript: script.PkScript})
+	code, body, p := n.submitPackage("", bump)
+	if code != http.StatusOK || p.Msg != "success" {
+		t.Fatalf("the replacement: %d %s", code, body)
+	}
+	want := []string{first.TxHash().String(), child.TxHash().String()}
+	slices.Sort(want)
+	for _, txid := range want {
+		if c, _ := n.get("/tx/" + txid); c != http.StatusNotFound {
+			t.Fatalf("the replaced transaction %s is still served: GET /tx %d", txid, c)
+		}
+	}
+	if !slices.Equal(p.Replaced, want) {
+		t.Fatalf("replaced-transactions %v, want %v: %s", p.Replaced, want, body)
 	}
 }
