@@ -18,10 +18,6 @@ type Chain interface {
 	// BestSnapshot returns the current main-chain tip.
 	BestSnapshot() *blockchain.BestState
 
-	// LatestBlockLocator returns a locator of the main chain, its tip
-	// first, read under the chain's lock.
-	LatestBlockLocator() (blockchain.BlockLocator, error)
-
 	// BlockByHash returns a main-chain block with its height set (btcd's
 	// chain fails for blocks off the main chain).
 	BlockByHash(hash *chainhash.Hash) (*btcutil.Block, error)

@@ -37,9 +37,9 @@ type notifier struct {
 	pending []blockEvent
 	running bool
 	// tip is the main chain's tip as the block events queued so far
-	// leave it, once seen is set.
-	tip  chainhash.Hash
-	seen bool
+	// leave it: the chain's tip when the server was made, then each
+	// block event's.
+	tip chainhash.Hash
 	// watches counts the registrations queued and not yet run, registered
 	// those run: an event is kept while one is queued, or when one ran
 	// after enqueue looked at the clients, for the keys it registers.
@@ -49,9 +49,10 @@ type notifier struct {
 	done   chan struct{}
 }
 
-// newNotifier returns an idle notifier for s.
+// newNotifier returns an idle notifier for s, whose block events start at
+// the chain's tip.
 func newNotifier(s *Server) *notifier {
-	return &notifier{s: s, signal: make(chan struct{}, 1), done: make(chan struct{})}
+	return &notifier{s: s, tip: s.cfg.Chain.BestSnapshot().Hash, signal: make(chan struct{}, 1), done: make(chan struct{})}
 }
 
 // start runs the notification goroutine; called once from Server.Start.
@@ -90,7 +91,7 @@ func (n *notifier) enqueue(ev blockEvent) {
 	nobody := !n.s.hasBlockClients() && !n.s.hasTxClients()
 	n.mu.Lock()
 	if ev.block != nil {
-		n.tip, n.seen = *ev.block.Hash(), true
+		n.tip = *ev.block.Hash()
 		if !ev.connected {
 			n.tip = ev.block.MsgBlock().Header.PrevBlock
 		}
@@ -115,17 +116,10 @@ func (n *notifier) wake() {
 // watchAfter has register run in the queue's order when the block events
 // queued so far end at the block after, and reports whether it did: the
 // blocks up to after are then told by the rescan that scanned them, and the
-// later ones by notifications, each once. Before the first block event, the
-// tip is the chain's as read under its lock, which the chain holds while it
-// tells the server of a block: a block read there was told, or connected
-// before the server was told of blocks.
+// later ones by notifications, each once.
 func (n *notifier) watchAfter(after chainhash.Hash, register func()) bool {
-	loc, err := n.s.cfg.Chain.LatestBlockLocator()
 	n.mu.Lock()
 	best := n.tip
-	if !n.seen && err == nil && len(loc) > 0 {
-		best = *loc[0]
-	}
 	ok := best == after
 	if ok {
 		n.pending = append(n.pending, blockEvent{watch: register})
@@ -176,8 +170,10 @@ func (n *notifier) run() {
 
 // NotifyBlockConnected queues blockconnected and filteredblockconnected
 // notifications for a block attached to the main chain. It never blocks;
-// call it from the chain's NTBlockConnected callback, in chain order. The
-// block's height should be set (blockchain's notifications set it).
+// call it from the chain's NTBlockConnected callback, in chain order, for
+// every block connected after New (the server takes the chain's tip then
+// as where its block events start). The block's height should be set
+// (blockchain's notifications set it).
 func (s *Server) NotifyBlockConnected(block *btcutil.Block) {
 	s.gbt.blockConnected()
 	s.ntfn.enqueue(blockEvent{block: block, connected: true})

@@ -62,7 +62,9 @@ type Server struct {
 }
 
 // New checks cfg, fills in defaults and loads (or creates) the TLS key
-// pair. The server does not listen until Start.
+// pair. The server does not listen until Start. Make it before the chain
+// connects blocks, or while it connects none: its block notifications
+// start at the chain's tip as New reads it.
 func New(cfg *Config) (*Server, error) {
 	c := *cfg
 	if c.Params == nil || c.Chain == nil || c.Mempool == nil || c.Backend == nil {

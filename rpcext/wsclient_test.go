@@ -159,149 +159,88 @@ func TestRescanThroughTipMissesBlockAtItsEnd(t *testing.T) {
 	}
 }
 
-// twiceChain connects one more block (fire) when a rescan that has read
-// the tip asks where the notifications stand: the block then connects as
-// the rescan registers its keys.
-type twiceChain struct {
+// inCallbackChain is btcd's chain which, when a rescan that has read the
+// tip next looks at the best state, connects a block paying the rescanned
+// address on another goroutine and answers once the chain is inside its
+// NTBlockConnected callback for it, before the callback reaches the
+// server: btcd moves its best state before it calls its subscribers.
+type inCallbackChain struct {
 	*blockchain.BlockChain
 	tip   chainhash.Hash
 	armed atomic.Bool
 	fire  func()
 }
 
-func (c *twiceChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
+func (c *inCallbackChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
 	if *h == c.tip {
 		c.armed.Store(true)
 	}
 	return c.BlockChain.BlockByHash(h)
 }
 
-func (c *twiceChain) LatestBlockLocator() (blockchain.BlockLocator, error) {
-	if c.armed.CompareAndSwap(true, false) {
-		c.fire()
-	}
-	return c.BlockChain.LatestBlockLocator()
-}
-
-// TestRescanThroughTipTellsBlockOnce: a block connected as a rescan
-// through the tip ends is told once, by the scan or by the notifications.
-func TestRescanThroughTipTellsBlockOnce(t *testing.T) {
-	node := newTestNode(t)
-	if _, err := node.Generate(5, nil); err != nil {
-		t.Fatal(err)
-	}
-	watched, _ := newAddress(t, node)
-	chain := &twiceChain{BlockChain: node.chain, tip: node.chain.BestSnapshot().Hash}
-	var late chainhash.Hash
-	chain.fire = func() {
-		hashes, err := node.Generate(1, watched)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		late = *hashes[0]
-	}
-	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
-	recvs := make(chan string, 10)
-	c := ts.wsClient(t, &rpcclient.NotificationHandlers{
-		OnRecvTx: func(_ *btcutil.Tx, d *btcjson.BlockDetails) {
-			if d != nil {
-				recvs <- d.Hash
-			}
-		},
-	})
-	if err := c.Rescan(node.params.GenesisHash, []address.Address{watched}, nil); err != nil {
-		t.Fatal(err)
-	}
-	if late == (chainhash.Hash{}) {
-		t.Fatal("the racing block was not made")
-	}
-	told := 0
-	for {
-		h, ok := parityWait(recvs, 2*time.Second)
-		if !ok {
-			break
-		}
-		if h == late.String() {
-			told++
-		}
-	}
-	if told != 1 {
-		t.Fatalf("the coinbase of block %v, paying the rescanned address, was told %d times", late, told)
-	}
-}
-
-// lateNotifyChain connects one block, paying the rescanned address, when
-// the rescan first looks past the tip it scanned, and tells the server of
-// it a moment later: btcd updates its best state before it calls the
-// chain's subscribers, under its lock, so the rescan may see the block
-// before the notifier does, but a read under the chain's lock
-// (LatestBlockLocator) waits for the notification.
-type lateNotifyChain struct {
-	*blockchain.BlockChain
-	tip   chainhash.Hash
-	armed atomic.Bool
-	fire  func()
-	told  chan struct{}
-}
-
-func (c *lateNotifyChain) LatestBlockLocator() (blockchain.BlockLocator, error) {
-	<-c.told
-	return c.BlockChain.LatestBlockLocator()
-}
-
-func (c *lateNotifyChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
-	if *h == c.tip {
-		c.armed.Store(true)
-	}
-	return c.BlockChain.BlockByHash(h)
-}
-
-func (c *lateNotifyChain) BestSnapshot() *blockchain.BestState {
+func (c *inCallbackChain) BestSnapshot() *blockchain.BestState {
 	if c.armed.CompareAndSwap(true, false) {
 		c.fire()
 	}
 	return c.BlockChain.BestSnapshot()
 }
 
-// TestRescanFirstBlockSinceStartToldOnce: a block connected before the
-// server was told of any, which a rescan through the tip scans before the
-// server is told of it, is told once.
-func TestRescanFirstBlockSinceStartToldOnce(t *testing.T) {
+// TestRescanThroughTipTellsBlockOnce: a block connected as a rescan
+// through the tip ends, which the rescan scans before the server is told
+// of it, is told once.
+func TestRescanThroughTipTellsBlockOnce(t *testing.T) {
 	node := newTestNode(t)
 	if _, err := node.Generate(5, nil); err != nil {
 		t.Fatal(err)
 	}
 	watched, _ := newAddress(t, node)
-	chain := &lateNotifyChain{BlockChain: node.chain, tip: node.chain.BestSnapshot().Hash, told: make(chan struct{})}
-	var late chainhash.Hash
-	chain.fire = func() {
-		node.mu.Lock()
-		srv := node.server
-		node.server = nil // the callback has not reached the server yet
-		node.mu.Unlock()
-		hashes, err := node.Generate(1, watched)
-		node.mu.Lock()
-		node.server = srv
-		node.mu.Unlock()
-		if err != nil {
-			t.Error(err)
-			close(chain.told)
+	chain := &inCallbackChain{BlockChain: node.chain, tip: node.chain.BestSnapshot().Hash}
+	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
+	srv := ts.srv
+	// The server is told by a callback subscribed after the node's, as in
+	// the node (netsync's subscriber runs first).
+	node.mu.Lock()
+	node.server = nil
+	node.mu.Unlock()
+	var (
+		gate       sync.Once
+		gated      atomic.Bool
+		inCallback = make(chan struct{})
+		release    = make(chan struct{})
+		late       chainhash.Hash
+	)
+	node.chain.Subscribe(func(note *blockchain.Notification) {
+		block, ok := note.Data.(*btcutil.Block)
+		if !ok {
 			return
 		}
-		late = *hashes[0]
-		block, err := node.chain.BlockByHash(&late)
-		if err != nil {
-			t.Error(err)
-		}
-		go func() {
-			// The chain's callback reaches the server now.
-			time.Sleep(50 * time.Millisecond)
+		switch note.Type {
+		case blockchain.NTBlockConnected:
+			if gated.Load() {
+				gate.Do(func() {
+					late = *block.Hash()
+					close(inCallback)
+					<-release
+				})
+			}
 			srv.NotifyBlockConnected(block)
-			close(chain.told)
+		case blockchain.NTBlockDisconnected:
+			srv.NotifyBlockDisconnected(block)
+		}
+	})
+	chain.fire = func() {
+		gated.Store(true)
+		go func() {
+			if _, err := node.Generate(1, watched); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-inCallback // the block is connected, chainLock is free
+		go func() {
+			time.Sleep(100 * time.Millisecond)
+			close(release)
 		}()
 	}
-	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
 	recvs := make(chan string, 10)
 	c := ts.wsClient(t, &rpcclient.NotificationHandlers{
 		OnRecvTx: func(_ *btcutil.Tx, d *btcjson.BlockDetails) {
