@@ -1,6 +1,7 @@
 package esplora
 
 import (
+	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -65,6 +66,9 @@ type Chain interface {
 	BlockHashByHeight(height int32) (*chainhash.Hash, error)
 	BlockHeightByHash(hash *chainhash.Hash) (int32, error)
 	MainChainHasBlock(hash *chainhash.Hash) bool
+	// FetchUtxoEntry returns an unspent output of the chain (POST
+	// /txs/package: the fee of a transaction before it is submitted).
+	FetchUtxoEntry(outpoint wire.OutPoint) (*blockchain.UtxoEntry, error)
 }
 
 // Pool is what the server reads of btcd's transaction pool for the

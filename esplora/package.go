@@ -1,6 +1,7 @@
 package esplora
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -66,8 +67,10 @@ func floatParam(q *request, name string) (v float64, ok bool, err error) {
 	if !q.query.Has(name) {
 		return 0, false, nil
 	}
-	v, err = strconv.ParseFloat(q.query.Get(name), 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) { // electrs reads 1e400 as infinity
+	text := q.query.Get(name)
+	v, err = strconv.ParseFloat(text, 64)
+	// electrs reads 1e400 as infinity, and no hexadecimal.
+	if (err != nil && !errors.Is(err, strconv.ErrRange)) || strings.ContainsAny(text, "xX_") {
 		return 0, false, badRequest("Invalid " + name)
 	}
 	return v, true, nil
@@ -76,7 +79,8 @@ func floatParam(q *request, name string) (v float64, ok bool, err error) {
 // amountOf is bitcoind's reading of an amount in BTC electrs passes on
 // with eight decimals, in satoshis.
 func amountOf(v float64) (int64, error) {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
+	// bitcoind parses no more than ten digits before the point.
+	if math.IsNaN(v) || math.Abs(v) >= 1e10 {
 		return 0, submitError(-3, "Invalid amount")
 	}
 	sat := math.Round(v * 1e8)
@@ -159,25 +163,61 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 		return nil, submitError(-25, "package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
 	res := packageResult{Msg: "success", Results: make(map[string]packageTxResult, len(txs)), Replaced: []string{}}
-	seen := make(map[chainhash.Hash]bool, len(txs))
-	for _, tx := range txs {
-		h := tx.TxHash()
-		if seen[h] {
-			res.Msg = "package-contains-duplicates"
-			return jsonReply(res, 0)
-		}
-		seen[h] = true
+	if why := malformed(txs); why != "" {
+		res.Msg = why
+		return jsonReply(res, 0)
 	}
+	var replaced []chainhash.Hash
 	for _, tx := range txs {
-		r, replaced := s.submitMember(q, tx, maxRate)
+		r, gone := s.submitMember(tx, maxRate)
 		if r.Error != "" {
 			res.Msg = "transaction failed"
 		}
 		res.Results[tx.WitnessHash().String()] = r
-		res.Replaced = append(res.Replaced, replaced...)
+		replaced = append(replaced, gone...)
 	}
-	slices.Sort(res.Replaced)
+	// In bitcoind's order: by the hashes' bytes.
+	slices.SortFunc(replaced, func(a, b chainhash.Hash) int { return bytes.Compare(a[:], b[:]) })
+	for _, h := range replaced {
+		res.Replaced = append(res.Replaced, h.String())
+	}
 	return jsonReply(res, 0)
+}
+
+// maxPackageWeight is the most a package of several transactions may
+// weigh, as bitcoind's MAX_PACKAGE_WEIGHT.
+const maxPackageWeight = 404_000
+
+// malformed returns why bitcoind refuses a package whole, before it looks
+// at any member: too heavy, a transaction twice, or two members spending
+// one output. "" when it does not.
+func malformed(txs []*wire.MsgTx) string {
+	weight := int64(0)
+	for _, tx := range txs {
+		weight += blockchain.GetTransactionWeight(btcutil.NewTx(tx))
+	}
+	if len(txs) > 1 && weight > maxPackageWeight {
+		return "package-too-large"
+	}
+	ids := make(map[chainhash.Hash]bool, len(txs))
+	for _, tx := range txs {
+		ids[tx.TxHash()] = true
+	}
+	if len(ids) != len(txs) {
+		return "package-contains-duplicates"
+	}
+	spent := make(map[wire.OutPoint]bool)
+	for _, tx := range txs {
+		for _, in := range tx.TxIn {
+			if spent[in.PreviousOutPoint] {
+				return "conflict-in-package"
+			}
+		}
+		for _, in := range tx.TxIn {
+			spent[in.PreviousOutPoint] = true
+		}
+	}
+	return ""
 }
 
 // burns reports whether bitcoind counts an output script as a burn: it
@@ -199,26 +239,24 @@ func burns(pk []byte) bool {
 // submitMember submits one member of a package and returns its result and
 // the transactions it replaced; maxRate (sat/kvB, 0 for none) bounds the
 // fee rate of a transaction new to the mempool. Its fee comes from the
-// outputs it spends, which the index or the mempool view holds; one
-// spending an output neither knows is refused as bitcoind refuses it.
-func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) (packageTxResult, []string) {
+// outputs it spends, found where btcd's pool finds them: the chain's
+// unspent outputs, then the pool's transactions.
+func (s *Server) submitMember(tx *wire.MsgTx, maxRate int64) (packageTxResult, []chainhash.Hash) {
 	txid := tx.TxHash()
 	r := packageTxResult{TxID: txid.String()}
-	if raw, ok := s.index.MempoolTx(txid); ok {
-		if held := chainhash.DoubleHashH(raw); held != tx.WitnessHash() {
-			// The mempool keeps the witness it has.
-			r.OtherWtxid = held.String()
-			return r, nil
-		}
+	if held, err := s.pool.FetchTransaction(&txid); err == nil && held.MsgTx().WitnessHash() != tx.WitnessHash() {
+		// The mempool keeps the witness it has.
+		r.OtherWtxid = held.MsgTx().WitnessHash().String()
+		return r, nil
 	}
 	fee := int64(0)
 	for _, in := range tx.TxIn {
-		prev, err := s.prevOut(q, in.PreviousOutPoint)
-		if err != nil || prev == nil {
-			r.Error = "missing-inputs"
+		v, ok := s.spentValue(in.PreviousOutPoint)
+		if !ok {
+			r.Error = "bad-txns-inputs-missingorspent"
 			return r, nil
 		}
-		fee += prev.Value
+		fee += v
 	}
 	for _, out := range tx.TxOut {
 		fee -= out.Value
@@ -235,10 +273,10 @@ func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) (packag
 		r.Error = strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": ")
 		return r, nil
 	}
-	var replaced []string
+	var replaced []chainhash.Hash
 	for _, h := range conflicts {
 		if !s.pool.IsTransactionInPool(&h) {
-			replaced = append(replaced, h.String())
+			replaced = append(replaced, h)
 		}
 	}
 	r.VSize, r.Fees = vsize, &packageFees{Base: btcAmount(fee)}
@@ -248,6 +286,18 @@ func (s *Server) submitMember(q *request, tx *wire.MsgTx, maxRate int64) (packag
 		r.Fees.EffectiveFeeRate, r.Fees.EffectiveIncludes = &eff, []string{tx.WitnessHash().String()}
 	}
 	return r, replaced
+}
+
+// spentValue returns the value of the output op, unspent in the chain or
+// an output of a transaction of btcd's pool.
+func (s *Server) spentValue(op wire.OutPoint) (int64, bool) {
+	if e, err := s.chain.FetchUtxoEntry(op); err == nil && e != nil && !e.IsSpent() {
+		return e.Amount(), true
+	}
+	if tx, err := s.pool.FetchTransaction(&op.Hash); err == nil && int(op.Index) < len(tx.MsgTx().TxOut) {
+		return tx.MsgTx().TxOut[op.Index].Value, true
+	}
+	return 0, false
 }
 
 // conflicts returns the transactions of btcd's pool that tx would replace:

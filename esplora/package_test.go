@@ -1,17 +1,27 @@
 package esplora
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
 )
 
@@ -139,7 +149,7 @@ func TestSubmitPackageRefusals(t *testing.T) {
 		&wire.TxOut{Value: 30_000_000 - 2_000, PkScript: script.PkScript})
 	code, body, p = n.submitPackage("", parent, child)
 	if code != http.StatusOK || p.Msg != "transaction failed" || p.Results[parent.WitnessHash().String()].Error != "" ||
-		p.Results[child.WitnessHash().String()].Error != "missing-inputs" {
+		p.Results[child.WitnessHash().String()].Error != "bad-txns-inputs-missingorspent" {
 		t.Fatalf("a child spending an unknown output: %d %s", code, body)
 	}
 	if code, _ := n.get("/tx/" + parent.TxHash().String()); code != http.StatusOK {
@@ -278,8 +288,9 @@ func TestSubmitPackageReplacedTransactions(t *testing.T) {
 	if code != http.StatusOK || p.Msg != "success" {
 		t.Fatalf("the replacement: %d %s", code, body)
 	}
-	want := []string{first.TxHash().String(), child.TxHash().String()}
-	slices.Sort(want)
+	hashes := []chainhash.Hash{first.TxHash(), child.TxHash()}
+	slices.SortFunc(hashes, func(a, b chainhash.Hash) int { return bytes.Compare(a[:], b[:]) })
+	want := []string{hashes[0].String(), hashes[1].String()}
 	for _, txid := range want {
 		if c, _ := n.get("/tx/" + txid); c != http.StatusNotFound {
 			t.Fatalf("the replaced transaction %s is still served: GET /tx %d", txid, c)
@@ -287,5 +298,192 @@ func TestSubmitPackageReplacedTransactions(t *testing.T) {
 	}
 	if !slices.Equal(p.Replaced, want) {
 		t.Fatalf("replaced-transactions %v, want %v: %s", p.Replaced, want, body)
+	}
+}
+
+// TestSubmitPackageConflictInPackage: a package two of whose members spend
+// one output is refused whole, as bitcoind refuses it: package_msg
+// "conflict-in-package", no tx-results, nothing submitted.
+func TestSubmitPackageConflictInPackage(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 88_001)
+	coin := n.coin()
+	p1 := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 1_000, PkScript: script.PkScript})
+	p2 := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 2_000, PkScript: script.PkScript})
+	child := testchain.SpendTx([]testchain.Coin{
+		{OutPoint: wire.OutPoint{Hash: p1.TxHash()}, Value: coin.Value - 1_000, Script: &script},
+		{OutPoint: wire.OutPoint{Hash: p2.TxHash()}, Value: coin.Value - 2_000, Script: &script},
+	}, &wire.TxOut{Value: coin.Value - 10_000, PkScript: script.PkScript})
+
+	code, body, p := n.submitPackage("", p1, p2, child)
+	if code != http.StatusOK || p.Msg != "conflict-in-package" || len(p.Results) != 0 {
+		t.Errorf("parents spending the same output: %d %s\nwant package_msg conflict-in-package and no tx-results, as bitcoind", code, body)
+	}
+	if code, _ := n.get("/tx/" + p1.TxHash().String()); code != http.StatusNotFound {
+		t.Errorf("a member of a package bitcoind refuses whole reached the mempool: GET /tx %d", code)
+	}
+}
+
+// TestSubmitPackageTooLarge: a package of several transactions weighing
+// over 404,000 units is refused whole, as bitcoind refuses it, though each
+// member is standard on its own.
+func TestSubmitPackageTooLarge(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 88_002)
+	coin := n.coin()
+	const fanout = 1_500
+	outs := []*wire.TxOut{{Value: 5000_0000, PkScript: script.PkScript}}
+	for i := 0; i < fanout; i++ {
+		outs = append(outs, &wire.TxOut{Value: 10_000, PkScript: script.PkScript})
+	}
+	outs = append(outs, &wire.TxOut{Value: coin.Value - 5000_0000 - fanout*10_000 - 500_000, PkScript: script.PkScript})
+	parent := testchain.SpendTx([]testchain.Coin{coin}, outs...)
+	var couts []*wire.TxOut
+	for i := 0; i < 1_000; i++ {
+		couts = append(couts, &wire.TxOut{Value: 10_000, PkScript: script.PkScript})
+	}
+	couts = append(couts, &wire.TxOut{Value: 5000_0000 - 1_000*10_000 - 500_000, PkScript: script.PkScript})
+	child := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: parent.TxHash()}, Value: 5000_0000, Script: &script}}, couts...)
+	pw := blockchain.GetTransactionWeight(btcutil.NewTx(parent))
+	cw := blockchain.GetTransactionWeight(btcutil.NewTx(child))
+	if pw > 400_000 || cw > 400_000 || pw+cw <= 404_000 {
+		t.Fatalf("weights %d + %d: want each standard and the sum over 404000", pw, cw)
+	}
+	code, body, p := n.submitPackage("", parent, child)
+	if code != http.StatusOK || p.Msg != "package-too-large" || len(p.Results) != 0 {
+		t.Errorf("a package of %d WU: %d %.300s\nwant package_msg package-too-large and no tx-results, as bitcoind", pw+cw, code, body)
+	}
+	if code, _ := n.get("/tx/" + parent.TxHash().String()); code != http.StatusNotFound {
+		t.Errorf("a member of a package bitcoind refuses whole reached the mempool: GET /tx %d", code)
+	}
+}
+
+// TestSubmitPackageReplacedOrder: replaced-transactions come in bitcoind's
+// order, by the hashes' bytes (not their hex).
+func TestSubmitPackageReplacedOrder(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 88_003)
+	coin := n.coin()
+	first := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 1_000, PkScript: script.PkScript})
+	first.TxIn[0].Sequence = 0xfffffffd
+	var child *wire.MsgTx
+	var want []chainhash.Hash
+	for fee := int64(1_000); ; fee++ {
+		child = testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: first.TxHash()}, Value: coin.Value - 1_000, Script: &script}},
+			&wire.TxOut{Value: coin.Value - 1_000 - fee, PkScript: script.PkScript})
+		a, b := first.TxHash(), child.TxHash()
+		byBytes := bytes.Compare(a[:], b[:]) < 0
+		byHex := a.String() < b.String()
+		if byBytes != byHex {
+			want = []chainhash.Hash{a, b}
+			slices.SortFunc(want, func(x, y chainhash.Hash) int { return bytes.Compare(x[:], y[:]) })
+			break
+		}
+	}
+	for _, tx := range []*wire.MsgTx{first, child} {
+		if code, body := n.post("/tx", txHex(tx)); code != http.StatusOK {
+			t.Fatalf("POST /tx: %d %s", code, body)
+		}
+	}
+	bump := testchain.SpendTx([]testchain.Coin{coin}, &wire.TxOut{Value: coin.Value - 50_000, PkScript: script.PkScript})
+	code, body, p := n.submitPackage("", bump)
+	if code != http.StatusOK || p.Msg != "success" {
+		t.Fatalf("the replacement: %d %s", code, body)
+	}
+	wantStr := []string{want[0].String(), want[1].String()}
+	if !slices.Equal(p.Replaced, wantStr) {
+		t.Errorf("replaced-transactions %v, want bitcoind's order %v", p.Replaced, wantStr)
+	}
+}
+
+// TestSubmitPackageAmountParsing: maxfeerate and maxburnamount are read as
+// electrs reads them (no hexadecimal) and bitcoind then reads them (no more
+// than ten digits before the point).
+func TestSubmitPackageAmountParsing(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 88_004)
+	a := spendWithChange(n.coin(), 1_000, script.PkScript, &wire.TxOut{Value: 1_000_000, PkScript: script.PkScript})
+	one := `["` + txHex(a) + `"]`
+	submit := func(q string) string { return `submitpackage RPC error: {"code":` + q }
+	for _, c := range []struct{ query, want string }{
+		{"?maxburnamount=1e10", submit(`-3,"message":"Invalid amount"}`)},
+		{"?maxfeerate=1e12", submit(`-3,"message":"Invalid amount"}`)},
+		{"?maxfeerate=0x1p-4", "Invalid maxfeerate"},
+	} {
+		code, body := n.post("/txs/package"+c.query, one)
+		if code != http.StatusBadRequest || body != c.want {
+			t.Errorf("POST /txs/package%s: %d %q, want 400 %q", c.query, code, body, c.want)
+		}
+	}
+}
+
+// countingIndex counts the index's transaction reads.
+type countingIndex struct {
+	Index
+	reads atomic.Int64
+}
+
+func (c *countingIndex) RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error) {
+	c.reads.Add(1)
+	return c.Index.RawTx(txid)
+}
+
+// TestSubmitPackageReadsNoSpentTransactions: a member's fee is found from
+// the chain's unspent outputs and btcd's pool, not by reading from the
+// index each transaction it spends: a request cannot make the server read
+// and hold thousands of transactions of its choosing.
+func TestSubmitPackageReadsNoSpentTransactions(t *testing.T) {
+	n := newTestNode(t, "")
+	idx := &countingIndex{Index: n.backend}
+	hl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(Config{Listeners: []net.Listener{hl}, CostHardLimit: -1}, idx, n.h.Chain, n.pool)
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	// Every confirmed transaction's outputs, spent or not.
+	var ops []wire.OutPoint
+	seen := map[chainhash.Hash]bool{}
+	_, tipH := n.h.Tip()
+	for h := int32(1); h <= tipH; h++ {
+		b, err := n.h.Chain.BlockByHeight(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tx := range b.Transactions() {
+			if !seen[*tx.Hash()] {
+				seen[*tx.Hash()] = true
+				ops = append(ops, wire.OutPoint{Hash: *tx.Hash()})
+			}
+		}
+	}
+	// One member of ~2,500 inputs: over 400,000 WU, non-standard. Its
+	// inputs are unsigned: btcd would refuse it in any case.
+	tx := wire.NewMsgTx(2)
+	for i := 0; i < 2_500; i++ {
+		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: ops[i%len(ops)], Sequence: wire.MaxTxInSequenceNum})
+	}
+	tx.AddTxOut(&wire.TxOut{Value: 1_000, PkScript: []byte{0x51}})
+	if w := blockchain.GetTransactionWeight(btcutil.NewTx(tx)); w <= 400_000 {
+		t.Fatalf("weight %d", w)
+	}
+	body, _ := json.Marshal([]string{txHex(tx)})
+	resp, err := http.Post("http://"+hl.Addr().String()+"/txs/package", "text/plain", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if r := idx.reads.Load(); r != 0 {
+		t.Errorf("a member of %d inputs over the standard weight made %d index reads of the transactions it spends "+
+			"(distinct confirmed txids available: %d) before it was refused: %d %.200s",
+			len(tx.TxIn), r, len(ops), resp.StatusCode, answer)
 	}
 }
