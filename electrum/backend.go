@@ -20,6 +20,9 @@ type Backend interface {
 	IndexReader
 	MempoolView
 	TxRelay
+	// SubmitPackage submits a package whose shape the caller checked, as
+	// bitcoind's submitpackage (IndexBackend.SubmitPackage).
+	SubmitPackage(txs []*wire.MsgTx, maxRate int64) PackageResult
 }
 
 // ChainSource answers questions about the main chain's headers.

@@ -95,20 +95,25 @@
 // delegate to: btcd's mempool has no package relay. The server checks the
 // package's shape as submitpackage does (1 to 25 transactions, no
 // duplicates, one transaction or a child last with its parents, none of
-// which spends another) and then hands the members to the mempool one by
-// one, in order. This differs from Bitcoin Core's submitpackage:
+// which spends another) and then IndexBackend.SubmitPackage answers as
+// submitpackage: a package over 404,000 weight units or with two members
+// spending one output is refused whole (package_msg), a member over 0.10
+// BTC/kvB (submitpackage's default maxfeerate) is refused, and the others
+// go to the mempool one by one, in order. This differs from Bitcoin Core's
+// submitpackage:
 //
 //   - Each member must pay the minimum relay fee on its own: there is no
 //     package fee rate, so a zero-fee parent cannot be carried by its child
 //     (no CPFP at acceptance), and there is no package RBF.
 //   - Acceptance is not atomic: members accepted before a failing member
 //     stay in the mempool.
-//   - The verbose result has Core's package_msg and tx-results keys, keyed by
-//     wtxid, but only with txid, vsize and error per member.
 //
-// The non-verbose result is the protocol's {"success": bool, "errors":
-// [{"txid", "error"}]}. A member already in the mempool counts as
-// accepted, as a single broadcast of it does (IndexBackend.Broadcast).
+// The verbose result is submitpackage's (package_msg, tx-results by wtxid
+// with txid, other-wtxid, vsize, fees and error, replaced-transactions);
+// the non-verbose one is the protocol's {"success": bool, "errors":
+// [{"txid", "error"}]}. A member already in the mempool counts as accepted,
+// as a single broadcast of it does (IndexBackend.Broadcast). The Esplora
+// API's POST /txs/package submits through the same method.
 //
 // # Transactions
 //

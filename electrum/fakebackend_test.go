@@ -531,3 +531,19 @@ func (f *fakeBackend) RelayFee() float64 { return 0.00001 }
 func (f *fakeBackend) MempoolInfo() MempoolInfo {
 	return MempoolInfo{MempoolMinFee: 0.00001, MinRelayTxFee: 0.00001, IncrementalRelayFee: 0.00001}
 }
+
+// SubmitPackage implements Backend: the members through Broadcast, one by
+// one, with their size or error (the fake has no fees to report).
+func (f *fakeBackend) SubmitPackage(txs []*wire.MsgTx, _ int64) PackageResult {
+	res := PackageResult{Msg: "success", Results: map[string]PackageTxResult{}, Replaced: []string{}}
+	for _, tx := range txs {
+		r := PackageTxResult{TxID: tx.TxHash().String()}
+		if err := f.Broadcast(tx); err != nil {
+			r.Error, res.Msg = err.Error(), "transaction failed"
+		} else {
+			r.VSize = vsize(tx)
+		}
+		res.Results[tx.WitnessHash().String()] = r
+	}
+	return res
+}

@@ -61,9 +61,9 @@ type packageError struct {
 	Error string `json:"error"`
 }
 
-// hBroadcastPackage submits a package (parents first, child last) to btcd's
-// mempool member by member; see doc.go for how this differs from Bitcoin
-// Core's submitpackage.
+// hBroadcastPackage checks a package's shape (parents first, child last)
+// and submits it through the backend's SubmitPackage; see doc.go for how
+// this differs from Bitcoin Core's submitpackage.
 func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (any, error) {
 	var raws []string
 	if json.Unmarshal(args[0], &raws) != nil {
@@ -95,32 +95,23 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		return nil, badRequest("the tx package was rejected by network rules.\n\n" +
 			"package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
+	res := ss.srv.backend.SubmitPackage(txs, DefaultMaxFeeRate)
 	var errs []packageError
-	results := make(map[string]any, len(txs))
 	for _, tx := range txs {
-		txid := tx.TxHash().String()
-		if err := ss.srv.backend.Broadcast(tx); err != nil {
+		if r, ok := res.Results[tx.WitnessHash().String()]; ok && r.Error != "" {
 			// A refused member costs what a refused broadcast does.
 			ss.charge(errorCost)
-			errs = append(errs, packageError{TxID: txid, Error: err.Error()})
-			results[tx.WitnessHash().String()] = map[string]any{"txid": txid, "error": err.Error()}
-			continue
+			errs = append(errs, packageError{TxID: r.TxID, Error: r.Error})
 		}
-		results[tx.WitnessHash().String()] = map[string]any{"txid": txid, "vsize": vsize(tx)}
-	}
-	res := map[string]any{"success": len(errs) == 0}
-	if len(errs) > 0 {
-		res["errors"] = errs
 	}
 	if verbose {
-		msg := "success"
-		if len(errs) > 0 {
-			msg = "transaction failed"
-		}
-		res["package_msg"] = msg
-		res["tx-results"] = results
+		return res, nil
 	}
-	return res, nil
+	out := map[string]any{"success": res.Msg == "success"}
+	if len(errs) > 0 {
+		out["errors"] = errs
+	}
+	return out, nil
 }
 
 // ChildWithParents reports whether txs is one transaction, or a child

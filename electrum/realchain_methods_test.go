@@ -3,6 +3,7 @@ package electrum
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -657,4 +658,62 @@ func TestRealChainMinedTransactionNeverMissing(t *testing.T) {
 	}
 	n.waitNotified()
 	check("indexed", block.Height())
+}
+
+// TestRealChainBroadcastPackage: broadcast_package on the node's mempool
+// answers, verbose, with submitpackage's result: each member's size and
+// fees in BTC; and refuses, as submitpackage does, a member over its
+// default maximum fee rate.
+func TestRealChainBroadcastPackage(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	change := &n.h.Pool.Spendable[1]
+	c := dial(t, n.addr)
+	c.negotiate("1.6")
+	coin := n.coin()
+	parent := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-20_000, change.PkScript))
+	child := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: parent.TxHash()}, Value: coin.Value - 20_000, Script: change}},
+		wire.NewTxOut(coin.Value-25_000, change.PkScript))
+	var res struct {
+		Msg     string `json:"package_msg"`
+		Results map[string]struct {
+			TxID  string `json:"txid"`
+			VSize int64  `json:"vsize"`
+			Fees  struct {
+				Base     json.Number `json:"base"`
+				Rate     json.Number `json:"effective-feerate"`
+				Includes []string    `json:"effective-includes"`
+			} `json:"fees"`
+		} `json:"tx-results"`
+	}
+	c.must(&res, "blockchain.transaction.broadcast_package", []string{txHex(parent), txHex(child)}, true)
+	if res.Msg != "success" || len(res.Results) != 2 {
+		t.Fatalf("package: %+v", res)
+	}
+	for _, m := range []struct {
+		tx  *wire.MsgTx
+		fee int64
+	}{{parent, 20_000}, {child, 5_000}} {
+		r := res.Results[m.tx.WitnessHash().String()]
+		vs := vsize(m.tx)
+		if r.TxID != m.tx.TxHash().String() || r.VSize != vs || r.Fees.Base.String() != fmt.Sprintf("%.8f", float64(m.fee)/1e8) ||
+			r.Fees.Rate.String() != fmt.Sprintf("%.8f", float64(m.fee*1000/vs)/1e8) ||
+			len(r.Fees.Includes) != 1 || r.Fees.Includes[0] != m.tx.WitnessHash().String() {
+			t.Fatalf("member %v (fee %d, vsize %d): %+v", m.tx.TxHash(), m.fee, vs, r)
+		}
+	}
+
+	greedyCoin := n.coin()
+	greedy := testchain.SpendTx([]testchain.Coin{greedyCoin}, wire.NewTxOut(greedyCoin.Value-50_000_000, change.PkScript))
+	var plain struct {
+		Success bool `json:"success"`
+		Errors  []struct {
+			TxID  string `json:"txid"`
+			Error string `json:"error"`
+		} `json:"errors"`
+	}
+	c.must(&plain, "blockchain.transaction.broadcast_package", []string{txHex(greedy)})
+	if plain.Success || len(plain.Errors) != 1 || plain.Errors[0].TxID != greedy.TxHash().String() ||
+		plain.Errors[0].Error != "max feerate exceeded" {
+		t.Fatalf("a member over 0.10 BTC/kvB: %+v", plain)
+	}
 }

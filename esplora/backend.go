@@ -1,7 +1,6 @@
 package esplora
 
 import (
-	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -55,6 +54,9 @@ type Index interface {
 	// (electrum.TxRelay documents them).
 	Broadcast(tx *wire.MsgTx) error
 	EstimateFee(blocks int, mode string) (float64, error)
+	// SubmitPackage submits a package of the checked shape
+	// (electrum.IndexBackend.SubmitPackage documents it).
+	SubmitPackage(txs []*wire.MsgTx, maxRate int64) electrum.PackageResult
 }
 
 // Chain is what the server reads of btcd's chain for blocks and headers.
@@ -66,18 +68,10 @@ type Chain interface {
 	BlockHashByHeight(height int32) (*chainhash.Hash, error)
 	BlockHeightByHash(hash *chainhash.Hash) (int32, error)
 	MainChainHasBlock(hash *chainhash.Hash) bool
-	// FetchUtxoEntry returns an unspent output of the chain (POST
-	// /txs/package: the fee of a transaction before it is submitted).
-	FetchUtxoEntry(outpoint wire.OutPoint) (*blockchain.UtxoEntry, error)
 }
 
 // Pool is what the server reads of btcd's transaction pool for the
 // mempool-wide endpoints. *mempool.TxPool implements it.
 type Pool interface {
 	TxDescs() []*mempool.TxDesc
-	// IsTransactionInPool, CheckSpend and FetchTransaction answer for one
-	// transaction or output (POST /txs/package).
-	IsTransactionInPool(hash *chainhash.Hash) bool
-	CheckSpend(op wire.OutPoint) *btcutil.Tx
-	FetchTransaction(hash *chainhash.Hash) (*btcutil.Tx, error)
 }

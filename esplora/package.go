@@ -1,62 +1,19 @@
 package esplora
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/btcsuite/btcd/blockchain"
-	"github.com/btcsuite/btcd/btcutil/v2"
-	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
-
-// defaultMaxFeeRate is submitpackage's maxfeerate when the request names
-// none, in BTC/kvB.
-const defaultMaxFeeRate = 0.10
-
-// btcAmount is an amount in satoshis written as bitcoind writes amounts:
-// BTC with eight decimals.
-type btcAmount int64
-
-func (a btcAmount) MarshalJSON() ([]byte, error) {
-	sign, v := "", int64(a)
-	if v < 0 {
-		sign, v = "-", -v
-	}
-	return []byte(fmt.Sprintf("%s%d.%08d", sign, v/1e8, v%1e8)), nil
-}
-
-// packageFees, packageTxResult and packageResult are bitcoind's
-// submitpackage result, which electrs passes on.
-type packageFees struct {
-	Base              btcAmount  `json:"base"`
-	EffectiveFeeRate  *btcAmount `json:"effective-feerate,omitempty"`
-	EffectiveIncludes []string   `json:"effective-includes,omitempty"`
-}
-
-type packageTxResult struct {
-	TxID       string       `json:"txid"`
-	OtherWtxid string       `json:"other-wtxid,omitempty"`
-	VSize      int64        `json:"vsize,omitempty"`
-	Fees       *packageFees `json:"fees,omitempty"`
-	Error      string       `json:"error,omitempty"`
-}
-
-type packageResult struct {
-	Msg      string                     `json:"package_msg"`
-	Results  map[string]packageTxResult `json:"tx-results"`
-	Replaced []string                   `json:"replaced-transactions"`
-}
 
 // submitError is an error bitcoind's submitpackage answers.
 func submitError(code int, msg string) *httpError { return methodError("submitpackage", code, msg) }
@@ -131,7 +88,7 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 	if len(hexes) == 0 {
 		return nil, submitError(-8, fmt.Sprintf("Array must contain between 1 and %d transactions.", electrum.MaxPackageTxs))
 	}
-	maxRate := btcToSat(defaultMaxFeeRate)
+	maxRate := int64(electrum.DefaultMaxFeeRate)
 	if haveFeeRate {
 		if maxRate, err = amountOf(feeRate); err != nil {
 			return nil, err
@@ -162,62 +119,7 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 	if !electrum.ChildWithParents(txs) {
 		return nil, submitError(-25, "package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
-	res := packageResult{Msg: "success", Results: make(map[string]packageTxResult, len(txs)), Replaced: []string{}}
-	if why := malformed(txs); why != "" {
-		res.Msg = why
-		return jsonReply(res, 0)
-	}
-	var replaced []chainhash.Hash
-	for _, tx := range txs {
-		r, gone := s.submitMember(tx, maxRate)
-		if r.Error != "" {
-			res.Msg = "transaction failed"
-		}
-		res.Results[tx.WitnessHash().String()] = r
-		replaced = append(replaced, gone...)
-	}
-	// In bitcoind's order: by the hashes' bytes.
-	slices.SortFunc(replaced, func(a, b chainhash.Hash) int { return bytes.Compare(a[:], b[:]) })
-	for _, h := range replaced {
-		res.Replaced = append(res.Replaced, h.String())
-	}
-	return jsonReply(res, 0)
-}
-
-// maxPackageWeight is the most a package of several transactions may
-// weigh, as bitcoind's MAX_PACKAGE_WEIGHT.
-const maxPackageWeight = 404_000
-
-// malformed returns why bitcoind refuses a package whole, before it looks
-// at any member: too heavy, a transaction twice, or two members spending
-// one output. "" when it does not.
-func malformed(txs []*wire.MsgTx) string {
-	weight := int64(0)
-	for _, tx := range txs {
-		weight += blockchain.GetTransactionWeight(btcutil.NewTx(tx))
-	}
-	if len(txs) > 1 && weight > maxPackageWeight {
-		return "package-too-large"
-	}
-	ids := make(map[chainhash.Hash]bool, len(txs))
-	for _, tx := range txs {
-		ids[tx.TxHash()] = true
-	}
-	if len(ids) != len(txs) {
-		return "package-contains-duplicates"
-	}
-	spent := make(map[wire.OutPoint]bool)
-	for _, tx := range txs {
-		for _, in := range tx.TxIn {
-			if spent[in.PreviousOutPoint] {
-				return "conflict-in-package"
-			}
-		}
-		for _, in := range tx.TxIn {
-			spent[in.PreviousOutPoint] = true
-		}
-	}
-	return ""
+	return jsonReply(s.index.SubmitPackage(txs, maxRate), 0)
 }
 
 // burns reports whether bitcoind counts an output script as a burn: it
@@ -235,99 +137,6 @@ func burns(pk []byte) bool {
 	}
 	return t.Err() != nil
 }
-
-// submitMember submits one member of a package and returns its result and
-// the transactions it replaced; maxRate (sat/kvB, 0 for none) bounds the
-// fee rate of a transaction new to the mempool. Its fee comes from the
-// outputs it spends, found where btcd's pool finds them: the chain's
-// unspent outputs, then the pool's transactions.
-func (s *Server) submitMember(tx *wire.MsgTx, maxRate int64) (packageTxResult, []chainhash.Hash) {
-	txid := tx.TxHash()
-	r := packageTxResult{TxID: txid.String()}
-	if held, err := s.pool.FetchTransaction(&txid); err == nil && held.MsgTx().WitnessHash() != tx.WitnessHash() {
-		// The mempool keeps the witness it has.
-		r.OtherWtxid = held.MsgTx().WitnessHash().String()
-		return r, nil
-	}
-	fee := int64(0)
-	for _, in := range tx.TxIn {
-		v, ok := s.spentValue(in.PreviousOutPoint)
-		if !ok {
-			r.Error = "bad-txns-inputs-missingorspent"
-			return r, nil
-		}
-		fee += v
-	}
-	for _, out := range tx.TxOut {
-		fee -= out.Value
-	}
-	vsize := (blockchain.GetTransactionWeight(btcutil.NewTx(tx)) + 3) / 4
-	rate := fee * 1000 / vsize
-	known := s.pool.IsTransactionInPool(&txid)
-	if !known && maxRate > 0 && rate > maxRate {
-		r.Error = "max feerate exceeded"
-		return r, nil
-	}
-	conflicts := s.conflicts(tx)
-	if err := s.index.Broadcast(tx); err != nil {
-		r.Error = strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": ")
-		return r, nil
-	}
-	var replaced []chainhash.Hash
-	for _, h := range conflicts {
-		if !s.pool.IsTransactionInPool(&h) {
-			replaced = append(replaced, h)
-		}
-	}
-	r.VSize, r.Fees = vsize, &packageFees{Base: btcAmount(fee)}
-	if !known {
-		// No package fee rate: each member's effective rate is its own.
-		eff := btcAmount(rate)
-		r.Fees.EffectiveFeeRate, r.Fees.EffectiveIncludes = &eff, []string{tx.WitnessHash().String()}
-	}
-	return r, replaced
-}
-
-// spentValue returns the value of the output op, unspent in the chain or
-// an output of a transaction of btcd's pool.
-func (s *Server) spentValue(op wire.OutPoint) (int64, bool) {
-	if e, err := s.chain.FetchUtxoEntry(op); err == nil && e != nil && !e.IsSpent() {
-		return e.Amount(), true
-	}
-	if tx, err := s.pool.FetchTransaction(&op.Hash); err == nil && int(op.Index) < len(tx.MsgTx().TxOut) {
-		return tx.MsgTx().TxOut[op.Index].Value, true
-	}
-	return 0, false
-}
-
-// conflicts returns the transactions of btcd's pool that tx would replace:
-// those spending its inputs, and their descendants.
-func (s *Server) conflicts(tx *wire.MsgTx) []chainhash.Hash {
-	var out []chainhash.Hash
-	seen := map[chainhash.Hash]bool{tx.TxHash(): true}
-	add := func(c *btcutil.Tx) {
-		if c != nil && !seen[*c.Hash()] {
-			seen[*c.Hash()] = true
-			out = append(out, *c.Hash())
-		}
-	}
-	for _, in := range tx.TxIn {
-		add(s.pool.CheckSpend(in.PreviousOutPoint))
-	}
-	for i := 0; i < len(out); i++ {
-		c, err := s.pool.FetchTransaction(&out[i])
-		if err != nil {
-			continue
-		}
-		for vout := range c.MsgTx().TxOut {
-			add(s.pool.CheckSpend(wire.OutPoint{Hash: out[i], Index: uint32(vout)}))
-		}
-	}
-	return out
-}
-
-// btcToSat converts an amount in BTC to satoshis, rounded.
-func btcToSat(v float64) int64 { return int64(math.Round(v * 1e8)) }
 
 // decodeTx decodes a transaction in hex that must hold nothing after it.
 func decodeTx(h string) (*wire.MsgTx, error) {
