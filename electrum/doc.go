@@ -95,11 +95,13 @@
 // delegate to: btcd's mempool has no package relay. The server checks the
 // package's shape as submitpackage does (1 to 25 transactions, no
 // duplicates, one transaction or a child last with its parents, none of
-// which spends another) and then IndexBackend.SubmitPackage answers as
+// which spends another, no output burning value: submitpackage's default
+// maxburnamount is 0) and then IndexBackend.SubmitPackage answers as
 // submitpackage: a package over 404,000 weight units or with two members
-// spending one output is refused whole (package_msg), a member over 0.10
-// BTC/kvB (submitpackage's default maxfeerate) is refused, and the others
-// go to the mempool one by one, in order. This differs from Bitcoin Core's
+// spending one output is refused whole (package_msg, each member
+// "package-not-validated"), a member over 0.10 BTC/kvB (submitpackage's
+// default maxfeerate) is refused, and the others go to the mempool one by
+// one, in order. This differs from Bitcoin Core's
 // submitpackage:
 //
 //   - Each member must pay the minimum relay fee on its own: there is no

@@ -91,6 +91,15 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 		seen[h] = struct{}{}
 		txs[i] = tx
 	}
+	// submitpackage's default maxburnamount is 0.
+	for _, tx := range txs {
+		for _, out := range tx.TxOut {
+			if Burns(out.PkScript) && out.Value > 0 {
+				return nil, badRequest("the tx package was rejected by network rules.\n\n" +
+					"Unspendable output exceeds maximum configured by user (maxburnamount)")
+			}
+		}
+	}
 	if !ChildWithParents(txs) {
 		return nil, badRequest("the tx package was rejected by network rules.\n\n" +
 			"package topology disallowed. not child-with-parents or parents depend on each other.")

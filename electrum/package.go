@@ -9,6 +9,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -57,7 +58,8 @@ type PackageResult struct {
 // SubmitPackage submits a package whose shape the caller checked (one
 // transaction, or a child last with its parents: ChildWithParents) and
 // answers as bitcoind's submitpackage: a package too heavy, holding a
-// transaction twice or two spends of one output is refused whole; otherwise
+// transaction twice or two spends of one output is refused whole, each
+// member "package-not-validated"; otherwise
 // btcd's mempool, which has no package acceptance, takes the members one by
 // one, in order, each paying its own fee, all of them even after one fails.
 // maxRate (sat/kvB, 0 for none) bounds the fee rate of a member new to the
@@ -65,7 +67,11 @@ type PackageResult struct {
 func (b *IndexBackend) SubmitPackage(txs []*wire.MsgTx, maxRate int64) PackageResult {
 	res := PackageResult{Msg: "success", Results: make(map[string]PackageTxResult, len(txs)), Replaced: []string{}}
 	if why := malformed(txs); why != "" {
+		// As bitcoind from version 31: every member is named.
 		res.Msg = why
+		for _, tx := range txs {
+			res.Results[tx.WitnessHash().String()] = PackageTxResult{TxID: tx.TxHash().String(), Error: "package-not-validated"}
+		}
 		return res
 	}
 	var replaced []chainhash.Hash
@@ -209,4 +215,20 @@ func (b *IndexBackend) conflicts(tx *wire.MsgTx) []chainhash.Hash {
 		}
 	}
 	return out
+}
+
+// Burns reports whether bitcoind counts an output script as a burn: it
+// starts with OP_RETURN, is over the size limit, or does not parse into
+// valid opcodes and pushes.
+func Burns(pk []byte) bool {
+	if txscript.IsUnspendable(pk) {
+		return true
+	}
+	t := txscript.MakeScriptTokenizer(0, pk)
+	for t.Next() {
+		if t.Opcode() > txscript.OP_NOP10 || len(t.Data()) > txscript.MaxScriptElementSize {
+			return true
+		}
+	}
+	return t.Err() != nil
 }

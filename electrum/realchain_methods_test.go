@@ -15,6 +15,7 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/mining"
+	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -715,5 +716,68 @@ func TestRealChainBroadcastPackage(t *testing.T) {
 	if plain.Success || len(plain.Errors) != 1 || plain.Errors[0].TxID != greedy.TxHash().String() ||
 		plain.Errors[0].Error != "max feerate exceeded" {
 		t.Fatalf("a member over 0.10 BTC/kvB: %+v", plain)
+	}
+}
+
+// TestRealChainPackageRefusedWholeNamesItsMembers: a package refused whole
+// (two parents spending one output) is answered with an error for every
+// member, as bitcoind's submitpackage names them and ElectrumX passes them
+// on (the Electrum wallet reads "errors" whenever success is false), and
+// each refused member is charged.
+func TestRealChainPackageRefusedWholeNamesItsMembers(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	change := &n.h.Pool.Spendable[1]
+	c := dial(t, n.addr)
+	c.negotiate("1.6")
+	coin := n.coin()
+	p1 := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-10_000, change.PkScript))
+	p2 := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-20_000, change.PkScript))
+	child := testchain.SpendTx([]testchain.Coin{
+		{OutPoint: wire.OutPoint{Hash: p1.TxHash()}, Value: coin.Value - 10_000, Script: change},
+		{OutPoint: wire.OutPoint{Hash: p2.TxHash()}, Value: coin.Value - 20_000, Script: change},
+	}, wire.NewTxOut(2*coin.Value-60_000, change.PkScript))
+
+	before := ownCost(n.srv, "127.0.0.1")
+	var plain struct {
+		Success bool `json:"success"`
+		Errors  *[]struct {
+			TxID  string `json:"txid"`
+			Error string `json:"error"`
+		} `json:"errors"`
+	}
+	c.must(&plain, "blockchain.transaction.broadcast_package", []string{txHex(p1), txHex(p2), txHex(child)})
+	cost := ownCost(n.srv, "127.0.0.1") - before
+	if plain.Success {
+		t.Fatalf("conflict-in-package accepted: %+v", plain)
+	}
+	if plain.Errors == nil || len(*plain.Errors) != 3 {
+		t.Errorf("a package refused whole answered success:false with errors %v; want one entry per member", plain.Errors)
+	}
+	if cost < 3*errorCost {
+		t.Errorf("a package of 3 members all refused cost %.1f, want at least %d (a refused member costs %d)",
+			cost, 3*errorCost, errorCost)
+	}
+}
+
+// TestRealChainPackageBurnRefused: an output burning value is refused, as
+// submitpackage refuses it with its default maxburnamount (0) when
+// ElectrumX calls it.
+func TestRealChainPackageBurnRefused(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	change := &n.h.Pool.Spendable[1]
+	c := dial(t, n.addr)
+	c.negotiate("1.6")
+	coin := n.coin()
+	burn, err := txscript.NullDataScript([]byte("burn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-20_000-1_000, change.PkScript),
+		wire.NewTxOut(1_000, burn))
+	res, rerr := c.call("blockchain.transaction.broadcast_package", []string{txHex(tx)})
+	if rerr == nil || rerr.Code != codeBadRequest ||
+		!strings.Contains(rerr.Message, "Unspendable output exceeds maximum configured by user (maxburnamount)") {
+		t.Fatalf("a package burning 1,000 sat: result %s, error %v; want error 1 with submitpackage's "+
+			"maxburnamount refusal", res, rerr)
 	}
 }

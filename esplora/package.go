@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
@@ -110,7 +109,7 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 			return nil, submitError(-22, "TX decode failed: "+h+" Make sure the tx has at least one input.")
 		}
 		for _, out := range tx.TxOut {
-			if burns(out.PkScript) && out.Value > maxBurn {
+			if electrum.Burns(out.PkScript) && out.Value > maxBurn {
 				return nil, submitError(-25, "Unspendable output exceeds maximum configured by user (maxburnamount)")
 			}
 		}
@@ -120,22 +119,6 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 		return nil, submitError(-25, "package topology disallowed. not child-with-parents or parents depend on each other.")
 	}
 	return jsonReply(s.index.SubmitPackage(txs, maxRate), 0)
-}
-
-// burns reports whether bitcoind counts an output script as a burn: it
-// starts with OP_RETURN, is over the size limit, or does not parse into
-// valid opcodes and pushes.
-func burns(pk []byte) bool {
-	if txscript.IsUnspendable(pk) {
-		return true
-	}
-	t := txscript.MakeScriptTokenizer(0, pk)
-	for t.Next() {
-		if t.Opcode() > txscript.OP_NOP10 || len(t.Data()) > txscript.MaxScriptElementSize {
-			return true
-		}
-	}
-	return t.Err() != nil
 }
 
 // decodeTx decodes a transaction in hex that must hold nothing after it.
