@@ -101,10 +101,14 @@ func TestBatchOverLimitNotDecoded(t *testing.T) {
 		}
 		return "[" + strings.Join(items, ",") + "]\n"
 	}
-	// Opening with server.version: negotiated, the rest refused.
+	// Opening with server.version: refused whole, nothing negotiated.
 	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["c","1.4"]}`, 10)))
 	if line := read(); !strings.Contains(line, `"code":4`) || !strings.Contains(line, "more than 5 requests") {
 		t.Fatalf("batch of 10 opening with server.version: %s", line)
+	}
+	conn.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["c","1.4"]}` + "\n"))
+	if line := read(); !strings.Contains(line, `"result":[`) {
+		t.Fatalf("server.version after the refused batch: %s", line)
 	}
 	// Negotiated: a batch of 6 is refused, one of 5 answered.
 	conn.Write([]byte(batch(`{"jsonrpc":"2.0","id":9,"method":"server.ping"}`, 6)))

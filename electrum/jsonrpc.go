@@ -356,6 +356,9 @@ func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCErro
 		for i, a := range arr {
 			if string(a) != "null" {
 				out[i] = a
+			} else if i < ps.required {
+				// null counts as absent, in both forms.
+				return nil, rpcErrorf(codeInvalidParams, "missing parameter %q", ps.names[i])
 			}
 		}
 		return out, nil

@@ -32,8 +32,13 @@ func decodeTx(rawHex string) (*wire.MsgTx, error) {
 		return nil, errors.New("TX decode failed: invalid hex")
 	}
 	var tx wire.MsgTx
-	if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+	r := bytes.NewReader(raw)
+	if err := tx.Deserialize(r); err != nil {
 		return nil, errors.New("TX decode failed: " + err.Error())
+	}
+	// As bitcoind, which refuses a transaction followed by anything.
+	if r.Len() != 0 {
+		return nil, errors.New("TX decode failed: bytes after the transaction")
 	}
 	return &tx, nil
 }
@@ -246,7 +251,8 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *btcjson.TxR
 		asm, _ := txscript.DisasmString(out.PkScript)
 		class, addrs, _, _ := txscript.ExtractPkScriptAddrs(out.PkScript, params)
 		spk := btcjson.ScriptPubKeyResult{Asm: asm, Hex: hex.EncodeToString(out.PkScript), Type: class.String()}
-		if len(addrs) == 1 {
+		// As bitcoind: a bare key or multisig output has no address.
+		if len(addrs) == 1 && class != txscript.PubKeyTy && class != txscript.MultiSigTy {
 			spk.Address = addrs[0].EncodeAddress()
 		}
 		res.Vout[i] = btcjson.Vout{Value: btcutil.Amount(out.Value).ToBTC(), N: uint32(i), ScriptPubKey: spk}

@@ -493,7 +493,9 @@ func (ss *session) dispatch(m *message) bool {
 	}
 	if !ss.negotiated.Load() {
 		first := m.requests[0]
-		if first.err != nil || first.isResponse || first.method != "server.version" {
+		// A server.version with bad params is answered its own error
+		// by the version handlers below, as a failed negotiation.
+		if first.isResponse || first.method != "server.version" {
 			ss.setCloseReason(DisconnectProtocol)
 			if first.isNotification() || first.isResponse {
 				ss.close()
@@ -504,6 +506,13 @@ func (ss *session) dispatch(m *message) bool {
 		}
 		if !m.batch {
 			return ss.handleVersion(first)
+		}
+		if m.count() > ss.srv.cfg.MaxBatch {
+			// Refused whole, server.version included: nothing is
+			// negotiated.
+			ss.charge(errorCost)
+			ss.send(encodeResponse(true, nil, nil, batchLimitError(ss.srv.cfg.MaxBatch)))
+			return ss.checkHardLimit() && ss.pauseReading()
 		}
 		// A batch that opens with server.version: negotiate first, then
 		// run the rest as a batch whose first answer is the version's.
@@ -598,10 +607,6 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 			ss.close()
 		}
 		return false
-	}
-	if m.count() > ss.srv.cfg.MaxBatch {
-		ss.send(encodeResponse(true, nil, nil, batchLimitError(ss.srv.cfg.MaxBatch)))
-		return true
 	}
 	if !ss.acquire() {
 		return false
