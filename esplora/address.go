@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/address/v2/bech32"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
@@ -35,11 +37,23 @@ var otherNets = []*chaincfg.Params{&chaincfg.MainNetParams, &chaincfg.TestNet3Pa
 // network. As electrs, a regtest node also takes testnet addresses (they
 // share base58 prefixes, and wallets configured for testnet use them).
 func decodeAddress(s string, params *chaincfg.Params) ([]byte, error) {
+	// No address is longer than bech32's 90 characters: a longer path is
+	// refused before any decoding.
+	if len(s) > maxAddressLen {
+		return nil, badRequest("Invalid Bitcoin address")
+	}
 	accept := []*chaincfg.Params{params}
 	if params.Name == chaincfg.RegressionNetParams.Name {
 		accept = append(accept, &chaincfg.TestNet3Params)
 	}
+	hrp, data, enc, bechErr := bech32.DecodeGeneric(s)
 	for _, p := range accept {
+		if bechErr == nil {
+			if script, ok := segwitScript(hrp, data, enc, p); ok {
+				return script, nil
+			}
+			continue
+		}
 		if a, err := address.DecodeAddress(s, p); err == nil && a.IsForNet(p) && !isPubKey(a) {
 			script, err := txscript.PayToAddrScript(a)
 			if err != nil {
@@ -49,11 +63,50 @@ func decodeAddress(s string, params *chaincfg.Params) ([]byte, error) {
 		}
 	}
 	for _, p := range otherNets {
+		if bechErr == nil {
+			if _, ok := segwitScript(hrp, data, enc, p); ok {
+				return nil, badRequest("Address on invalid network")
+			}
+			continue
+		}
 		if a, err := address.DecodeAddress(s, p); err == nil && a.IsForNet(p) && !isPubKey(a) {
 			return nil, badRequest("Address on invalid network")
 		}
 	}
 	return nil, badRequest("Invalid Bitcoin address")
+}
+
+// maxAddressLen is the longest address there is: bech32's limit.
+const maxAddressLen = 90
+
+// segwitScript returns the output script of a decoded bech32 string that
+// is a segwit address of the network: any witness version, as BIP 173 and
+// BIP 350 define them and electrs reads them (btcd's DecodeAddress knows
+// versions 0 and 1 only, and takes a 20-byte program of any version for
+// version 0's).
+func segwitScript(hrp string, data []byte, enc bech32.Version, p *chaincfg.Params) ([]byte, bool) {
+	if !strings.EqualFold(hrp, p.Bech32HRPSegwit) || len(data) == 0 || data[0] > 16 {
+		return nil, false
+	}
+	version := data[0]
+	if want := bech32.VersionM; version == 0 {
+		if enc != bech32.Version0 {
+			return nil, false
+		}
+	} else if enc != want {
+		return nil, false
+	}
+	program, err := bech32.ConvertBits(data[1:], 5, 8, false)
+	if err != nil || len(program) < 2 || len(program) > 40 ||
+		(version == 0 && len(program) != 20 && len(program) != 32) {
+		return nil, false
+	}
+	op := byte(txscript.OP_0)
+	if version > 0 {
+		op = txscript.OP_1 + version - 1
+	}
+	script, err := txscript.NewScriptBuilder().AddOp(op).AddData(program).Script()
+	return script, err == nil
 }
 
 func isPubKey(a address.Address) bool {

@@ -3,8 +3,10 @@ package esplora
 import (
 	"bytes"
 	"encoding/hex"
+	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -151,13 +153,15 @@ func (s *Server) tipHeight() (*reply, error) {
 	return textReply(strconv.Itoa(int(tip.Height)), ttlShort), nil
 }
 
-// parseHeight parses a height as electrs does (an unsigned integer).
+// parseHeight parses a height as electrs does (Rust's usize: digits after
+// an optional '+'); a number past any height there can be is
+// math.MaxInt32, beyond every tip.
 func parseHeight(s string) (int32, bool) {
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > 1<<31-1 {
+	n, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
+	if err != nil {
 		return 0, false
 	}
-	return int32(n), true
+	return int32(min(n, math.MaxInt32)), true
 }
 
 // GET /blocks[/:start_height]: ten blocks down from start_height (a start
@@ -333,11 +337,12 @@ func (s *Server) blockTxs(q *request, hs, startStr string) (*reply, error) {
 		start = n
 	}
 	txs := block.Transactions()
-	if start%chainTxsPerPage != 0 {
-		return nil, badRequest("start index must be a multiple of " + strconv.Itoa(chainTxsPerPage))
-	}
+	// electrs' checks, in its order and words.
 	if start >= uint64(len(txs)) {
-		return nil, badRequest("start index out of range")
+		return nil, notFound("start index out of range")
+	}
+	if start%chainTxsPerPage != 0 {
+		return nil, badRequest("start index must be a multipication of " + strconv.Itoa(chainTxsPerPage))
 	}
 	end := min(int(start)+chainTxsPerPage, len(txs))
 	loc := indexers.TxLocation{Height: height, BlockHash: *block.Hash()}

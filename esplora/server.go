@@ -479,6 +479,9 @@ func (s *Server) route(q *request, path string) (*reply, error) {
 	case q.is(get, "block", "*", "txs"), q.is(get, "block", "*", "txs", "*"):
 		start, _ := q.seg(3)
 		return s.blockTxs(q, q.parts[1], start)
+	case q.is(get, "address-prefix", "*"):
+		// electrs' answer with address search off, its default.
+		return nil, badRequest("address search disabled")
 	case (p0 == "address" || p0 == "scripthash") && q.method == get && len(q.parts) >= 2 && len(q.parts) <= 5:
 		if r, err, ok := s.routeScript(q, p0); ok {
 			return r, err
@@ -568,13 +571,51 @@ type jsonFloat32 float32
 
 func (f jsonFloat32) MarshalJSON() ([]byte, error) { return []byte(formatFloat(float64(f), 32)), nil }
 
+// formatFloat writes f as serde_json does (with the ryu crate): its
+// shortest digits, in plain notation while the decimal point falls within
+// 16 digits of them (13 for an f32) or at most 4 zeros after it (5), in
+// exponent notation otherwise.
 func formatFloat(f float64, bits int) string {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return "null"
 	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e16 {
-		return strconv.FormatFloat(f, 'f', 1, bits)
+	maxPoint, minPoint := 16, -5
+	if bits == 32 {
+		maxPoint, minPoint = 13, -6
 	}
-	s := strconv.FormatFloat(f, 'g', -1, bits)
-	return strings.Replace(s, "e+", "e", 1)
+	var b strings.Builder
+	if math.Signbit(f) {
+		b.WriteByte('-')
+	}
+	if f == 0 {
+		b.WriteString("0.0")
+		return b.String()
+	}
+	mant, exp, _ := strings.Cut(strconv.FormatFloat(math.Abs(f), 'e', -1, bits), "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	x, _ := strconv.Atoi(exp)
+	point, n := x+1, len(digits) // the value is 0.digits × 10^point
+	switch {
+	case n <= point && point <= maxPoint:
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", point-n))
+		b.WriteString(".0")
+	case 0 < point && point <= maxPoint:
+		b.WriteString(digits[:point])
+		b.WriteByte('.')
+		b.WriteString(digits[point:])
+	case minPoint < point && point <= 0:
+		b.WriteString("0.")
+		b.WriteString(strings.Repeat("0", -point))
+		b.WriteString(digits)
+	default:
+		b.WriteByte(digits[0])
+		if n > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteByte('e')
+		b.WriteString(strconv.Itoa(point - 1))
+	}
+	return b.String()
 }
