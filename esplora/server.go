@@ -217,8 +217,10 @@ func (s *Server) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         s.connState,
 	}
+	for _, u := range s.urls() {
+		s.cfg.Logf("Esplora HTTP API listening on %s", u)
+	}
 	for _, l := range ls {
-		s.cfg.Logf("Esplora HTTP API listening on %s%s", l.Addr(), s.prefix)
 		s.done.Add(1)
 		go func(l net.Listener) {
 			defer s.done.Done()
@@ -228,6 +230,26 @@ func (s *Server) Start() error {
 		}(l)
 	}
 	return nil
+}
+
+// URLs returns the server's address for a client, one a listener: the
+// scheme, the address and the path it serves under (after Start).
+func (s *Server) URLs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.urls()
+}
+
+func (s *Server) urls() []string {
+	out := make([]string, len(s.listeners))
+	for i, l := range s.listeners {
+		scheme := "http"
+		if i >= len(s.cfg.Listen) {
+			scheme = "https"
+		}
+		out[i] = scheme + "://" + l.Addr().String() + s.prefix
+	}
+	return out
 }
 
 // Addrs returns the addresses the server listens on (after Start).

@@ -154,7 +154,7 @@ type Config struct {
 	ElectrumTLSListeners []string      `long:"electrumtlslisten" description:"Add an interface/port for Electrum connections over TLS (port 50002 if none given)"`
 	ElectrumWSListeners  []string      `long:"electrumwslisten" description:"Add an interface/port for Electrum connections over WebSocket (port 50003 if none given)"`
 	ElectrumWSSListeners []string      `long:"electrumwsslisten" description:"Add an interface/port for Electrum connections over secure WebSocket (port 50004 if none given)"`
-	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed one is created when missing)"`
+	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed pair is created when both files are missing)"`
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
 	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
@@ -467,6 +467,11 @@ func (cfg *Config) Normalize() error {
 	}
 	if err := cfg.validateListeners(); err != nil {
 		return err
+	}
+	if len(cfg.ElectrumTLSListeners)+len(cfg.ElectrumWSSListeners)+len(cfg.EsploraTLSListeners) > 0 {
+		if err := checkCertPair(cfg.ElectrumCert, cfg.ElectrumKey); err != nil {
+			return err
+		}
 	}
 	if err := validateLogLevels(cfg.DebugLevel); err != nil && cfg.DebugLevel != "show" {
 		return err

@@ -1,10 +1,13 @@
 package node
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
@@ -18,43 +21,121 @@ func configFileError(path string, err error) error {
 	if !errors.As(err, &ie) || ie.LineNumber == 0 {
 		return fmt.Errorf("config file %s: %w", path, err)
 	}
-	option := ""
+	option, msg := "", ie.Message
+	if strings.HasPrefix(msg, "malformed key=value") {
+		msg = "malformed line: want option=value" // go-flags' message quotes the line
+	}
 	if b, rerr := os.ReadFile(ie.File); rerr == nil {
 		if lines := strings.Split(string(b), "\n"); int(ie.LineNumber) <= len(lines) {
-			option, _, _ = strings.Cut(lines[ie.LineNumber-1], "=")
-			option = strings.TrimSpace(option)
+			// The option is the line's first word, however the
+			// separator was mistyped; the rest is the value, which
+			// go-flags' message may quote.
+			line := strings.TrimSpace(lines[ie.LineNumber-1])
+			end := strings.IndexAny(line, "=: \t")
+			if end < 0 {
+				end = len(line)
+			}
+			option = line[:end]
+			if value := strings.Trim(line[end:], "=: \t"); value != "" {
+				msg = strings.ReplaceAll(msg, strconv.Quote(value), `"<value>"`)
+			}
 		}
 	}
 	if option == "" {
-		return fmt.Errorf("config file %s, line %d: %s", ie.File, ie.LineNumber, ie.Message)
+		return fmt.Errorf("config file %s, line %d: %s", ie.File, ie.LineNumber, msg)
 	}
-	return fmt.Errorf("config file %s, line %d, option %s: %s", ie.File, ie.LineNumber, option, ie.Message)
+	return fmt.Errorf("config file %s, line %d, option %s: %s", ie.File, ie.LineNumber, option, msg)
 }
 
 // validateListeners checks every listen address option, so that a typo is
 // reported at start rather than when the listener opens (after the index,
-// which may take hours to build on an existing datadir).
+// which may take hours to build on an existing datadir): each address must
+// be one a listener can bind, and no address may serve two listeners.
 func (cfg *Config) validateListeners() error {
+	used := make(map[string]string)
 	for _, set := range []struct {
-		option string
-		addrs  []string
+		option  string
+		addrs   []string
+		example string
 	}{
-		{"listen", cfg.Listeners}, {"rpclisten", cfg.RPCListeners},
-		{"electrumlisten", cfg.ElectrumListeners}, {"electrumtlslisten", cfg.ElectrumTLSListeners},
-		{"electrumwslisten", cfg.ElectrumWSListeners}, {"electrumwsslisten", cfg.ElectrumWSSListeners},
+		{"listen", cfg.Listeners, "0.0.0.0:8333"}, {"rpclisten", cfg.RPCListeners, "127.0.0.1:8334"},
+		{"electrumlisten", cfg.ElectrumListeners, "127.0.0.1:50001"},
+		{"electrumtlslisten", cfg.ElectrumTLSListeners, "0.0.0.0:50002"},
+		{"electrumwslisten", cfg.ElectrumWSListeners, "127.0.0.1:50003"},
+		{"electrumwsslisten", cfg.ElectrumWSSListeners, "0.0.0.0:50004"},
+		{"esploralisten", cfg.EsploraListeners, "127.0.0.1:3000"},
+		{"esploratlslisten", cfg.EsploraTLSListeners, "0.0.0.0:3443"},
+		{"metricslisten", nonEmpty(cfg.MetricsListen), "127.0.0.1:9100"},
 	} {
 		for _, a := range set.addrs {
-			host, port, err := net.SplitHostPort(a)
-			if err == nil {
-				_, err = net.LookupPort("tcp", port)
+			if err := checkListenAddr(a); err != nil {
+				return fmt.Errorf("--%s=%s: %v; want host:port, [ipv6]:port or host (the default port), e.g. %s",
+					set.option, a, err, set.example)
 			}
-			if err == nil && strings.ContainsAny(host, "/ ") {
-				err = errors.New("bad host")
+			if _, port, _ := net.SplitHostPort(a); port == "0" {
+				continue // a port of the system's choosing each time
 			}
-			if err != nil {
-				return fmt.Errorf("--%s=%s: want host:port, [ipv6]:port or host (the default port), e.g. 0.0.0.0:50002", set.option, a)
+			if other, ok := used[a]; ok && other != set.option {
+				return fmt.Errorf("--%s=%s: the address is --%s's already; one address serves one listener", set.option, a, other)
 			}
+			used[a] = set.option
 		}
+	}
+	return nil
+}
+
+// checkListenAddr says why a listener could not bind addr (host:port), or
+// nil. A host of digits and dots that is no IP address (a port alone, taken
+// for a host, or a mistyped address) is refused rather than looked up as
+// a name.
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return fmt.Errorf("bad port %q", port)
+	}
+	if host == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if strings.Trim(host, "0123456789.") == "" {
+		return fmt.Errorf("%q is neither an IP address nor a host name (a port alone is written :PORT)", host)
+	}
+	if strings.ContainsAny(host, "/ ") {
+		return fmt.Errorf("bad host %q", host)
+	}
+	if _, err := net.LookupHost(host); err != nil {
+		return fmt.Errorf("host %q does not resolve", host)
+	}
+	return nil
+}
+
+// nonEmpty returns s as a list, empty when s is.
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// checkCertPair checks the TLS listeners' certificate and key at start,
+// not once the index has caught up: both files load as a pair, or both are
+// missing (a self-signed pair is then made).
+func checkCertPair(certFile, keyFile string) error {
+	_, certErr := os.Stat(certFile)
+	_, keyErr := os.Stat(keyFile)
+	switch {
+	case certErr != nil && keyErr != nil:
+		return nil
+	case certErr != nil || keyErr != nil:
+		return fmt.Errorf("--electrumcert=%s, --electrumkey=%s: only one of them exists (both, or neither for a self-signed pair)", certFile, keyFile)
+	}
+	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+		return fmt.Errorf("--electrumcert=%s, --electrumkey=%s: %v", certFile, keyFile, err)
 	}
 	return nil
 }

@@ -1,10 +1,14 @@
 package node
 
 import (
+	"cmp"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
 
 // ElectrumLimits are the Electrum server's limit options. A zero value means
@@ -32,7 +36,7 @@ type ElectrumLimits struct {
 	Banner            string        `long:"electrumbanner" description:"Text returned by server.banner"`
 	DonationAddress   string        `long:"electrumdonationaddress" description:"Address returned by server.donation_address"`
 
-	ExemptNets     []string `long:"electrumexemptnets" description:"Networks (CIDR, comma-separated or repeated) exempt from the per-IP session and subscription limits, from per-subnet cost grouping and from cost throttling -- a reverse proxy or Tor daemon on loopback makes every client 127.0.0.1 (default 127.0.0.0/8,::1/128; none for no exemption)"`
+	ExemptNets     []string `long:"electrumexemptnets" description:"Networks (CIDR, comma-separated or repeated) exempt from the per-IP session and subscription limits, from per-subnet cost grouping and from cost throttling -- a reverse proxy or Tor daemon on loopback makes every client 127.0.0.1 (none for no exemption)"`
 	ThrottleExempt bool     `long:"electrumthrottleexempt" description:"Charge and throttle sessions from --electrumexemptnets by cost like any other, each on its own cost (default off), as a public reverse proxy or Tor daemon forwarding from there without the client's address needs; without it the operator's own tools are never slowed"`
 
 	// exemptNets is ExemptNets parsed by validate.
@@ -101,6 +105,17 @@ func (l *ElectrumLimits) validate() error {
 		if v < 0 {
 			return fmt.Errorf("--%s must not be negative", name)
 		}
+	}
+	for name, v := range map[string]float64{"electrumcostsoftlimit": l.CostSoftLimit, "electrumcosthardlimit": l.CostHardLimit} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s=%v: want a number", name, v)
+		}
+	}
+	if l.CostSoftLimit < 0 {
+		return fmt.Errorf("--electrumcostsoftlimit=%v must not be negative (a negative --electrumcosthardlimit disables throttling)", l.CostSoftLimit)
+	}
+	if soft, hard := cmp.Or(l.CostSoftLimit, electrum.DefaultCostSoftLimit), cmp.Or(l.CostHardLimit, electrum.DefaultCostHardLimit); hard > 0 && soft > hard {
+		return fmt.Errorf("--electrumcostsoftlimit (%v) must not be above --electrumcosthardlimit (%v)", soft, hard)
 	}
 	for name, v := range map[string]time.Duration{
 		"electrumwritetimeout": l.WriteTimeout, "electrumrequesttimeout": l.RequestTimeout,

@@ -38,20 +38,6 @@ func (cfg *Config) normalizeEsplora() error {
 	}
 	o.EsploraListeners = normalizeAddresses(o.EsploraListeners, defaultEsploraPort)
 	o.EsploraTLSListeners = normalizeAddresses(o.EsploraTLSListeners, defaultEsploraTLSPort)
-	for _, set := range []struct {
-		option string
-		addrs  []string
-	}{{"esploralisten", o.EsploraListeners}, {"esploratlslisten", o.EsploraTLSListeners}} {
-		for _, a := range set.addrs {
-			host, port, err := net.SplitHostPort(a)
-			if err == nil {
-				_, err = net.LookupPort("tcp", port)
-			}
-			if err != nil || strings.ContainsAny(host, "/ ") {
-				return fmt.Errorf("--%s=%s: want host:port, [ipv6]:port or host (the default port), e.g. 127.0.0.1:3000", set.option, a)
-			}
-		}
-	}
 	if p := o.EsploraPath; p != "" {
 		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#") {
 			return fmt.Errorf("--esplorapath=%s: want a path such as /api", p)

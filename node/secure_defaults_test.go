@@ -336,6 +336,9 @@ func TestLimitsDocumented(t *testing.T) {
 		// The default: the description's for the Electrum limits (zero
 		// there means the server's default), the value otherwise.
 		def := fmt.Sprint(o.Value())
+		if list, ok := o.Value().([]string); ok {
+			def = strings.Join(list, ",")
+		}
 		if m := defaultIn.FindStringSubmatch(o.Description); m != nil {
 			def = m[1]
 		} else if v := reflect.ValueOf(o.Value()); v.IsZero() {

@@ -47,6 +47,11 @@ func (n *Node) startupSummary() string {
 			line("tls cert", "%s, valid until %s, sha256 %s", c.CertFile, c.NotAfter.Format("2006-01-02"), c.SHA256)
 		}
 	}
+	if n.srv.esplora != nil {
+		for _, u := range n.srv.esplora.URLs() {
+			line("esplora", "%s", u)
+		}
+	}
 	if n.metrics != nil {
 		line("metrics", "%s", n.metrics.url())
 	}
