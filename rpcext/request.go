@@ -41,8 +41,15 @@ func (s *Server) processBody(body []byte, wsc *wsClient) []byte {
 func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-chan struct{}) []byte {
 	trimmed := bytes.TrimSpace(body)
 	if !json.Valid(trimmed) {
-		return marshalReply(btcjson.RpcVersion1, nil, nil,
-			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: invalid JSON"))
+		// As btcd: the decoder's words, a batch answered in JSON-RPC 2.0.
+		var v any
+		err := json.Unmarshal(trimmed, &v)
+		version := btcjson.RpcVersion1
+		if len(trimmed) > 0 && trimmed[0] == '[' {
+			version = btcjson.RpcVersion2
+		}
+		return marshalReply(version, nil, nil,
+			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: "+err.Error()))
 	}
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return s.processRequest(trimmed, wsc, limited, gone)

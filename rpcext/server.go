@@ -250,13 +250,9 @@ func authFail(w http.ResponseWriter) {
 	http.Error(w, "401 Unauthorized.", http.StatusUnauthorized)
 }
 
-// serveHTTP answers JSON-RPC over HTTP POST: one request or a batch per
-// body.
+// serveHTTP answers JSON-RPC over HTTP: one request or a batch per body,
+// on any path but /ws and whatever the method, as btcd serves it.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/" {
-		http.NotFound(w, r)
-		return
-	}
 	if n := s.clients.Add(1); int(n) > s.cfg.MaxClients {
 		s.clients.Add(-1)
 		http.Error(w, fmt.Sprintf("503 Service Unavailable: over %d RPC clients at once.", s.cfg.MaxClients),
@@ -267,12 +263,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	ok, limited := s.checkAuthLevel(r)
 	if !ok {
 		authFail(w)
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		http.Error(w, "405 Method Not Allowed: JSON-RPC requests are POSTed.",
-			http.StatusMethodNotAllowed)
 		return
 	}
 

@@ -209,7 +209,9 @@ func txRejectCode(err error) btcjson.RPCErrorCode {
 	}
 	txRuleErr, ok := ruleErr.Err.(mempool.TxRuleError)
 	if !ok {
-		return btcjson.ErrRPCTxRejected
+		// A chain rule the pool passes on (a failed script, an
+		// immature coinbase spend): btcd's -25.
+		return btcjson.ErrRPCTxError
 	}
 	desc := strings.ToLower(txRuleErr.Description)
 	switch {

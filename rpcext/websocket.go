@@ -64,7 +64,10 @@ type wsClient struct {
 // authenticate with its first message) and serves it until it closes.
 func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	authed, limited := !s.authOn, false
-	if _, _, ok := r.BasicAuth(); ok {
+	// Credentials given with the upgrade must be right, as btcd checks
+	// any Authorization header; without one the first message must
+	// authenticate.
+	if r.Header.Get("Authorization") != "" {
 		if authed, limited = s.checkAuthLevel(r); !authed {
 			authFail(w)
 			return
