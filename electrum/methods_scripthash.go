@@ -87,14 +87,24 @@ type statusResult struct {
 	status     *string
 	hasMempool bool
 	err        error
+	// moved: the index tip moved while the status was read, so its
+	// confirmed and unconfirmed parts may describe two tips; the event
+	// that moved it brings another pass.
+	moved bool
 }
 
 // statuses computes the statuses of many scripts with one index read (the
-// notifier's path: if the tip moves meanwhile, the event that moved it
-// brings another pass).
+// notifier's path).
 func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 	out := make([]statusResult, len(shs))
-	hashers, errs, _, err := s.backend.Statuses(shs, s.cfg.historyLimit())
+	hashers, errs, tip, err := s.backend.Statuses(shs, s.cfg.historyLimit())
+	defer func() {
+		if err == nil && !s.sameTip(tip) {
+			for i := range out {
+				out[i] = statusResult{moved: true}
+			}
+		}
+	}()
 	for i, sh := range shs {
 		switch {
 		case err != nil:

@@ -19,11 +19,13 @@ import (
 //
 // Ordering: every event gets a sequence number when it is queued, after the
 // backend state it reports has changed. A status computed after reading
-// sequence number n reflects at least every event up to n. Each session
-// remembers the sequence number of the status it was last sent, and the
-// notifier never replaces a status with one computed at an older sequence
-// number, so a subscribe answer and a notification racing each other cannot
-// leave a client with a stale status. A new subscription is registered
+// sequence number n reflects at least every event up to n, and maybe
+// changes whose events are still to come: two statuses read at the same n
+// may differ, and the later event brings a pass that settles it. Each
+// session remembers the sequence number of the status (and tip) it was last
+// given, and the notifier replaces them only with ones read at a newer
+// sequence number, so a subscribe answer and a notification racing each
+// other cannot leave a client with a stale status or tip. A new subscription is registered
 // before its status is computed (no change can slip between the two), but
 // stays pending until its answer is queued: meanwhile the notifier only
 // records newer statuses, and one that differs from the answer is sent right
@@ -238,6 +240,12 @@ const statusChunk = 64
 // notifyHeaders sends the new tip to header subscribers and returns how
 // many it sent it to.
 func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
+	// A tip the index has already left is not sent: a client may have
+	// been given the newer one, and the event that moved the tip on
+	// brings it.
+	if cur, ok := n.srv.currentTip(); ok && cur.Hash != t.header.BlockHash() {
+		return 0
+	}
 	hexHdr, err := headerHex(&t.header)
 	if err != nil {
 		return 0
@@ -256,7 +264,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 	for _, ss := range sessions {
 		ss.subMu.Lock()
 		last := ss.lastHeader
-		if ss.headersSub && (!last.set || last.seq <= seq) && (last.hash != mark.hash || last.height != mark.height) {
+		if ss.headersSub && (!last.set || last.seq < seq) && (last.hash != mark.hash || last.height != mark.height) {
 			ss.lastHeader = mark
 			if !ss.headersPending && ss.send(msg) {
 				sent++
@@ -270,6 +278,9 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 // deliver records a recomputed status as changed for the sessions where it
 // changed, and puts their notification in out.
 func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, out outbox) {
+	if r.moved {
+		return
+	}
 	status, hasMempool, err := r.status, r.hasMempool, r.err
 	n.rmu.RLock()
 	subs := make([]*session, 0, len(n.byHash[sh]))
@@ -304,13 +315,13 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 		if st != nil && st.pending {
 			// The subscribe answer is being computed; it will carry the
 			// newer of its own status and this one.
-			if st.seq <= seq {
+			if st.seq < seq {
 				st.status, st.seq, st.mempool = status, seq, hasMempool
 			}
 			ss.subMu.Unlock()
 			continue
 		}
-		if st != nil && st.seq <= seq && !equalStatus(st.status, status) {
+		if st != nil && st.seq < seq && !equalStatus(st.status, status) {
 			st.status, st.seq, st.mempool = status, seq, hasMempool
 			if st.name != "" {
 				out[ss] = append(out[ss], statusNotification(st.name, status))

@@ -385,9 +385,10 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 		}
 	}
 	m.mu.RUnlock()
+	// By txid as displayed, then output index.
 	sort.Slice(out, func(i, j int) bool {
-		if c := bytes.Compare(out[i].TxHash[:], out[j].TxHash[:]); c != 0 {
-			return c < 0
+		if out[i].TxHash != out[j].TxHash {
+			return DisplayLess(&out[i].TxHash, &out[j].TxHash)
 		}
 		return out[i].Vout < out[j].Vout
 	})
