@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/blockchain"
@@ -194,6 +195,52 @@ func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
 	}
 	_, err := b.Index.TxLocation(*txid)
 	return errors.Is(err, indexers.ErrNotFound)
+}
+
+// UnconfirmedTx is a transaction that counts as unconfirmed, with what the
+// mempool-wide answers show of it.
+type UnconfirmedTx struct {
+	Tx  *btcutil.Tx
+	Fee int64
+	// Added is when btcd's pool took it; zero for one mined in a block
+	// the index has yet to commit, which the pool no longer holds.
+	Added time.Time
+}
+
+// UnconfirmedTxs returns every transaction that counts as unconfirmed
+// (unconfirmed's rule), so that the mempool-wide answers agree with the
+// per-script ones: btcd's pool less what the index holds, and the
+// transactions of the blocks ahead that the mempool view keeps. The index
+// is asked about pool transactions only while its tip is not the chain's
+// (a block ahead, a reorganization it has yet to undo), when it can hold
+// some of them; otherwise the pool's own removal in the chain's
+// notification leaves it no more than a moment.
+func (b *IndexBackend) UnconfirmedTxs() []UnconfirmedTx {
+	descs := b.Pool.TxDescs()
+	ahead := b.ahead()
+	tip, ok := b.Index.LatestTip()
+	check := !ok || tip.Hash != b.Chain.BestSnapshot().Hash
+	notIndexed := func(txid *chainhash.Hash) bool {
+		_, err := b.Index.TxLocation(*txid)
+		return errors.Is(err, indexers.ErrNotFound)
+	}
+	out := make([]UnconfirmedTx, 0, len(descs)+len(ahead))
+	pooled := make(map[chainhash.Hash]struct{}, len(descs))
+	for _, d := range descs {
+		pooled[*d.Tx.Hash()] = struct{}{}
+		if !check || notIndexed(d.Tx.Hash()) {
+			out = append(out, UnconfirmedTx{Tx: d.Tx, Fee: d.Fee, Added: d.Added})
+		}
+	}
+	for txid, tx := range ahead {
+		if _, ok := pooled[txid]; ok {
+			continue
+		}
+		if fee, ok := b.Mempool.Fee(txid); ok && notIndexed(&txid) {
+			out = append(out, UnconfirmedTx{Tx: tx, Fee: fee})
+		}
+	}
+	return out
 }
 
 // mempoolHeight returns 0 or -1 for an unconfirmed transaction: -1 when

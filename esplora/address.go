@@ -17,6 +17,7 @@ import (
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 
+	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
@@ -539,8 +540,13 @@ func (s *Server) mempoolStatsOf(q *request, sh indexers.ScriptHash, script []byt
 // mempoolTxsOf returns up to limit (0: all) unconfirmed transactions
 // touching a script, in the Electrum server's mempool order.
 func (s *Server) mempoolTxsOf(q *request, sh indexers.ScriptHash, limit int) []*cachedTx {
+	return s.mempoolTxsIn(q, s.index.MempoolEntries(sh), limit)
+}
+
+// mempoolTxsIn is mempoolTxsOf for a script's entries already read.
+func (s *Server) mempoolTxsIn(q *request, es []electrum.MempoolEntry, limit int) []*cachedTx {
 	var out []*cachedTx
-	for _, e := range s.index.MempoolEntries(sh) {
+	for _, e := range es {
 		if limit > 0 && len(out) >= limit {
 			break
 		}
@@ -622,8 +628,13 @@ func (s *Server) chainPage(q *request, sh indexers.ScriptHash, lastSeen *chainha
 }
 
 func (s *Server) mempoolValues(q *request, sh indexers.ScriptHash) ([]*txValue, error) {
+	return s.mempoolValuesIn(q, s.index.MempoolEntries(sh))
+}
+
+// mempoolValuesIn is mempoolValues for a script's entries already read.
+func (s *Server) mempoolValuesIn(q *request, es []electrum.MempoolEntry) ([]*txValue, error) {
 	out := []*txValue{}
-	for _, c := range s.mempoolTxsOf(q, sh, maxMempoolTxs) {
+	for _, c := range s.mempoolTxsIn(q, es, maxMempoolTxs) {
 		v, err := s.txJSON(q, c)
 		if err != nil {
 			return nil, err
@@ -649,16 +660,15 @@ func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 			after = &h
 		}
 	}
-	mem, err := s.mempoolValues(q, sh)
-	if err != nil {
-		return nil, err
-	}
+	// after_txid is looked for among all the script's unconfirmed
+	// transactions, not only the first page's.
+	es := s.index.MempoolEntries(sh)
 	if after != nil {
 		i := 0
-		for i < len(mem) && mem[i].TxID != after.String() {
+		for i < len(es) && es[i].TxHash != *after {
 			i++
 		}
-		if i == len(mem) {
+		if i == len(es) {
 			// Not unconfirmed: the confirmed page after it, if it is in
 			// the script's history.
 			if _, err := s.index.TxLocation(*after); errors.Is(err, indexers.ErrNotFound) {
@@ -672,7 +682,11 @@ func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 			}
 			return jsonReply(page, ttlShort)
 		}
-		mem = mem[i+1:]
+		es = es[i+1:]
+	}
+	mem, err := s.mempoolValuesIn(q, es)
+	if err != nil {
+		return nil, err
 	}
 	chain, err := s.chainPage(q, sh, nil)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
-	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
@@ -49,6 +48,9 @@ type Index interface {
 	// MempoolSpender returns the unconfirmed transaction spending op.
 	MempoolSpender(op wire.OutPoint) (chainhash.Hash, bool)
 	MempoolTx(txid chainhash.Hash) ([]byte, bool)
+	// UnconfirmedTxs returns every transaction that counts as
+	// unconfirmed, for the mempool-wide endpoints.
+	UnconfirmedTxs() []electrum.UnconfirmedTx
 
 	// Broadcast and EstimateFee are the node's relay and fee policy
 	// (electrum.TxRelay documents them).
@@ -68,10 +70,4 @@ type Chain interface {
 	BlockHashByHeight(height int32) (*chainhash.Hash, error)
 	BlockHeightByHash(hash *chainhash.Hash) (int32, error)
 	MainChainHasBlock(hash *chainhash.Hash) bool
-}
-
-// Pool is what the server reads of btcd's transaction pool for the
-// mempool-wide endpoints. *mempool.TxPool implements it.
-type Pool interface {
-	TxDescs() []*mempool.TxDesc
 }

@@ -21,7 +21,7 @@ func startBare(t *testing.T, cfg Config) (*Server, string) {
 		t.Fatal(err)
 	}
 	cfg.Listeners = []net.Listener{l}
-	s := New(cfg, nil, nil, nil)
+	s := New(cfg, nil, nil)
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestUnsentBodyNotCharged(t *testing.T) {
 // TestPerAddressLimitsGroupIPv6By64: an IPv6 client is handed a /64, so the
 // per-address request limit and cost account count a /64 as one address.
 func TestPerAddressLimitsGroupIPv6By64(t *testing.T) {
-	s := New(Config{}, nil, nil, nil)
+	s := New(Config{}, nil, nil)
 	serve := func(remote string) int {
 		r := httptest.NewRequest(http.MethodGet, "/nothing", nil)
 		r.RemoteAddr = remote

@@ -18,7 +18,7 @@ import (
 // IPv6 address by its /64.
 func TestClientAddress(t *testing.T) {
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
-	s := New(Config{ExemptNets: []*net.IPNet{loopback}}, nil, nil, nil)
+	s := New(Config{ExemptNets: []*net.IPNet{loopback}}, nil, nil)
 	for _, c := range []struct {
 		remote string
 		xff    []string
@@ -89,7 +89,7 @@ func TestCostLimits(t *testing.T) {
 			// Each request costs 0.5 and its bytes: about 0.53 here.
 			s := New(Config{Listeners: []net.Listener{l}, ExemptNets: c.exempt, ThrottleExempt: c.charged,
 				CostSoftLimit: 2, CostHardLimit: 10, RequestSleep: 20 * time.Millisecond, BandwidthUnit: 100},
-				n.backend, n.h.Chain, n.pool)
+				n.backend, n.h.Chain)
 			if err := s.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +128,7 @@ func TestCostLimits(t *testing.T) {
 // could if the label came from its path (about 14 million paths of the
 // endpoints' words).
 func TestRefusedPathsShareOneLabel(t *testing.T) {
-	s := New(Config{CostSoftLimit: 2, CostHardLimit: 10}, nil, nil, nil)
+	s := New(Config{CostSoftLimit: 2, CostHardLimit: 10}, nil, nil)
 	reg := prometheus.NewRegistry()
 	if err := s.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,7 @@ func TestAnswerBudget(t *testing.T) {
 	size := len(body)
 	// Room for three of them; small answers are a 64th of it at most.
 	max := int64(3*size + size/2)
-	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain, n.pool)
+	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain)
 	ask := func(path string, w http.ResponseWriter) chan struct{} {
 		done := make(chan struct{})
 		go func() {
@@ -289,7 +289,7 @@ func TestAnswerBudget(t *testing.T) {
 // waits out the cost limits' delay is counted in esplora_requests_total as
 // gone, as a client that leaves before any other answer is.
 func TestGoneWhileThrottledCounted(t *testing.T) {
-	s := New(Config{CostSoftLimit: 10, CostHardLimit: 1000, RequestSleep: time.Minute}, nil, nil, nil)
+	s := New(Config{CostSoftLimit: 10, CostHardLimit: 1000, RequestSleep: time.Minute}, nil, nil)
 	reg := prometheus.NewRegistry()
 	if err := s.RegisterMetrics(reg); err != nil {
 		t.Fatal(err)

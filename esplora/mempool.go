@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/btcsuite/btcd/blockchain"
-	"github.com/btcsuite/btcd/mempool"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
@@ -28,7 +27,7 @@ var feeTargets = func() []int {
 }()
 
 // vsize is electrs' virtual size: weight / 4, rounded down.
-func vsize(d *mempool.TxDesc) int64 { return blockchain.GetTransactionWeight(d.Tx) / 4 }
+func vsize(u *electrum.UnconfirmedTx) int64 { return blockchain.GetTransactionWeight(u.Tx) / 4 }
 
 type backlogStats struct {
 	Count        int                 `json:"count"`
@@ -40,15 +39,15 @@ type backlogStats struct {
 // feeHistogram is electrs': transactions by fee rate, highest first, cut
 // into bins of a little over 50,000 vbytes (a bin ends only where the rate
 // changes); each bin is [lowest rate in it, its vsize].
-func feeHistogram(descs []*mempool.TxDesc) [][2]json.Marshaler {
+func feeHistogram(descs []electrum.UnconfirmedTx) [][2]json.Marshaler {
 	type entry struct {
 		rate  float32
 		vsize int64
 	}
 	es := make([]entry, 0, len(descs))
-	for _, d := range descs {
-		vs := vsize(d)
-		es = append(es, entry{float32(d.Fee) / float32(vs), vs})
+	for i := range descs {
+		vs := vsize(&descs[i])
+		es = append(es, entry{float32(descs[i].Fee) / float32(vs), vs})
 	}
 	sort.SliceStable(es, func(i, j int) bool { return es[i].rate > es[j].rate })
 	out := [][2]json.Marshaler{}
@@ -72,23 +71,27 @@ type jsonInt int64
 
 func (i jsonInt) MarshalJSON() ([]byte, error) { return []byte(strconv.FormatInt(int64(i), 10)), nil }
 
+// The mempool-wide endpoints list the transactions that count as
+// unconfirmed beside the index's rows, as the per-script answers do
+// (electrum.IndexBackend.UnconfirmedTxs).
+
 // GET /mempool
 func (s *Server) mempoolStats() (*reply, error) {
-	descs := s.pool.TxDescs()
-	st := backlogStats{Count: len(descs), FeeHistogram: feeHistogram(descs)}
-	for _, d := range descs {
-		st.Vsize += vsize(d)
-		st.TotalFee += d.Fee
+	txs := s.index.UnconfirmedTxs()
+	st := backlogStats{Count: len(txs), FeeHistogram: feeHistogram(txs)}
+	for i := range txs {
+		st.Vsize += vsize(&txs[i])
+		st.TotalFee += txs[i].Fee
 	}
 	return jsonReply(st, ttlShort)
 }
 
 // GET /mempool/txids
 func (s *Server) mempoolTxids() (*reply, error) {
-	descs := s.pool.TxDescs()
-	out := make([]string, len(descs))
-	for i, d := range descs {
-		out[i] = d.Tx.Hash().String()
+	txs := s.index.UnconfirmedTxs()
+	out := make([]string, len(txs))
+	for i := range txs {
+		out[i] = txs[i].Tx.Hash().String()
 	}
 	return jsonReply(out, ttlShort)
 }
@@ -102,17 +105,18 @@ type txOverview struct {
 
 // GET /mempool/recent: the ten transactions that entered the pool last.
 func (s *Server) mempoolRecent() (*reply, error) {
-	descs := s.pool.TxDescs()
-	sort.SliceStable(descs, func(i, j int) bool { return descs[i].Added.After(descs[j].Added) })
+	txs := s.index.UnconfirmedTxs()
+	sort.SliceStable(txs, func(i, j int) bool { return txs[i].Added.After(txs[j].Added) })
 	out := []txOverview{}
-	for _, d := range descs[:min(len(descs), recentTxs)] {
+	for i := range txs[:min(len(txs), recentTxs)] {
 		// value is what the inputs spend, as electrs counts it: the
 		// outputs and the fee.
-		value := d.Fee
-		for _, o := range d.Tx.MsgTx().TxOut {
+		u := &txs[i]
+		value := u.Fee
+		for _, o := range u.Tx.MsgTx().TxOut {
 			value += o.Value
 		}
-		out = append(out, txOverview{d.Tx.Hash().String(), d.Fee, vsize(d), value})
+		out = append(out, txOverview{u.Tx.Hash().String(), u.Fee, vsize(u), value})
 	}
 	return jsonReply(out, ttlRecent)
 }

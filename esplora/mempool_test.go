@@ -263,7 +263,7 @@ func TestBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	small := New(Config{Listeners: []net.Listener{l}, MaxHistory: 1, MaxUtxos: 1, CostHardLimit: -1}, n.backend, n.h.Chain, n.pool)
+	small := New(Config{Listeners: []net.Listener{l}, MaxHistory: 1, MaxUtxos: 1, CostHardLimit: -1}, n.backend, n.h.Chain)
 	if err := small.Start(); err != nil {
 		t.Fatal(err)
 	}

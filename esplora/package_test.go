@@ -455,7 +455,7 @@ func TestSubmitPackageReadsNoSpentTransactions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(Config{Listeners: []net.Listener{hl}, CostHardLimit: -1}, idx, n.h.Chain, n.pool)
+	srv := New(Config{Listeners: []net.Listener{hl}, CostHardLimit: -1}, idx, n.h.Chain)
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}

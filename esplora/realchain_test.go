@@ -125,7 +125,7 @@ func (n *testNode) serve(chain *blockchain.BlockChain, params *chaincfg.Params, 
 	// Tests ask thousands of questions from one address: no cost limits
 	// but in the test of them.
 	n.srv = New(Config{Listeners: append([]net.Listener{hl}, extra...), PathPrefix: prefix, CostHardLimit: -1},
-		n.backend, chain, n.pool)
+		n.backend, chain)
 	// As a node with --metricslisten.
 	n.reg = prometheus.NewRegistry()
 	if err := n.srv.RegisterMetrics(n.reg); err != nil {

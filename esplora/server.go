@@ -105,13 +105,12 @@ type Config struct {
 	Logf func(format string, args ...any)
 }
 
-// Server serves Esplora's HTTP API from the Electrum index, btcd's chain
-// and btcd's transaction pool.
+// Server serves Esplora's HTTP API from the Electrum index with its view of
+// unconfirmed transactions, and btcd's chain.
 type Server struct {
 	cfg    Config
 	index  Index
 	chain  Chain
-	pool   Pool
 	prefix string
 	stats  *statsCache
 	// histories is the cache of long histories (address.go).
@@ -138,7 +137,7 @@ type Server struct {
 }
 
 // New returns a server over the given parts; Start starts listening.
-func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
+func New(cfg Config, index Index, chain Chain) *Server {
 	if cfg.MaxUtxos <= 0 {
 		cfg.MaxUtxos = DefaultMaxUtxos
 	}
@@ -167,7 +166,7 @@ func New(cfg Config, index Index, chain Chain, pool Pool) *Server {
 		cfg.Logf = func(string, ...any) {}
 	}
 	return &Server{
-		cfg: cfg, index: index, chain: chain, pool: pool,
+		cfg: cfg, index: index, chain: chain,
 		prefix: strings.TrimRight(cfg.PathPrefix, "/"),
 		stats:  newStatsCache(statsCacheEntries),
 		limits: limitsOf(&cfg),

@@ -403,6 +403,16 @@ func (m *Mempool) SpentBy(op wire.OutPoint) (chainhash.Hash, bool) {
 	return txid, ok
 }
 
+// Fee returns the fee of a transaction of the view.
+func (m *Mempool) Fee(txid chainhash.Hash) (int64, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if ptx := m.txs[txid]; ptx != nil {
+		return ptx.fee, true
+	}
+	return 0, false
+}
+
 // Len returns the number of transactions and their total virtual size.
 func (m *Mempool) Len() (int, int64) {
 	m.mu.RLock()

@@ -87,7 +87,7 @@ func (s *servers) setupEsplora(n *Node) error {
 		}
 		ec.TLSCertFile, ec.TLSKeyFile = n.cfg.ElectrumCert, n.cfg.ElectrumKey
 	}
-	s.esplora = esplora.New(ec, n.electrumBackend(idx), n.chain, n.txMemPool)
+	s.esplora = esplora.New(ec, n.electrumBackend(idx), n.chain)
 	if n.metrics != nil {
 		if err := s.esplora.RegisterMetrics(n.metrics.reg); err != nil {
 			return fmt.Errorf("Esplora metrics: %w", err)
