@@ -88,8 +88,8 @@ type statusResult struct {
 	hasMempool bool
 	err        error
 	// moved: the index tip moved while the status was read, so its
-	// confirmed and unconfirmed parts may describe two tips; the event
-	// that moved it brings another pass.
+	// confirmed and unconfirmed parts may describe two tips; the notifier
+	// reads it again.
 	moved bool
 }
 

@@ -200,6 +200,8 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	// end, so its writer sends them in one write.
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	var again sync.Mutex
+	var retry []indexers.ScriptHash
 	outs := make([]outbox, workers)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
@@ -213,12 +215,23 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 				}
 				part := work[c*statusChunk : min((c+1)*statusChunk, len(work))]
 				for i, r := range n.srv.statuses(part) {
+					if r.moved {
+						again.Lock()
+						retry = append(retry, part[i])
+						again.Unlock()
+						continue
+					}
 					n.deliver(part[i], r, seq, out)
 				}
 			}
 		}(outs[w])
 	}
 	wg.Wait()
+	if len(retry) > 0 {
+		// Read while the index tip moved: read again in a pass of their
+		// own (the event that moved the tip need not touch them).
+		n.push(event{touched: retry})
+	}
 	all := outs[0]
 	for _, o := range outs[1:] {
 		for ss, msgs := range o {
@@ -278,9 +291,6 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 // deliver records a recomputed status as changed for the sessions where it
 // changed, and puts their notification in out.
 func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, out outbox) {
-	if r.moved {
-		return
-	}
 	status, hasMempool, err := r.status, r.hasMempool, r.err
 	n.rmu.RLock()
 	subs := make([]*session, 0, len(n.byHash[sh]))

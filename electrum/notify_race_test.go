@@ -13,9 +13,9 @@ import (
 // TestNotifiedStatusReadAcrossTwoTips: the notifier reads a chunk's
 // confirmed parts at one index tip and their mempool parts afterwards; when
 // the index commits a block confirming X in between, the two parts describe
-// two tips and X is in neither. Such a status is not sent (docs/PROTOCOL.md
-// §4.2: "The status is computed from the index and the mempool at one index
-// tip"); the block's events bring the right one.
+// two tips and X is in neither. Such a status is not sent but read again
+// (docs/PROTOCOL.md §4.2: "The status is computed from the index and the
+// mempool at one index tip").
 func TestNotifiedStatusReadAcrossTwoTips(t *testing.T) {
 	n, sb := newStallNode(t)
 	c := dial(t, n.addr)
