@@ -20,8 +20,40 @@ import (
 )
 
 // SyncTimeout bounds how long Mine, MineTo, Fund and the reorgs wait for
-// the Electrum server to report the node's new tip.
+// the Electrum server to report the node's new tip, and each of the node's
+// RPC answers that Mine, MineTo, SendRaw, Faucet, Fund and the reorgs wait
+// for.
 var SyncTimeout = time.Minute
+
+// answerWithin returns f's result, or an error once ctx ends: the node's RPC
+// client has no deadline of its own, and a hung node would otherwise hold
+// the test until go test's -timeout. A call left waiting ends when the
+// node stops.
+func answerWithin[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, fmt.Errorf("%s: the node did not answer: %w", what, ctx.Err())
+	}
+}
+
+// rpcWithin is answerWithin for one of the helpers bounded by SyncTimeout.
+func rpcWithin[T any](what string, f func() (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), SyncTimeout)
+	defer cancel()
+	return answerWithin(ctx, what, f)
+}
 
 // Params returns the network the node runs on (regtest unless
 // NodeConfig.Net said simnet).
@@ -35,7 +67,7 @@ func (n *Node) Mine(count int) ([]*chainhash.Hash, error) {
 	if count <= 0 {
 		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
 	}
-	hashes, err := n.RPC.Generate(uint32(count))
+	hashes, err := rpcWithin("generate", func() ([]*chainhash.Hash, error) { return n.RPC.Generate(uint32(count)) })
 	if err != nil {
 		return nil, fmt.Errorf("generate %d: %w", count, err)
 	}
@@ -48,7 +80,9 @@ func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error
 	if count <= 0 {
 		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
 	}
-	hashes, err := n.RPC.GenerateToAddress(int64(count), addr, nil)
+	hashes, err := rpcWithin("generatetoaddress", func() ([]*chainhash.Hash, error) {
+		return n.RPC.GenerateToAddress(int64(count), addr, nil)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("generatetoaddress %d %v: %w", count, addr, err)
 	}
@@ -59,7 +93,7 @@ func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error
 // and returns its id. The Electrum server's mempool view has it when
 // SendRaw returns.
 func (n *Node) SendRaw(tx *wire.MsgTx) (*chainhash.Hash, error) {
-	hash, err := n.RPC.SendRawTransaction(tx, true)
+	hash, err := rpcWithin("sendrawtransaction", func() (*chainhash.Hash, error) { return n.RPC.SendRawTransaction(tx, true) })
 	if err != nil {
 		return nil, fmt.Errorf("sendrawtransaction %v: %w", tx.TxHash(), err)
 	}
@@ -74,10 +108,18 @@ func (n *Node) WaitSynced(ctx context.Context) error {
 	if n.ElectrumAddr == "" {
 		return nil
 	}
-	want, wantHeight, err := n.RPC.GetBestBlock()
+	type best struct {
+		hash   *chainhash.Hash
+		height int32
+	}
+	b, err := answerWithin(ctx, "getbestblock", func() (best, error) {
+		h, height, err := n.RPC.GetBestBlock()
+		return best{h, height}, err
+	})
 	if err != nil {
 		return fmt.Errorf("getbestblock: %w", err)
 	}
+	want, wantHeight := b.hash, b.height
 	c, err := n.syncClient(ctx)
 	if err != nil {
 		return err
@@ -96,7 +138,8 @@ func (n *Node) WaitSynced(ctx context.Context) error {
 		} else if tip.Height > wantHeight {
 			// Blocks came after the call: a tip on the node's main chain
 			// is as good.
-			if main, err := n.RPC.GetBlockHash(int64(tip.Height)); err == nil && *main == hash {
+			main, err := answerWithin(ctx, "getblockhash", func() (*chainhash.Hash, error) { return n.RPC.GetBlockHash(int64(tip.Height)) })
+			if err == nil && *main == hash {
 				return nil
 			}
 		}

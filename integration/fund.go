@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/btcsuite/btcd/address/v2"
+	"github.com/btcsuite/btcd/btcjson"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/txscript/v2"
@@ -14,8 +15,9 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
-// Faucet pays amount to addr with the node's faucet RPC (regtest only;
-// the node mines and matures coins for it when it has too few) and returns
+// Faucet pays amount to addr with the node's faucet RPC (regtest only, and
+// the Electrum index on: the faucet finds its coins there; the node mines
+// and matures coins for it when it has too few) and returns
 // the id of the payment, unconfirmed in the mempool.
 func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.Hash, error) {
 	params, err := json.Marshal([]any{addr.EncodeAddress(), amount.ToBTC()})
@@ -26,7 +28,7 @@ func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.H
 	if err := json.Unmarshal(params, &raw); err != nil {
 		return nil, err
 	}
-	res, err := n.RPC.RawRequest(rpcext.FaucetMethod, raw)
+	res, err := rpcWithin("faucet", func() (json.RawMessage, error) { return n.RPC.RawRequest(rpcext.FaucetMethod, raw) })
 	if err != nil {
 		return nil, fmt.Errorf("faucet %v %v: %w", addr, amount, err)
 	}
@@ -40,7 +42,7 @@ func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.H
 // Fund pays amount to `to`, an address.Address or any output script
 // ([]byte), from the node's faucet, mines a block confirming the payment
 // and returns its output once the Electrum server reports that block as
-// its tip (regtest only). A script no address stands for (bare multisig,
+// its tip (regtest only, the Electrum index on). A script no address stands for (bare multisig,
 // P2PK, anything non-standard the node relays) is paid through
 // MiningAddress: the faucet pays that, and a transaction signed with its
 // key pays the script.
@@ -60,14 +62,14 @@ func (n *Node) Fund(to any, amount btcutil.Amount) (wire.OutPoint, error) {
 	if _, err := n.Mine(1); err != nil {
 		return wire.OutPoint{}, err
 	}
-	res, err := n.RPC.GetRawTransactionVerbose(txid)
+	res, err := rpcWithin("getrawtransaction", func() (*btcjson.TxRawResult, error) { return n.RPC.GetRawTransactionVerbose(txid) })
 	if err != nil {
 		return wire.OutPoint{}, fmt.Errorf("getrawtransaction %v: %w", txid, err)
 	}
 	if res.Confirmations == 0 {
 		return wire.OutPoint{}, fmt.Errorf("the block mined after the payment %v did not confirm it", txid)
 	}
-	tx, err := n.RPC.GetRawTransaction(txid)
+	tx, err := rpcWithin("getrawtransaction", func() (*btcutil.Tx, error) { return n.RPC.GetRawTransaction(txid) })
 	if err != nil {
 		return wire.OutPoint{}, fmt.Errorf("getrawtransaction %v: %w", txid, err)
 	}
@@ -92,7 +94,7 @@ func (n *Node) fundScript(pkScript []byte, amount btcutil.Amount) (*chainhash.Ha
 	if err != nil {
 		return nil, err
 	}
-	tx, err := n.RPC.GetRawTransaction(first)
+	tx, err := rpcWithin("getrawtransaction", func() (*btcutil.Tx, error) { return n.RPC.GetRawTransaction(first) })
 	if err != nil {
 		return nil, fmt.Errorf("getrawtransaction %v: %w", first, err)
 	}

@@ -152,8 +152,13 @@ type NodeConfig struct {
 	Esplora bool
 
 	// Args are more flags, for example --connect=host:port or
-	// --debuglevel=debug; they come last and so take precedence. An
-	// in-process node applies --debuglevel to the whole process's log.
+	// --debuglevel=debug; they come last, so a flag of one value takes
+	// precedence over the harness's. A listener flag (--rpclisten,
+	// --electrumlisten, ...) adds a listener beside the harness's own,
+	// whose addresses the Node reports. --miningaddr is refused: the node
+	// would pay each block to one of its addresses at random; set
+	// MiningAddr. An in-process node applies --debuglevel to the whole
+	// process's log.
 	Args []string
 }
 
@@ -237,6 +242,11 @@ func Start(cfg NodeConfig) (*Node, error) {
 // startNode does StartNode's work and returns errors instead of failing;
 // t is nil for Start.
 func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
+	for _, a := range cfg.Args {
+		if a == "--miningaddr" || strings.HasPrefix(a, "--miningaddr=") {
+			return nil, errors.New("integration: --miningaddr in NodeConfig.Args: set NodeConfig.MiningAddr (with both, the node pays each block to one at random)")
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		n, err := startNodeOnce(t, cfg)
 		if err == nil || !cfg.Binary || attempt == 3 || !errors.Is(err, errAddrInUse) {
@@ -633,7 +643,9 @@ func (n *Node) tryRPC(conn *rpcclient.ConnConfig, certFile string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.GetBlockCount(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	defer cancel()
+	if _, err := answerWithin(ctx, "getblockcount", c.GetBlockCount); err != nil {
 		c.Shutdown()
 		return err
 	}

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -21,7 +22,7 @@ import (
 // left out, with its descendants). The new blocks pay MiningScript. Reorg
 // returns the new branch's hashes once the Electrum server reports its tip.
 func (n *Node) Reorg(depth int) ([]*chainhash.Hash, error) {
-	return n.reorg(depth, nil)
+	return reorgWithin("reorg", func() ([]*chainhash.Hash, error) { return n.reorg(depth, nil) })
 }
 
 // ReorgDropping is Reorg from the lowest block holding one of txids: the
@@ -29,6 +30,18 @@ func (n *Node) Reorg(depth int) ([]*chainhash.Hash, error) {
 // they go back to the node's mempool, unconfirmed, and a later block may
 // confirm them again. Every txid must be confirmed.
 func (n *Node) ReorgDropping(txids ...*chainhash.Hash) ([]*chainhash.Hash, error) {
+	return reorgWithin("reorg dropping", func() ([]*chainhash.Hash, error) { return n.reorgDropping(txids) })
+}
+
+// reorgWithin bounds a reorganization: its RPC round trips, then the
+// Electrum server's catching up (SyncTimeout each).
+func reorgWithin(what string, f func() ([]*chainhash.Hash, error)) ([]*chainhash.Hash, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*SyncTimeout)
+	defer cancel()
+	return answerWithin(ctx, what, f)
+}
+
+func (n *Node) reorgDropping(txids []*chainhash.Hash) ([]*chainhash.Hash, error) {
 	if len(txids) == 0 {
 		return nil, errors.New("reorg dropping: no transactions given")
 	}

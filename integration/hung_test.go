@@ -1,0 +1,63 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestHelpersBoundedOnHungNode: a node that stops answering (here frozen
+// with SIGSTOP, as a deadlocked node or a stuck disk would leave it) makes
+// the helpers fail within their bounds, not hang the test until go test's
+// -timeout: WaitSynced within its context, Mine, SendRaw and the reorgs
+// within SyncTimeout.
+func TestHelpersBoundedOnHungNode(t *testing.T) {
+	old := SyncTimeout
+	SyncTimeout = 2 * time.Second
+	t.Cleanup(func() { SyncTimeout = old })
+	n := StartNode(t, NodeConfig{Binary: true})
+	pid := n.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"WaitSynced with a 2 s context", func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return n.WaitSynced(ctx)
+		}},
+		{"Mine", func() error { _, err := n.Mine(1); return err }},
+		{"Reorg", func() error { _, err := n.Reorg(1); return err }},
+	} {
+		done := make(chan error, 1)
+		go func() { done <- c.call() }()
+		// Far past the 2 s bound: a call still blocked then has none.
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Errorf("%s succeeded against a frozen node", c.name)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s still blocked 30 s after it was called on a frozen node", c.name)
+		}
+	}
+}
+
+// TestArgsMiningAddrRefused: a --miningaddr in Args would sit beside the
+// harness's own, and the node would pay each block to one of them at
+// random; NodeConfig.MiningAddr is the way.
+func TestArgsMiningAddrRefused(t *testing.T) {
+	n, err := Start(NodeConfig{Args: []string{"--miningaddr=" + MiningAddress().EncodeAddress()}})
+	if err == nil {
+		n.Stop()
+		t.Fatal("a node started with --miningaddr in Args")
+	}
+}
