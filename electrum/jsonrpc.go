@@ -59,6 +59,10 @@ type request struct {
 	// failed is set once the request was counted as answered with an
 	// error (session.call).
 	failed bool
+	// undo, set by session.call, runs instead of the answer's after
+	// function when a batch replaces the answer with an error: it undoes
+	// a subscription the client is told failed.
+	undo func()
 }
 
 // isNotification reports whether no response is expected.

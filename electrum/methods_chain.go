@@ -253,7 +253,7 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	fresh := !ss.headersSub
 	ss.headersSub = true
 	if fresh {
-		ss.headersPending = true
+		ss.headersPending, ss.headersKept = true, false
 	}
 	ss.subMu.Unlock()
 	if fresh {
@@ -303,11 +303,19 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	}
 	res := headerResult{Height: tip.Height, Hex: x}
 	if after == nil {
+		if ss.headersPending {
+			ss.headersKept = true
+		}
 		return res, nil
 	}
 	return afterAnswer{v: res, after: after, dropped: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
+		if ss.headersPending && ss.headersKept {
+			// Another call answered it: kept, and no longer held.
+			ss.headersPending = false
+			return
+		}
 		if ss.headersPending {
 			ss.headersSub, ss.headersPending = false, false
 			n.dropSession(ss, nil)

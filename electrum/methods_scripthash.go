@@ -87,9 +87,10 @@ type statusResult struct {
 	status     *string
 	hasMempool bool
 	err        error
-	// moved: the index tip moved while the status was read, so its
-	// confirmed and unconfirmed parts may describe two tips; the notifier
-	// reads it again.
+	// moved: the index tip moved while the status was read, or the
+	// mempool view has yet to be reconciled with it, so its confirmed and
+	// unconfirmed parts may describe two tips; the notifier reads it
+	// again.
 	moved bool
 }
 
@@ -99,7 +100,7 @@ func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 	out := make([]statusResult, len(shs))
 	hashers, errs, tip, err := s.backend.Statuses(shs, s.cfg.historyLimit())
 	defer func() {
-		if err == nil && !s.sameTip(tip) {
+		if err == nil && (!s.sameTip(tip) || !s.notifier.settledAt(tip.Hash)) {
 			for i := range out {
 				out[i] = statusResult{moved: true}
 			}
@@ -346,6 +347,11 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}
 	st := ss.subs[sh]
 	fresh := st == nil
+	if !fresh && st.pending {
+		// A subscribe to sh still being answered: this one subscribes
+		// too, and that one's failure no longer undoes it.
+		st.kept = true
+	}
 	if fresh {
 		if int(ss.nsubs.Load()) >= srv.cfg.MaxSubsPerSession {
 			ss.subMu.Unlock()
@@ -386,7 +392,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	defer ss.subMu.Unlock()
 	if err != nil {
 		if fresh {
-			ss.dropSubLocked(sh, st)
+			ss.undoSubLocked(sh, st)
 		}
 		return nil, err
 	}
@@ -423,8 +429,19 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}, dropped: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		ss.dropSubLocked(sh, st)
+		ss.undoSubLocked(sh, st)
 	}}, nil
+}
+
+// undoSubLocked undoes a subscribe that failed, unless another subscribe
+// to sh answered meanwhile: then the subscription stays, no longer held.
+// subMu is held.
+func (ss *session) undoSubLocked(sh indexers.ScriptHash, st *subState) {
+	if st.kept {
+		st.pending = false
+		return
+	}
+	ss.dropSubLocked(sh, st)
 }
 
 // dropSubLocked undoes the subscription st to sh that a subscribe made but

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -56,6 +57,12 @@ type tipEvent struct {
 type notifier struct {
 	srv *Server
 	seq atomic.Uint64
+	// settled is the index tip of the last tip event: the node queues it
+	// once the mempool view is reconciled with the commit, so a status
+	// read at another tip may miss what the view has yet to learn.
+	settled atomic.Pointer[chainhash.Hash]
+	// requeued says the last pass queued statuses to read again.
+	requeued bool
 
 	qmu   sync.Mutex
 	queue []event
@@ -85,6 +92,10 @@ func newNotifier(s *Server) *notifier {
 
 // push queues an event; it never blocks.
 func (n *notifier) push(e event) {
+	if e.tip != nil {
+		h := e.tip.header.BlockHash()
+		n.settled.Store(&h)
+	}
 	n.qmu.Lock()
 	n.queue = append(n.queue, e)
 	n.seq.Add(1)
@@ -228,10 +239,16 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	}
 	wg.Wait()
 	if len(retry) > 0 {
-		// Read while the index tip moved: read again in a pass of their
-		// own (the event that moved the tip need not touch them).
+		// Read while the index tip moved, or before the view caught up
+		// with it: read again in a pass of their own (the event that
+		// moved the tip need not touch them), after a pause when the
+		// last pass did the same, so that the wait is not a spin.
+		if n.requeued {
+			time.Sleep(requeuePause)
+		}
 		n.push(event{touched: retry})
 	}
+	n.requeued = len(retry) > 0
 	all := outs[0]
 	for _, o := range outs[1:] {
 		for ss, msgs := range o {
@@ -242,6 +259,16 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 		sent += ss.sendAll(msgs)
 	}
 	return sent
+}
+
+// requeuePause spaces passes that only wait for the index tip to settle.
+const requeuePause = 5 * time.Millisecond
+
+// settledAt reports whether the mempool view is reconciled with the index
+// at tip (or no tip event came yet).
+func (n *notifier) settledAt(tip chainhash.Hash) bool {
+	p := n.settled.Load()
+	return p == nil || *p == tip
 }
 
 // outbox collects the notifications of a pass per session.

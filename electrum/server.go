@@ -229,8 +229,10 @@ func (s *Server) SubscriptionCount() int {
 	return total
 }
 
-// NotifyTip tells the server about a new chain tip (after a block is
-// connected or disconnected, reorgs included). It never blocks.
+// NotifyTip tells the server about a new index tip (after a block is
+// connected or disconnected, reorgs included), once the mempool view has
+// been reconciled with that commit: statuses read at a later tip are read
+// again after its own NotifyTip. It never blocks.
 func (s *Server) NotifyTip(header wire.BlockHeader, height int32) {
 	s.notifier.push(event{tip: &tipEvent{header: header, height: height}})
 }

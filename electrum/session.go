@@ -82,7 +82,9 @@ type session struct {
 	nsubs      atomic.Int32
 	headersSub bool
 	// headersPending is set until the headers.subscribe answer is queued.
-	headersPending bool
+	// headersKept is set when another headers.subscribe answered while
+	// the first was pending: the first one's failure no longer undoes it.
+	headersPending, headersKept bool
 
 	// overLimit is set when the session reached the hard cost limit: its
 	// answer is the last message it gets.
@@ -100,8 +102,10 @@ type subState struct {
 	// mempool reports whether the status included mempool transactions.
 	mempool bool
 	// pending is set until the subscribe answer is queued; meanwhile
-	// the notifier only records newer statuses.
-	pending bool
+	// the notifier only records newer statuses. kept is set when another
+	// subscribe to the script came meanwhile: the first one's failure no
+	// longer undoes the subscription.
+	pending, kept bool
 	// name is the script hash as the client spelled it in its last
 	// subscribe, when not as sh.String() does (upper-case hex):
 	// notifications name it so, as ElectrumX's do, for clients that match
@@ -638,17 +642,25 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			return
 		}
 		resp, ok, after := ss.execute(r)
-		if after != nil {
-			afters = append(afters, after)
-		}
 		if !ok {
+			if after != nil {
+				afters = append(afters, after)
+			}
 			continue
 		}
 		if total+len(resp) > ss.srv.cfg.MaxSend {
 			resp = encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
+			if r.undo != nil {
+				// The client is told the call failed: what it
+				// subscribed is undone.
+				after = r.undo
+			}
 			if mx := ss.srv.mx; mx != nil && !r.failed {
 				mx.failed(ss.srv.methods[r.method])
 			}
+		}
+		if after != nil {
+			afters = append(afters, after)
 		}
 		total += len(resp)
 		out = append(out, resp)
@@ -829,6 +841,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 	})
 	select {
 	case a := <-ch:
+		r.undo = a.dropped
 		if a.rerr != nil {
 			return nil, a.rerr, a.after, a.release, m
 		}

@@ -157,6 +157,7 @@ func (n *Node) dispatchEvents() {
 			return
 		}
 		blocks, indexed, all := false, false, false
+		var tip indexers.Tip
 		confirmed := make(map[chainhash.Hash]struct{})
 		var (
 			accepted []*mempool.TxDesc
@@ -172,7 +173,7 @@ func (n *Node) dispatchEvents() {
 			// dropped only after: reconcile again.
 			blocks = blocks || (ev.block != nil && (!ev.connected || n.indexHolds(ev.block)))
 			if c := ev.indexed; c != nil {
-				indexed = true
+				indexed, tip = true, c.Tip
 				all = all || c.All
 				touched = append(touched, c.Touched...)
 				for txid := range c.Confirmed {
@@ -191,7 +192,9 @@ func (n *Node) dispatchEvents() {
 			} else {
 				n.srv.electrumScripts(touched)
 			}
-			n.srv.electrumTip()
+			// The tip the view was just reconciled with: statuses read
+			// at a later one wait for its own reconciliation.
+			n.srv.electrumTip(tip)
 		}
 	}
 }

@@ -181,7 +181,11 @@ func (s *servers) start() error {
 		if err := s.electrum.Start(); err != nil {
 			return err
 		}
-		s.electrumTip()
+		// The view was synced with the pool at this tip when the node
+		// started.
+		if tip, ok := s.node.index.electrum.LatestTip(); ok {
+			s.electrumTip(tip)
+		}
 	}
 	return s.startEsplora()
 }
@@ -258,15 +262,12 @@ func (s *servers) electrumMempool(touched []indexers.ScriptHash) {
 	}
 }
 
-// electrumTip tells the Electrum server the index's current tip: its
-// writer's last commit (read without the store, which may already be
-// closed when a last commit's event is dispatched during shutdown).
-func (s *servers) electrumTip() {
+// electrumTip tells the Electrum server the index tip of a commit whose
+// changes the mempool view has been reconciled with (from the commit, not
+// the store, which may already be closed when a last commit's event is
+// dispatched during shutdown).
+func (s *servers) electrumTip(tip indexers.Tip) {
 	if s.electrum == nil {
-		return
-	}
-	tip, ok := s.node.index.electrum.LatestTip()
-	if !ok {
 		return
 	}
 	header, err := s.node.chain.HeaderByHash(&tip.Hash)
