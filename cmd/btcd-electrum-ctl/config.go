@@ -115,21 +115,25 @@ func loadConfig(args []string) (*config, []string, error) {
 // credentialsFromNodeConfig takes rpcuser and rpcpass from the node's config
 // file when it exists.
 func credentialsFromNodeConfig(cfg *config) error {
-	b, err := os.ReadFile(defaultNodeConfigFile)
-	if err != nil {
-		return nil
+	// Read as the node reads it (go-flags' ini parser: sections, quoted
+	// values), so both see the same credentials.
+	var node struct {
+		RPCUser string `long:"rpcuser"`
+		RPCPass string `long:"rpcpass"`
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if !ok || strings.HasPrefix(key, ";") || strings.HasPrefix(key, "#") {
-			continue
+	p := flags.NewParser(&node, flags.IgnoreUnknown)
+	if err := flags.NewIniParser(p).ParseFile(defaultNodeConfigFile); err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil
 		}
-		switch strings.TrimSpace(key) {
-		case "rpcuser":
-			cfg.RPCUser = strings.TrimSpace(value)
-		case "rpcpass":
-			cfg.RPCPassword = strings.TrimSpace(value)
-		}
+		return fmt.Errorf("node config file %s: %w", defaultNodeConfigFile, err)
+	}
+	if node.RPCUser != "" {
+		cfg.RPCUser = node.RPCUser
+	}
+	if node.RPCPass != "" {
+		cfg.RPCPassword = node.RPCPass
 	}
 	return nil
 }
