@@ -124,6 +124,16 @@ func (s *Server) ReloadTLS() (CertificateInfo, error) {
 	return info, nil
 }
 
+// GetCertificate returns the certificate in use, for a tls.Config of
+// another server sharing it (Config.ShareTLS): each handshake takes the
+// current one, so ReloadTLS reaches that server too.
+func (s *Server) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if cert := s.certs.cur.Load(); cert != nil {
+		return cert, nil
+	}
+	return nil, ErrNoTLS
+}
+
 // Certificate describes the TLS certificate in use; ok is false without a
 // TLS or WSS listener.
 func (s *Server) Certificate() (CertificateInfo, bool) { return s.certs.info() }

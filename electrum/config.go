@@ -58,6 +58,10 @@ type Config struct {
 	// WSS. When both are empty a self-signed pair is created in CertDir
 	// on first start and reused afterwards.
 	TLSCertFile, TLSKeyFile string
+	// ShareTLS loads the certificate at Start even without a TLS or WSS
+	// listener, for another server's TLS listener that takes it from
+	// GetCertificate (and so follows ReloadTLS).
+	ShareTLS bool
 	// CertDir is where a self-signed pair is kept (default: the current
 	// directory).
 	CertDir string

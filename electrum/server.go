@@ -132,14 +132,16 @@ func (s *Server) Start() error {
 			return err
 		}
 	}
+	needTLS := s.cfg.ShareTLS
 	for _, l := range ls {
-		if (l.Transport == TLS || l.Transport == WSS) && s.tlsConfig == nil {
-			if err := s.certs.load(&s.cfg); err != nil {
-				closeAll()
-				return err
-			}
-			s.tlsConfig = s.certs.tlsConfig()
+		needTLS = needTLS || l.Transport == TLS || l.Transport == WSS
+	}
+	if needTLS {
+		if err := s.certs.load(&s.cfg); err != nil {
+			closeAll()
+			return err
 		}
+		s.tlsConfig = s.certs.tlsConfig()
 	}
 	s.started = true
 	s.listeners = ls

@@ -61,10 +61,12 @@ type Config struct {
 	Listen    []string
 	Listeners []net.Listener
 	// TLSListen are addresses served over TLS (1.2 or newer) with the
-	// certificate and key in TLSCertFile and TLSKeyFile.
-	TLSListen   []string
-	TLSCertFile string
-	TLSKeyFile  string
+	// certificate GetCertificate returns at each handshake, else the one
+	// in TLSCertFile and TLSKeyFile.
+	TLSListen      []string
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+	TLSCertFile    string
+	TLSKeyFile     string
 	// PathPrefix serves the API under a path such as "/api" (as
 	// blockstream.info does); empty serves it at the root.
 	PathPrefix string
@@ -189,7 +191,9 @@ func (s *Server) Start() error {
 		return err
 	}
 	var tlsConfig *tls.Config
-	if len(s.cfg.TLSListen) > 0 {
+	if len(s.cfg.TLSListen) > 0 && s.cfg.GetCertificate != nil {
+		tlsConfig = &tls.Config{GetCertificate: s.cfg.GetCertificate, MinVersion: tls.VersionTLS12}
+	} else if len(s.cfg.TLSListen) > 0 {
 		pair, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
 		if err != nil {
 			return fmt.Errorf("Esplora TLS certificate: %w", err)

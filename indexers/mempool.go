@@ -385,8 +385,7 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 		}
 	}
 	m.mu.RUnlock()
-	// By txid as displayed, then output index.
-	sort.Slice(out, func(i, j int) bool {
+	sort.Slice(out, func(i, j int) bool { // by txid as displayed, then output index
 		if out[i].TxHash != out[j].TxHash {
 			return DisplayLess(&out[i].TxHash, &out[j].TxHash)
 		}
@@ -404,24 +403,20 @@ func (m *Mempool) SpentBy(op wire.OutPoint) (chainhash.Hash, bool) {
 }
 
 // Fee returns the fee of a transaction of the view.
-func (m *Mempool) Fee(txid chainhash.Hash) (int64, bool) {
+func (m *Mempool) Fee(txid chainhash.Hash) (fee int64, ok bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if ptx := m.txs[txid]; ptx != nil {
-		return ptx.fee, true
+		fee, ok = ptx.fee, true
 	}
-	return 0, false
+	return fee, ok
 }
 
-// Len returns the number of transactions and their total virtual size.
-func (m *Mempool) Len() (int, int64) {
+// Len returns the number of transactions.
+func (m *Mempool) Len() int {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var vs int64
-	for _, ptx := range m.txs {
-		vs += ptx.vsize
-	}
-	return len(m.txs), vs
+	return len(m.txs)
 }
 
 // Histogram bin sizes, as ElectrumX computes them: the first bin holds about

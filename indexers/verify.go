@@ -588,8 +588,13 @@ func (v *verifier) rowPass() error {
 		}
 		val := c.Value()
 		if bad := malformed(k, val); bad != "" {
-			v.diff(Difference{Table: tableName(tableTag(k)), Kind: "malformed", Key: bytes.Clone(k),
-				Stored: bytes.Clone(val), Height: -1, Detail: bad})
+			d := Difference{Table: tableName(tableTag(k)), Kind: "malformed", Key: bytes.Clone(k), Stored: bytes.Clone(val), Height: -1}
+			if len(k) == keyLen(tableTag(k)) { // it names its script and block
+				_, h := v.part(k)
+				d = v.rowDiff(k, "malformed", val, nil, h)
+			}
+			d.Detail = bad
+			v.diff(d)
 			continue
 		}
 		i, h := v.part(k)
@@ -735,7 +740,13 @@ func (v *verifier) drill(tag byte, i int, expected map[string][]byte) error {
 	for ok := c.Seek(start); ok && within(c.Key()); ok = c.Next() {
 		k, val := c.Key(), c.Value()
 		if malformed(k, val) != "" {
-			continue // reported by the row pass
+			// Reported by the row pass, with any row expected under it.
+			for ; j < len(keys) && keys[j] <= string(k); j++ {
+				if keys[j] < string(k) {
+					missing(keys[j])
+				}
+			}
+			continue
 		}
 		for j < len(keys) && keys[j] < string(k) {
 			missing(keys[j])

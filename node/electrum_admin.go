@@ -85,7 +85,7 @@ func (a electrumAdmin) ReloadTLS() (*rpcext.TLSCertificate, error) {
 	}
 	info, err := srv.ReloadTLS()
 	if errors.Is(err, electrum.ErrNoTLS) {
-		return nil, errors.New("the Electrum server has no TLS or WSS listener (--electrumtlslisten, --electrumwsslisten)")
+		return nil, errors.New("no TLS listener (--electrumtlslisten, --electrumwsslisten, --esploratlslisten)")
 	}
 	cert := &rpcext.TLSCertificate{CertFile: info.CertFile, KeyFile: info.KeyFile, Subject: info.Subject,
 		NotAfter: info.NotAfter, SHA256: info.SHA256}

@@ -82,10 +82,9 @@ func (s *servers) setupEsplora(n *Node) error {
 		Logf:           log.Infof,
 	}
 	if len(ec.TLSListen) > 0 {
-		if err := ensureCertPair(n.cfg.ElectrumCert, n.cfg.ElectrumKey); err != nil {
-			return fmt.Errorf("Esplora TLS certificate: %w", err)
-		}
-		ec.TLSCertFile, ec.TLSKeyFile = n.cfg.ElectrumCert, n.cfg.ElectrumKey
+		// The Electrum server's certificate, which it loads for this
+		// listener too (ShareTLS): a reload reaches both.
+		ec.GetCertificate = s.electrum.GetCertificate
 	}
 	s.esplora = esplora.New(ec, n.electrumBackend(idx), n.chain)
 	if n.metrics != nil {

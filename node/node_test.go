@@ -195,7 +195,7 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 		t.Fatalf("block 102 does not hold the mempool transaction")
 	}
 	waitFor(t, "mempool to drop the mined transaction", func() bool {
-		c, _ := n.mempoolView.Len()
+		c := n.mempoolView.Len()
 		return n.TxPool().Count() == 0 && c == 0
 	})
 	waitFor(t, "the confirmed transaction to leave the rebroadcast list", func() bool {
@@ -374,7 +374,7 @@ func TestPeersSyncAndRelay(t *testing.T) {
 		return a.TxPool().HaveTransaction(tx.Hash())
 	})
 	waitFor(t, "the mempool view of a to see it", func() bool {
-		c, _ := a.mempoolView.Len()
+		c := a.mempoolView.Len()
 		return c == 1
 	})
 }

@@ -130,7 +130,10 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 		Logf:              subsystemLoggers["ESRV"].Infof,
 		Errorf:            subsystemLoggers["ESRV"].Errorf,
 	}
-	if len(ec.TLSListen)+len(ec.WSSListen) > 0 {
+	// Esplora's TLS listener shares the Electrum certificate, reloads
+	// included.
+	ec.ShareTLS = len(cfg.EsploraTLSListeners) > 0
+	if len(ec.TLSListen)+len(ec.WSSListen) > 0 || ec.ShareTLS {
 		if err := ensureCertPair(cfg.ElectrumCert, cfg.ElectrumKey); err != nil {
 			return ec, fmt.Errorf("Electrum TLS certificate: %w", err)
 		}
