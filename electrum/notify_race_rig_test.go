@@ -7,15 +7,9 @@ package electrum
 // no result.
 
 import (
-	"bytes"
-	"net"
 	"testing"
-	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
-	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
-	"github.com/btcsuite/btcd/address/v2"
-	"github.com/btcsuite/btcd/mempool"
 )
 
 // stallBackend is IndexBackend whose Statuses (the notifier's read) can be
@@ -68,45 +62,15 @@ func (b *stallBackend) Statuses(shs []indexers.ScriptHash, limit int) ([]StatusH
 // newStallNode is newRealNode with the server on a stallBackend.
 func newStallNode(t testing.TB) (*realNode, *stallBackend) {
 	t.Helper()
-	n := &realNode{t: t}
-	n.h = testchain.New(t, testchain.ElectrumIndex(t.TempDir(), indexers.Options{OnCommit: n.onCommit}, &n.idx, nil))
-	if err := n.h.MineMature(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.h.MineEmpty(20); err != nil {
-		t.Fatal(err)
-	}
-	_, tipH := n.h.Tip()
-	for _, c := range n.h.Coins() {
-		if (!c.Coinbase || tipH+1-c.Height >= int32(n.h.Params.CoinbaseMaturity)) && c.Script.Kind.Spendable() && c.Value > 2_0000_0000 {
-			n.coins = append(n.coins, c)
-		}
-	}
-	if len(n.coins) < 6 {
-		t.Fatalf("only %d mature coins", len(n.coins))
-	}
-	var err error
-	n.minerTo, err = address.NewAddressWitnessPubKeyHash(bytes.Repeat([]byte{0x99}, 20), n.h.Params)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.fees = mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 1)
-	chain := n.h.Chain
-	n.pool = testchain.NewTxPool(chain, n.h.Params, n.fees)
-	n.overlay = indexers.NewMempool(n.idx.PrevOut)
-	n.backend = &IndexBackend{
-		Params:  n.h.Params,
-		Chain:   chain,
-		Index:   n.idx,
-		Mempool: n.overlay,
-		Pool:    n.pool,
-		Relay: &PoolRelay{Pool: n.pool, Fees: n.fees, OnAccept: func(descs []*mempool.TxDesc) {
-			n.srv.NotifyMempool(n.overlay.Add(descs...))
-		}},
-	}
-	sb := &stallBackend{IndexBackend: n.backend, armed: make(chan struct{}, 1),
-		stalled: make(chan struct{}, 1), resume: make(chan struct{}),
-		armedMem: make(chan struct{}, 1), stalledMem: make(chan struct{}, 1), resumeMem: make(chan struct{})}
+	var sb *stallBackend
+	n := newRealNodeServing(t, 0, nil, func(b *IndexBackend) Backend {
+		sb = &stallBackend{IndexBackend: b, armed: make(chan struct{}, 1),
+			stalled: make(chan struct{}, 1), resume: make(chan struct{}),
+			armedMem: make(chan struct{}, 1), stalledMem: make(chan struct{}, 1), resumeMem: make(chan struct{})}
+		return sb
+	})
+	// Before the server's shutdown (cleanups run last first): a stalled
+	// notifier would hold it.
 	t.Cleanup(func() {
 		for _, ch := range []chan struct{}{sb.resume, sb.resumeMem} {
 			select {
@@ -115,19 +79,6 @@ func newStallNode(t testing.TB) (*realNode, *stallBackend) {
 				close(ch)
 			}
 		}
-	})
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.srv = New(Config{Listeners: []Listener{{Transport: TCP, Listener: tcp}}}, sb)
-	n.addr = tcp.Addr().String()
-	chain.Subscribe(n.onChain)
-	if err := n.srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		n.srv.Shutdown(contextWithTimeout(10 * time.Second))
 	})
 	return n, sb
 }

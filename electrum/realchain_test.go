@@ -88,6 +88,13 @@ func (n *realNode) dropMined() {
 // blocks, and starts a server on TCP and WS.
 func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 	t.Helper()
+	return newRealNodeServing(t, randomBlocks, mod, nil)
+}
+
+// newRealNodeServing is newRealNode with the server on serve(the node's
+// backend) when serve is not nil.
+func newRealNodeServing(t testing.TB, randomBlocks int, mod func(*Config), serve func(*IndexBackend) Backend) *realNode {
+	t.Helper()
 	n := &realNode{t: t}
 	n.h = testchain.New(t, testchain.ElectrumIndex(t.TempDir(), indexers.Options{OnCommit: n.onCommit}, &n.idx, nil))
 	if err := n.h.MineMature(); err != nil {
@@ -143,7 +150,11 @@ func newRealNode(t testing.TB, randomBlocks int, mod func(*Config)) *realNode {
 	if mod != nil {
 		mod(&cfg)
 	}
-	n.srv = New(cfg, n.backend)
+	var served Backend = n.backend
+	if serve != nil {
+		served = serve(n.backend)
+	}
+	n.srv = New(cfg, served)
 	// As a node with --metricslisten: the metrics of the request path are
 	// part of what the tests exercise and the benchmarks measure.
 	if err := n.srv.RegisterMetrics(prometheus.NewRegistry()); err != nil {
