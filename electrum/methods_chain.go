@@ -251,6 +251,11 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	n := ss.srv.notifier
 	ss.subMu.Lock()
 	fresh := !ss.headersSub
+	if !fresh && ss.headersPending {
+		// A headers.subscribe still being answered: this one subscribes
+		// too, and that one's failure no longer undoes it.
+		ss.headersKept = true
+	}
 	ss.headersSub = true
 	if fresh {
 		ss.headersPending, ss.headersKept = true, false
@@ -303,9 +308,6 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	}
 	res := headerResult{Height: tip.Height, Hex: x}
 	if after == nil {
-		if ss.headersPending {
-			ss.headersKept = true
-		}
 		return res, nil
 	}
 	return afterAnswer{v: res, after: after, dropped: func() {

@@ -82,8 +82,8 @@ type session struct {
 	nsubs      atomic.Int32
 	headersSub bool
 	// headersPending is set until the headers.subscribe answer is queued.
-	// headersKept is set when another headers.subscribe answered while
-	// the first was pending: the first one's failure no longer undoes it.
+	// headersKept is set when another headers.subscribe came while the
+	// first was pending: the first one's failure no longer undoes it.
 	headersPending, headersKept bool
 
 	// overLimit is set when the session reached the hard cost limit: its
