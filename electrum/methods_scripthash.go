@@ -102,7 +102,7 @@ func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 	defer func() {
 		if err == nil && (!s.sameTip(tip) || !s.notifier.settledAt(tip.Hash)) {
 			for i := range out {
-				out[i] = statusResult{moved: true}
+				out[i].moved = true
 			}
 		}
 	}()

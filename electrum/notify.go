@@ -61,8 +61,9 @@ type notifier struct {
 	// once the mempool view is reconciled with the commit, so a status
 	// read at another tip may miss what the view has yet to learn.
 	settled atomic.Pointer[chainhash.Hash]
-	// requeued says the last pass queued statuses to read again.
-	requeued bool
+	// requeues counts the passes in a row that queued statuses to read
+	// again.
+	requeues int
 
 	qmu   sync.Mutex
 	queue []event
@@ -226,7 +227,7 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 				}
 				part := work[c*statusChunk : min((c+1)*statusChunk, len(work))]
 				for i, r := range n.srv.statuses(part) {
-					if r.moved {
+					if r.moved && n.requeues < maxRequeues {
 						again.Lock()
 						retry = append(retry, part[i])
 						again.Unlock()
@@ -243,12 +244,14 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 		// with it: read again in a pass of their own (the event that
 		// moved the tip need not touch them), after a pause when the
 		// last pass did the same, so that the wait is not a spin.
-		if n.requeued {
+		if n.requeues > 0 {
 			time.Sleep(requeuePause)
 		}
 		n.push(event{touched: retry})
+		n.requeues++
+	} else {
+		n.requeues = 0
 	}
-	n.requeued = len(retry) > 0
 	all := outs[0]
 	for _, o := range outs[1:] {
 		for ss, msgs := range o {
@@ -261,8 +264,14 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	return sent
 }
 
-// requeuePause spaces passes that only wait for the index tip to settle.
-const requeuePause = 5 * time.Millisecond
+// requeuePause spaces passes that only wait for the index tip to settle,
+// and maxRequeues bounds them (about a second): should a commit's tip event
+// never come, the statuses are sent as read, and the next block's event
+// corrects them.
+const (
+	requeuePause = 5 * time.Millisecond
+	maxRequeues  = 200
+)
 
 // settledAt reports whether the mempool view is reconciled with the index
 // at tip (or no tip event came yet).

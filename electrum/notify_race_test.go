@@ -251,3 +251,23 @@ func TestListUnspentMempoolOrderByTxid(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusesSentWhenTipEventNeverComes: a status read at an index tip no
+// tip event announced (the node failed to read that block's header) is read
+// again for a while, then sent as read: the notifier neither spins nor holds
+// it back for good.
+func TestStatusesSentWhenTipEventNeverComes(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	var st *string
+	c.must(&st, "blockchain.scripthash.subscribe", fx.shA.String())
+	fx.mineAndNotify(fx.b) // a tip event: the notifier's settled tip
+	c.drain(fx.s)
+	// A block paying A whose tip event is never queued.
+	_, _, touched := fx.f.mine(fx.a)
+	fx.s.NotifyScriptHashes(touched)
+	note := c.note()
+	if sh, got := statusOf(t, note); sh != fx.shA.String() || equalStatus(got, st) {
+		t.Fatalf("notified %s %s, want A's new status", sh, showStatus(got))
+	}
+}
