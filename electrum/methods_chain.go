@@ -251,14 +251,9 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	n := ss.srv.notifier
 	ss.subMu.Lock()
 	fresh := !ss.headersSub
-	if !fresh && ss.headersPending {
-		// A headers.subscribe still being answered: this one subscribes
-		// too, and that one's failure no longer undoes it.
-		ss.headersKept = true
-	}
 	ss.headersSub = true
 	if fresh {
-		ss.headersPending, ss.headersKept = true, false
+		ss.headersPending = true
 	}
 	ss.subMu.Unlock()
 	if fresh {
@@ -313,11 +308,6 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	return afterAnswer{v: res, after: after, dropped: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		if ss.headersPending && ss.headersKept {
-			// Another call answered it: kept, and no longer held.
-			ss.headersPending = false
-			return
-		}
 		if ss.headersPending {
 			ss.headersSub, ss.headersPending = false, false
 			n.dropSession(ss, nil)

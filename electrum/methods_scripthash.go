@@ -347,11 +347,6 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}
 	st := ss.subs[sh]
 	fresh := st == nil
-	if !fresh && st.pending {
-		// A subscribe to sh still being answered: this one subscribes
-		// too, and that one's failure no longer undoes it.
-		st.kept = true
-	}
 	if fresh {
 		if int(ss.nsubs.Load()) >= srv.cfg.MaxSubsPerSession {
 			ss.subMu.Unlock()
@@ -392,7 +387,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	defer ss.subMu.Unlock()
 	if err != nil {
 		if fresh {
-			ss.undoSubLocked(sh, st)
+			ss.dropSubLocked(sh, st)
 		}
 		return nil, err
 	}
@@ -429,19 +424,8 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}, dropped: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		ss.undoSubLocked(sh, st)
+		ss.dropSubLocked(sh, st)
 	}}, nil
-}
-
-// undoSubLocked undoes a subscribe that failed, unless another subscribe
-// to sh answered meanwhile: then the subscription stays, no longer held.
-// subMu is held.
-func (ss *session) undoSubLocked(sh indexers.ScriptHash, st *subState) {
-	if st.kept {
-		st.pending = false
-		return
-	}
-	ss.dropSubLocked(sh, st)
 }
 
 // dropSubLocked undoes the subscription st to sh that a subscribe made but

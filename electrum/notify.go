@@ -93,11 +93,12 @@ func newNotifier(s *Server) *notifier {
 
 // push queues an event; it never blocks.
 func (n *notifier) push(e event) {
+	n.qmu.Lock()
 	if e.tip != nil {
+		// In queue order: the last tip queued is the settled one.
 		h := e.tip.header.BlockHash()
 		n.settled.Store(&h)
 	}
-	n.qmu.Lock()
 	n.queue = append(n.queue, e)
 	n.seq.Add(1)
 	n.qmu.Unlock()

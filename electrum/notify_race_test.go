@@ -271,3 +271,27 @@ func TestStatusesSentWhenTipEventNeverComes(t *testing.T) {
 		t.Fatalf("notified %s %s, want A's new status", sh, showStatus(got))
 	}
 }
+
+// TestStatusesSentWithTipsOutOfOrder: tip events queued out of order (an
+// older tip after a newer one: the settled tip is not the index's) delay a
+// mempool notification by the bounded wait, never for good.
+func TestStatusesSentWithTipsOutOfOrder(t *testing.T) {
+	fx := newFixture(t, nil)
+	c := fx.client(t, "1.4")
+	if _, rerr := c.call("blockchain.scripthash.subscribe", fx.shC.String()); rerr != nil {
+		t.Fatal(rerr)
+	}
+	prev, ph := fx.f.tip()
+	hdr, h, _ := fx.f.mine(p2wpkh(0xdd))
+	fx.s.NotifyTip(hdr, h)
+	fx.s.NotifyTip(prev, ph)
+	c.drain(fx.s)
+	tx := spend([]wire.OutPoint{{Hash: fx.tx3.TxHash(), Index: 0}}, wire.NewTxOut(4_9997_0000, fx.c))
+	if err := fx.f.Broadcast(tx); err != nil {
+		t.Fatal(err)
+	}
+	fx.s.NotifyMempool(fx.f.txScriptsLocked(tx))
+	if sh, _ := statusOf(t, c.note()); sh != fx.shC.String() {
+		t.Fatalf("notified %s, want %s", sh, fx.shC)
+	}
+}

@@ -82,9 +82,7 @@ type session struct {
 	nsubs      atomic.Int32
 	headersSub bool
 	// headersPending is set until the headers.subscribe answer is queued.
-	// headersKept is set when another headers.subscribe came while the
-	// first was pending: the first one's failure no longer undoes it.
-	headersPending, headersKept bool
+	headersPending bool
 
 	// overLimit is set when the session reached the hard cost limit: its
 	// answer is the last message it gets.
@@ -102,10 +100,8 @@ type subState struct {
 	// mempool reports whether the status included mempool transactions.
 	mempool bool
 	// pending is set until the subscribe answer is queued; meanwhile
-	// the notifier only records newer statuses. kept is set when another
-	// subscribe to the script came meanwhile: the first one's failure no
-	// longer undoes the subscription.
-	pending, kept bool
+	// the notifier only records newer statuses.
+	pending bool
 	// name is the script hash as the client spelled it in its last
 	// subscribe, when not as sh.String() does (upper-case hex):
 	// notifications name it so, as ElectrumX's do, for clients that match

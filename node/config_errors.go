@@ -75,6 +75,9 @@ func (cfg *Config) validateListeners() error {
 			if _, port, _ := net.SplitHostPort(a); port == "0" {
 				continue // a port of the system's choosing each time
 			}
+			if (set.option == "listen" && cfg.DisableListen) || (set.option == "rpclisten" && cfg.DisableRPC) {
+				continue // that listener does not open
+			}
 			if other, ok := used[a]; ok && other != set.option {
 				return fmt.Errorf("--%s=%s: the address is --%s's already; one address serves one listener", set.option, a, other)
 			}

@@ -27,6 +27,9 @@ type nodeEvent struct {
 	// indexed is a commit of the Electrum index's writer: the scripts
 	// whose confirmed history changed, or all of them.
 	indexed *indexers.Commit
+	// serving: the Electrum server started; it is told the index tip in
+	// the order of the commits' events.
+	serving bool
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -156,7 +159,7 @@ func (n *Node) dispatchEvents() {
 		if !ok {
 			return
 		}
-		blocks, indexed, all := false, false, false
+		blocks, indexed, all, serving := false, false, false, false
 		var tip indexers.Tip
 		confirmed := make(map[chainhash.Hash]struct{})
 		var (
@@ -181,6 +184,7 @@ func (n *Node) dispatchEvents() {
 				}
 			}
 			accepted = append(accepted, ev.accepted...)
+			serving = serving || ev.serving
 		}
 		// The mempool view is reconciled with btcd's pool before the
 		// statuses are computed, which then see the pool as the blocks
@@ -195,6 +199,11 @@ func (n *Node) dispatchEvents() {
 			// The tip the view was just reconciled with: statuses read
 			// at a later one wait for its own reconciliation.
 			n.srv.electrumTip(tip)
+		} else if serving {
+			// No commit since the view was synced at start: its tip.
+			if t, ok := n.index.electrum.LatestTip(); ok {
+				n.srv.electrumTip(t)
+			}
 		}
 	}
 }

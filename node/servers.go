@@ -184,11 +184,10 @@ func (s *servers) start() error {
 		if err := s.electrum.Start(); err != nil {
 			return err
 		}
-		// The view was synced with the pool at this tip when the node
-		// started.
-		if tip, ok := s.node.index.electrum.LatestTip(); ok {
-			s.electrumTip(tip)
-		}
+		// The first tip event goes through the dispatcher, in order with
+		// the commits' events: one queued here could land after a newer
+		// commit's and name a tip the view has left.
+		s.node.events.push(nodeEvent{serving: true})
 	}
 	return s.startEsplora()
 }
