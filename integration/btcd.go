@@ -67,12 +67,11 @@ var listenerOnce sync.Once
 func useFreePorts() {
 	listenerOnce.Do(func() {
 		rpctest.ListenAddressGenerator = func() (string, string) {
-			p2p, err1 := FreeAddr()
-			rpc, err2 := FreeAddr()
-			if err1 != nil || err2 != nil {
-				panic(fmt.Sprintf("no free loopback port: %v %v", err1, err2))
+			addrs, err := freeAddrs(2)
+			if err != nil {
+				panic(fmt.Sprintf("no free loopback port: %v", err))
 			}
-			return p2p, rpc
+			return addrs[0], addrs[1]
 		}
 	})
 }
@@ -187,12 +186,11 @@ func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 		mining = MiningAddressOn(params).EncodeAddress()
 	}
 	p := &BtcdProcess{DataDir: cfg.DataDir, LogDir: filepath.Join(filepath.Dir(cfg.DataDir), "btcd-logs")}
-	if p.P2PAddr, err = FreeAddr(); err != nil {
+	addrs, err := freeAddrs(2)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if p.RPCAddr, err = FreeAddr(); err != nil {
-		t.Fatal(err)
-	}
+	p.P2PAddr, p.RPCAddr = addrs[0], addrs[1]
 	all := append([]string{netFlag, "--datadir=" + cfg.DataDir, "--logdir=" + p.LogDir,
 		"--listen=" + p.P2PAddr, "--rpclisten=" + p.RPCAddr, "--rpcuser=" + RPCUser,
 		"--rpcpass=" + RPCPass, "--notls", "--miningaddr=" + mining, "--nodnsseed",

@@ -574,13 +574,9 @@ func (r *crashRun) killCatchUp(n *Node) {
 // fresh ports), without starting it.
 func startNodeArgs(cfg NodeConfig) (*Node, error) {
 	n := &Node{cfg: cfg, Dir: cfg.Dir, DataDir: filepath.Join(cfg.Dir, "data"), LogDir: filepath.Join(cfg.Dir, "logs")}
-	addrs := make([]string, 3)
-	for i := range addrs {
-		a, err := FreeAddr()
-		if err != nil {
-			return nil, err
-		}
-		addrs[i] = a
+	addrs, err := freeAddrs(3)
+	if err != nil {
+		return nil, err
 	}
 	n.Args = []string{"--regtest", "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + addrs[0], "--rpclisten=" + addrs[1], "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,

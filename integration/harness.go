@@ -89,12 +89,27 @@ func RemoveBinaries() {
 
 // FreeAddr returns a loopback host:port that was free a moment ago.
 func FreeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := freeAddrs(1)
 	if err != nil {
 		return "", err
 	}
-	defer l.Close()
-	return l.Addr().String(), nil
+	return addrs[0], nil
+}
+
+// freeAddrs returns n distinct free loopback addresses: each port is held
+// until all are picked, since a port just closed may come back at once
+// (and the node refuses one address for two listeners).
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		addrs = append(addrs, l.Addr().String())
+	}
+	return addrs, nil
 }
 
 // networkFlag returns the command-line flag and parameters of a network
@@ -296,13 +311,12 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 	p2p, rpc, el := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	elTLS, elWS, elWSS, esp := "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
 	if cfg.Binary {
-		var err error
-		for _, a := range []*string{&p2p, &rpc, &el, &elTLS, &elWS, &elWSS, &esp} {
-			if *a, err = FreeAddr(); err != nil {
-				n.removeOwnDir()
-				return nil, err
-			}
+		addrs, err := freeAddrs(7)
+		if err != nil {
+			n.removeOwnDir()
+			return nil, err
 		}
+		p2p, rpc, el, elTLS, elWS, elWSS, esp = addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
 	}
 	args := []string{netFlag, "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
