@@ -51,16 +51,30 @@ func buildBinary(t *testing.T) string {
 }
 
 // freePort returns a loopback address with a port that was free a moment
-// ago.
+// ago and that it has not returned before: the system may hand a port
+// closed a moment ago out again, and a node's two listeners would collide.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	handedMu.Lock()
+	defer handedMu.Unlock()
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		if !handed[addr] {
+			handed[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
 }
+
+var (
+	handedMu sync.Mutex
+	handed   = map[string]bool{}
+)
 
 // runBinary starts the binary on regtest in dir with RPC on rpcAddr.
 func runBinary(t *testing.T, bin, dir, rpcAddr string) *exec.Cmd {
