@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/bits"
 	"net"
@@ -523,22 +524,41 @@ func (p *ponger) send() {
 }
 
 // ReadMessage returns the next text or binary frame. gorilla/websocket
-// enforces the read limit and closes with 1009 when a frame is over it.
-// The message is returned in the buffer it was read into (see
+// enforces the read limit and closes with 1009 when a frame is over it,
+// and with 1002 when the client breaks the framing (errWSProtocol). The
+// message is returned in the buffer it was read into (see
 // lineConn.ReadMessage).
 func (c *wsConn) ReadMessage() ([]byte, error) {
 	c.ReleaseMessage()
 	for {
 		typ, r, err := c.Conn.NextReader()
 		if err != nil {
-			return nil, err
+			return nil, wsReadError(err)
 		}
 		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
 			msg, err := readAllLong(r)
 			c.msg = msg
-			return msg, err
+			return msg, wsReadError(err)
 		}
 	}
+}
+
+// errWSProtocol marks a WebSocket read that failed because the client
+// broke the protocol's framing.
+var errWSProtocol = errors.New("websocket protocol error")
+
+// wsReadError tells a protocol error from the other ends of a read.
+// gorilla/websocket returns a close frame or a vanished peer as a
+// CloseError, the network's failures as themselves, and, after closing
+// with 1002, an error of no type of its own: that is every other error.
+func wsReadError(err error) error {
+	var ce *websocket.CloseError
+	var ne net.Error
+	if err == nil || errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, websocket.ErrReadLimit) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errWSProtocol, err)
 }
 
 // ReleaseMessage gives a long message's buffer back to the pool.

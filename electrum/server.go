@@ -157,7 +157,7 @@ func (s *Server) Start() error {
 		case WS:
 			go s.serveWS(l.Listener, WS)
 		case WSS:
-			go s.serveWS(tls.NewListener(l.Listener, s.tlsConfig), WSS)
+			go s.serveWS(l.Listener, WSS)
 		}
 		s.logf("electrum: serving %s on %s", l.Transport, l.Listener.Addr())
 	}

@@ -154,6 +154,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 	}
 	ss.ctx, ss.cancel = context.WithCancel(s.ctx)
 	if rerr, why := s.admit(ss); rerr != nil {
+		ss.cancel()
 		s.refused(why, ss.remote)
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		c.WriteMessage(encodeResponse(true, nil, nil, rerr))
@@ -422,8 +423,9 @@ func (ss *session) readLoop() {
 			switch {
 			case errors.As(err, &ne) && ne.Timeout():
 				ss.setCloseReason(DisconnectIdle)
-			case errors.Is(err, websocket.ErrReadLimit):
-				// gorilla/websocket closes the connection with 1009.
+			case errors.Is(err, websocket.ErrReadLimit), errors.Is(err, errWSProtocol):
+				// gorilla/websocket closed the connection with 1009
+				// or 1002.
 				ss.setCloseReason(DisconnectProtocol)
 			}
 			if _, line := ss.conn.(*lineConn); line && errors.Is(err, io.EOF) {

@@ -1,6 +1,7 @@
 package electrum
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,11 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -151,6 +154,21 @@ func SelfSignedCert() (certPEM, keyPEM []byte, err error) {
 // serveStream accepts TCP or TLS connections on l until it is closed.
 func (s *Server) serveStream(l net.Listener, useTLS bool) {
 	defer s.wg.Done()
+	s.accept(l, func(c net.Conn) {
+		t := TCP
+		if useTLS {
+			if c = s.handshake(c); c == nil {
+				return
+			}
+			t = TLS
+		}
+		s.runSession(newLineConn(c, s.cfg.MaxRecv), c.RemoteAddr(), t)
+	})
+}
+
+// accept accepts connections on l until it is closed, and hands each to
+// handle on a goroutine of its own.
+func (s *Server) accept(l net.Listener, handle func(c net.Conn)) {
 	var backoff time.Duration
 	for {
 		c, err := l.Accept()
@@ -176,31 +194,31 @@ func (s *Server) serveStream(l net.Listener, useTLS bool) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			if useTLS {
-				done, why := s.holdHandshake(c.RemoteAddr())
-				if done == nil {
-					s.refused(why, c.RemoteAddr().String())
-					c.Close()
-					return
-				}
-				tc := tls.Server(c, s.tlsConfig)
-				ctx, cancel := context.WithTimeout(s.ctx, tlsHandshakeTimeout)
-				err := tc.HandshakeContext(ctx)
-				cancel()
-				done()
-				if err != nil {
-					c.Close()
-					return
-				}
-				c = tc
-			}
-			t := TCP
-			if useTLS {
-				t = TLS
-			}
-			s.runSession(newLineConn(c, s.cfg.MaxRecv), c.RemoteAddr(), t)
+			handle(c)
 		}()
 	}
+}
+
+// handshake runs the TLS handshake of c, counted against the session
+// limits (holdHandshake) and bounded by tlsHandshakeTimeout. It returns
+// the TLS connection, or nil, with c closed, when the handshake was
+// refused or failed: a failure is the client's, and is not logged.
+func (s *Server) handshake(c net.Conn) net.Conn {
+	done, why := s.holdHandshake(c.RemoteAddr())
+	if done == nil {
+		s.refused(why, c.RemoteAddr().String())
+		c.Close()
+		return nil
+	}
+	defer done()
+	tc := tls.Server(c, s.tlsConfig)
+	ctx, cancel := context.WithTimeout(s.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil
+	}
+	return tc
 }
 
 // holdHandshake counts a TLS handshake in progress from addr against the
@@ -231,7 +249,9 @@ func (s *Server) holdHandshake(addr net.Addr) (done func(), refused RefusalReaso
 	}, 0
 }
 
-// serveWS serves WebSocket upgrades on any path of l.
+// serveWS serves WebSocket upgrades on any path of l. Connections reach
+// the HTTP server through accept, as the stream ports' do, and on WSS with
+// their TLS handshakes done and counted as the TLS port's are.
 func (s *Server) serveWS(l net.Listener, t Transport) {
 	defer s.wg.Done()
 	up := websocket.Upgrader{
@@ -248,20 +268,81 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 		ReadTimeout:       tlsHandshakeTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          log.New(httpErrorLog{s, t}, "", 0),
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			c, err := up.Upgrade(w, r, nil)
 			if err != nil {
 				return
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
-			capSendBuffer(c.NetConn())
 			s.runSession(newWSConn(c, s.cfg.WriteTimeout), c.RemoteAddr(), t)
 		}),
 	}
 	s.mu.Lock()
 	s.httpServers = append(s.httpServers, hs)
 	s.mu.Unlock()
-	_ = hs.Serve(l)
+	q := &connQueue{addr: l.Addr(), conns: make(chan net.Conn), closed: make(chan struct{})}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer q.Close()
+		s.accept(l, func(c net.Conn) {
+			if t == WSS {
+				if c = s.handshake(c); c == nil {
+					return
+				}
+			}
+			q.push(c)
+		})
+	}()
+	_ = hs.Serve(q)
+}
+
+// connQueue is the listener an HTTP server serves: it hands over the
+// connections accept pushes, until closed.
+type connQueue struct {
+	addr   net.Addr
+	conns  chan net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+// push hands c to the server, or closes it once the queue is closed.
+func (q *connQueue) push(c net.Conn) {
+	select {
+	case q.conns <- c:
+	case <-q.closed:
+		c.Close()
+	}
+}
+
+func (q *connQueue) Accept() (net.Conn, error) {
+	select {
+	case c := <-q.conns:
+		return c, nil
+	case <-q.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (q *connQueue) Close() error {
+	q.once.Do(func() { close(q.closed) })
+	return nil
+}
+
+func (q *connQueue) Addr() net.Addr { return q.addr }
+
+// httpErrorLog passes net/http's own lines, a server's failures (a handler
+// that panicked), to Config.Errorf. Client-caused failures do not reach
+// it: handshakes are done before the HTTP server has a connection.
+type httpErrorLog struct {
+	s *Server
+	t Transport
+}
+
+func (w httpErrorLog) Write(p []byte) (int, error) {
+	w.s.errorf("electrum: %s: %s", w.t, bytes.TrimSpace(p))
+	return len(p), nil
 }
 
 // sessionSendBuffer is the kernel send buffer of a client connection

@@ -155,9 +155,9 @@ func (idx *ElectrumIndex) Close() error {
 }
 
 // prepareStore writes the schema version of a new store and wipes one of
-// another version, which is then built again. A store without a version
-// is new, or one whose wipe a crash interrupted: it is wiped (a new one
-// holds nothing to delete).
+// another version, or one whose tip is damaged, which is then built again.
+// A store without a version is new, or one whose wipe a crash interrupted:
+// it is wiped (a new one holds nothing to delete).
 func (idx *ElectrumIndex) prepareStore() error {
 	v, err := idx.store.Get(versionKey, nil)
 	switch {
@@ -166,11 +166,14 @@ func (idx *ElectrumIndex) prepareStore() error {
 		return err
 	case len(v) == 4 && binary.BigEndian.Uint32(v) == schemaVersion:
 		t, err := idx.loadTip()
-		if err != nil {
+		if err == nil {
+			idx.publish(t.tip())
+			return nil
+		}
+		if !errors.As(err, new(*CorruptError)) {
 			return err
 		}
-		idx.publish(t.tip())
-		return nil
+		log.Warnf("%v: rebuilding the Electrum index", err)
 	default:
 		log.Infof("Electrum index has another schema version, rebuilding it")
 	}

@@ -79,10 +79,7 @@ func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []b
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
-	if err := m.btcd.DisconnectBlock(dbTx, block, stxos); err != nil {
-		return err
-	}
-	return nil
+	return m.btcd.DisconnectBlock(dbTx, block, stxos)
 }
 
 // Sync waits until the Electrum index holds the chain's tip as of the call
