@@ -23,6 +23,10 @@ type Backend interface {
 	// SubmitPackage submits a package whose shape the caller checked, as
 	// bitcoind's submitpackage (IndexBackend.SubmitPackage).
 	SubmitPackage(txs []*wire.MsgTx, maxRate int64) PackageResult
+	// SendRawTransaction broadcasts a transaction as bitcoind's
+	// sendrawtransaction with its defaults
+	// (IndexBackend.SendRawTransaction).
+	SendRawTransaction(tx *wire.MsgTx) error
 }
 
 // ChainSource answers questions about the main chain's headers.

@@ -532,6 +532,15 @@ func (f *fakeBackend) MempoolInfo() MempoolInfo {
 	return MempoolInfo{MempoolMinFee: 0.00001, MinRelayTxFee: 0.00001, IncrementalRelayFee: 0.00001}
 }
 
+// SendRawTransaction implements Backend: burns refused, the rest through
+// Broadcast (the fake has no fees to bound).
+func (f *fakeBackend) SendRawTransaction(tx *wire.MsgTx) error {
+	if BurnsOver(tx, 0) {
+		return ErrMaxBurn
+	}
+	return f.Broadcast(tx)
+}
+
 // SubmitPackage implements Backend: the members through Broadcast, one by
 // one, with their size or error (the fake has no fees to report).
 func (f *fakeBackend) SubmitPackage(txs []*wire.MsgTx, _ int64) PackageResult {

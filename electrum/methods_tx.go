@@ -54,7 +54,7 @@ func hBroadcast(_ context.Context, ss *session, args []json.RawMessage) (any, er
 	if err != nil {
 		return nil, rejected(err.Error(), rawHex)
 	}
-	if err := ss.srv.backend.Broadcast(tx); err != nil {
+	if err := ss.srv.backend.SendRawTransaction(tx); err != nil {
 		return nil, rejected(err.Error(), rawHex)
 	}
 	return tx.TxHash().String(), nil
@@ -98,11 +98,8 @@ func hBroadcastPackage(_ context.Context, ss *session, args []json.RawMessage) (
 	}
 	// submitpackage's default maxburnamount is 0.
 	for _, tx := range txs {
-		for _, out := range tx.TxOut {
-			if Burns(out.PkScript) && out.Value > 0 {
-				return nil, badRequest("the tx package was rejected by network rules.\n\n" +
-					"Unspendable output exceeds maximum configured by user (maxburnamount)")
-			}
+		if BurnsOver(tx, 0) {
+			return nil, badRequest("the tx package was rejected by network rules.\n\n%v", ErrMaxBurn)
 		}
 	}
 	if !ChildWithParents(txs) {

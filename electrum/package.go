@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,17 +141,10 @@ func (b *IndexBackend) submitMember(tx *wire.MsgTx, maxRate int64) (PackageTxRes
 		r.OtherWtxid = held.MsgTx().WitnessHash().String()
 		return r, nil
 	}
-	fee := int64(0)
-	for _, in := range tx.TxIn {
-		v, ok := b.spentValue(in.PreviousOutPoint)
-		if !ok {
-			r.Error = "bad-txns-inputs-missingorspent"
-			return r, nil
-		}
-		fee += v
-	}
-	for _, out := range tx.TxOut {
-		fee -= out.Value
+	fee, ok := b.fee(tx)
+	if !ok {
+		r.Error = "bad-txns-inputs-missingorspent"
+		return r, nil
 	}
 	size := vsize(tx)
 	rate := fee * 1000 / size
@@ -177,6 +171,63 @@ func (b *IndexBackend) submitMember(tx *wire.MsgTx, maxRate int64) (PackageTxRes
 		r.Fees.EffectiveFeeRate, r.Fees.EffectiveIncludes = &eff, []string{tx.WitnessHash().String()}
 	}
 	return r, replaced
+}
+
+// fee returns the fee tx pays, false when an output it spends is neither
+// unspent in the chain nor in btcd's pool.
+func (b *IndexBackend) fee(tx *wire.MsgTx) (int64, bool) {
+	fee := int64(0)
+	for _, in := range tx.TxIn {
+		v, ok := b.spentValue(in.PreviousOutPoint)
+		if !ok {
+			return 0, false
+		}
+		fee += v
+	}
+	for _, out := range tx.TxOut {
+		fee -= out.Value
+	}
+	return fee, true
+}
+
+// Errors of bitcoind's sendrawtransaction with its defaults, maxburnamount
+// 0 and maxfeerate 0.10 BTC/kvB: the guards against a wallet paying to
+// an unspendable output or forgetting its change, which ElectrumX and
+// electrs pass on.
+var (
+	ErrMaxBurn = errors.New("Unspendable output exceeds maximum configured by user (maxburnamount)")
+	ErrMaxFee  = errors.New("Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)")
+)
+
+// SendRawTransaction broadcasts tx as bitcoind's sendrawtransaction with
+// its defaults: an output burning value is ErrMaxBurn, and a transaction
+// new to the mempool paying more than DefaultMaxFeeRate is ErrMaxFee;
+// the rest is Broadcast's. A fee that cannot be known (an output spent
+// that neither the chain nor the pool holds) is left to the mempool, which
+// refuses the transaction.
+func (b *IndexBackend) SendRawTransaction(tx *wire.MsgTx) error {
+	if BurnsOver(tx, 0) {
+		return ErrMaxBurn
+	}
+	txid := tx.TxHash()
+	if b.Pool != nil && b.Chain != nil && !b.Pool.IsTransactionInPool(&txid) {
+		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded down.
+		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 {
+			return ErrMaxFee
+		}
+	}
+	return b.Broadcast(tx)
+}
+
+// BurnsOver reports whether an output of tx burns more than max
+// satoshis (Burns).
+func BurnsOver(tx *wire.MsgTx, max int64) bool {
+	for _, out := range tx.TxOut {
+		if out.Value > max && Burns(out.PkScript) {
+			return true
+		}
+	}
+	return false
 }
 
 // spentValue returns the value of the output op, unspent in the chain or

@@ -781,3 +781,47 @@ func TestRealChainPackageBurnRefused(t *testing.T) {
 			"maxburnamount refusal", res, rerr)
 	}
 }
+
+// TestRealChainBroadcastAsSendRawTransaction: ElectrumX broadcasts through
+// bitcoind's sendrawtransaction with its defaults, so a transaction burning
+// value (maxburnamount 0) or paying over 0.10 BTC/kvB (maxfeerate) is
+// refused with bitcoind's words and kept out of the mempool; one within
+// both is taken.
+func TestRealChainBroadcastAsSendRawTransaction(t *testing.T) {
+	n := newRealNode(t, 0, nil)
+	change := &n.h.Pool.Spendable[1]
+	c := dial(t, n.addr)
+	c.negotiate("1.4")
+	burn, err := txscript.NullDataScript([]byte("burn"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	coin := n.coin()
+	// About 100 vbytes paying 0.5 BTC: fifty times the limit.
+	const absurd = 50_000_000
+	for _, c2 := range []struct {
+		name string
+		tx   *wire.MsgTx
+		want string
+	}{
+		{"burning 1,000 sat", testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-20_000-1_000, change.PkScript),
+			wire.NewTxOut(1_000, burn)), "Unspendable output exceeds maximum configured by user (maxburnamount)"},
+		{"paying 0.5 BTC in fees", testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-absurd, change.PkScript)),
+			"Fee exceeds maximum configured by user (e.g. -maxtxfee, maxfeerate)"},
+	} {
+		res, rerr := c.call("blockchain.transaction.broadcast", txHex(c2.tx))
+		if rerr == nil || rerr.Code != codeBadRequest ||
+			!strings.HasPrefix(rerr.Message, "the transaction was rejected by network rules.\n\n"+c2.want+"\n[") {
+			t.Errorf("a transaction %s: result %s, error %v; want error 1 with sendrawtransaction's refusal %q", c2.name, res, rerr, c2.want)
+		}
+		if txid := c2.tx.TxHash(); n.pool.IsTransactionInPool(&txid) {
+			t.Errorf("the transaction %s entered the mempool", c2.name)
+		}
+	}
+	ok := testchain.SpendTx([]testchain.Coin{coin}, wire.NewTxOut(coin.Value-20_000, change.PkScript))
+	var txid string
+	c.must(&txid, "blockchain.transaction.broadcast", txHex(ok))
+	if txid != ok.TxHash().String() {
+		t.Fatalf("a transaction within both limits: %q", txid)
+	}
+}

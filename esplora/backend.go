@@ -59,6 +59,10 @@ type Index interface {
 	// SubmitPackage submits a package of the checked shape
 	// (electrum.IndexBackend.SubmitPackage documents it).
 	SubmitPackage(txs []*wire.MsgTx, maxRate int64) electrum.PackageResult
+	// SendRawTransaction broadcasts a transaction as bitcoind's
+	// sendrawtransaction with its defaults
+	// (electrum.IndexBackend.SendRawTransaction documents it).
+	SendRawTransaction(tx *wire.MsgTx) error
 }
 
 // Chain is what the server reads of btcd's chain for blocks and headers.

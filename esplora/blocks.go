@@ -153,15 +153,20 @@ func (s *Server) tipHeight() (*reply, error) {
 	return textReply(strconv.Itoa(int(tip.Height)), ttlShort), nil
 }
 
-// parseHeight parses a height as electrs does (Rust's usize: digits after
-// an optional '+'); a number past any height there can be is
-// math.MaxInt32, beyond every tip.
+// parseHeight parses a height as electrs does (a usize); a number past any
+// height there can be is math.MaxInt32, beyond every tip.
 func parseHeight(s string) (int32, bool) {
-	n, err := strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, 64)
+	n, err := parseUint(s, 64)
 	if err != nil {
 		return 0, false
 	}
 	return int32(min(n, math.MaxInt32)), true
+}
+
+// parseUint parses an unsigned number of the given bits as Rust's FromStr
+// does for electrs' path numbers: digits after an optional '+'.
+func parseUint(s string, bits int) (uint64, error) {
+	return strconv.ParseUint(strings.TrimPrefix(s, "+"), 10, bits)
 }
 
 // GET /blocks[/:start_height]: ten blocks down from start_height (a start
@@ -310,7 +315,7 @@ func (s *Server) blockTxid(hs, is string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	index, err := strconv.ParseUint(is, 10, 64)
+	index, err := parseUint(is, 64)
 	if err != nil {
 		return nil, errInvalidNumber
 	}
@@ -333,7 +338,7 @@ func (s *Server) blockTxs(q *request, hs, startStr string) (*reply, error) {
 		return nil, err
 	}
 	start := uint64(0)
-	if n, err := strconv.ParseUint(startStr, 10, 32); err == nil {
+	if n, err := parseUint(startStr, 32); err == nil {
 		start = n
 	}
 	txs := block.Transactions()

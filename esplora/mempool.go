@@ -159,9 +159,9 @@ func rpcError(code int, msg string) *httpError { return methodError("sendrawtran
 func (s *Server) broadcast(body string) (*reply, error) {
 	tx, err := decodeTx(body)
 	if err != nil {
-		return nil, rpcError(-22, "TX decode failed")
+		return nil, rpcError(-22, "TX decode failed. Make sure the tx has at least one input.")
 	}
-	if err := s.index.Broadcast(tx); err != nil {
+	if err := s.index.SendRawTransaction(tx); err != nil {
 		if errors.Is(err, electrum.ErrInChain) {
 			return nil, rpcError(-27, "Transaction already in block chain")
 		}

@@ -230,7 +230,7 @@ func TestBadInput(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("a path outside the prefix: %d", resp.StatusCode)
 	}
-	if code, body := n.post("/tx", "zz"); code != 400 || body != `sendrawtransaction RPC error: {"code":-22,"message":"TX decode failed"}` {
+	if code, body := n.post("/tx", "zz"); code != 400 || body != `sendrawtransaction RPC error: {"code":-22,"message":"TX decode failed. Make sure the tx has at least one input."}` {
 		t.Errorf("POST /tx zz: %d %s", code, body)
 	}
 	if code, body := n.post("/tx", strings.Repeat("00", DefaultMaxBody/2+1)); code != http.StatusRequestEntityTooLarge {

@@ -108,10 +108,8 @@ func (s *Server) submitPackage(q *request) (*reply, error) {
 		if err != nil {
 			return nil, submitError(-22, "TX decode failed: "+h+" Make sure the tx has at least one input.")
 		}
-		for _, out := range tx.TxOut {
-			if electrum.Burns(out.PkScript) && out.Value > maxBurn {
-				return nil, submitError(-25, "Unspendable output exceeds maximum configured by user (maxburnamount)")
-			}
+		if electrum.BurnsOver(tx, maxBurn) {
+			return nil, submitError(-25, electrum.ErrMaxBurn.Error())
 		}
 		txs[i] = tx
 	}

@@ -3,7 +3,6 @@ package esplora
 import (
 	"errors"
 	"sort"
-	"strconv"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -134,7 +133,7 @@ func (s *Server) outspend(q *request, txidStr, voutStr string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	vout, err := strconv.ParseUint(voutStr, 10, 32)
+	vout, err := parseUint(voutStr, 32)
 	if err != nil {
 		return nil, errInvalidNumber
 	}
