@@ -285,7 +285,7 @@ func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, 
 		}
 		end := len(nums)
 		if before != nil {
-			pos, _, found := locateTx(r, before)
+			pos, _, found := locateTx(r, c, before)
 			end = sort.Search(len(nums), func(i int) bool { return nums[i] >= pos })
 			if !found || end == len(nums) || nums[end] != pos {
 				return nil
@@ -627,15 +627,13 @@ func (idx *ElectrumIndex) IsUnspent(sh ScriptHash, height int32, op wire.OutPoin
 	return found, tip, err
 }
 
-// locateTx finds the position and row of a confirmed transaction. Of several
-// transactions with the same txid (possible before BIP 30) the latest wins.
-func locateTx(meta kvReader, txid *chainhash.Hash) (uint64, txRow, bool) {
-	var (
-		best  uint64
-		row   txRow
-		found bool
-	)
-	txidMatches(meta, meta.Cursor(), txid, func(n uint64, r txRow) bool {
+// locateTx finds, with cursor c of meta, the position and row of a
+// confirmed transaction. Of several transactions with the same txid
+// (possible before BIP 30) the latest wins. A caller locating many reuses
+// one cursor: a view keeps every cursor it hands out until released.
+func locateTx(meta kvReader, c cursor, txid *chainhash.Hash) (uint64, txRow, bool) {
+	best, row, found := uint64(0), txRow{}, false
+	txidMatches(meta, c, txid, func(n uint64, r txRow) bool {
 		if !found || n > best {
 			best, row, found = n, r, true
 		}
@@ -694,16 +692,17 @@ func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
 	_, err := idx.read(func(r *snapView, _ Tip) error {
 		var err error
-		loc, _, err = txLocation(r, &txid, false)
+		loc, _, err = txLocation(r, r.Cursor(), &txid, false)
 		return err
 	})
 	return loc, err
 }
 
-// txLocation is TxLocation inside a view; it also returns the tx row, with
-// the transaction's place in its block when place is set.
-func txLocation(meta kvReader, txid *chainhash.Hash, place bool) (TxLocation, txRow, error) {
-	n, r, found := locateTx(meta, txid)
+// txLocation is TxLocation inside a view, with its cursor c; it also
+// returns the tx row, with the transaction's place in its block when place
+// is set.
+func txLocation(meta kvReader, c cursor, txid *chainhash.Hash, place bool) (TxLocation, txRow, error) {
+	n, r, found := locateTx(meta, c, txid)
 	if !found {
 		return TxLocation{}, r, ErrNotFound
 	}
@@ -767,7 +766,7 @@ func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error)
 	)
 	_, err := idx.read(func(r *snapView, _ Tip) error {
 		var err error
-		loc, row, err = txLocation(r, &txid, true)
+		loc, row, err = txLocation(r, r.Cursor(), &txid, true)
 		return err
 	})
 	if err != nil {

@@ -309,13 +309,14 @@ func (w *writer) undoFromBlock(b *leveldb.Batch, view *snapView, t memTip) (size
 // and read from btcd's block files.
 func spentOutputsFromIndex(dbTx database.Tx, r kvReader, block *btcutil.Block) ([]blockchain.SpentTxOut, error) {
 	var stxos []blockchain.SpentTxOut
+	c := r.Cursor()
 	for i, tx := range block.Transactions() {
 		if i == 0 {
 			continue
 		}
 		for _, in := range tx.MsgTx().TxIn {
 			prev := in.PreviousOutPoint
-			loc, row, err := txLocation(r, &prev.Hash, true)
+			loc, row, err := txLocation(r, c, &prev.Hash, true)
 			if err != nil {
 				return nil, fmt.Errorf("spent transaction %v: %w", prev.Hash, err)
 			}

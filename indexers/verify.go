@@ -526,13 +526,13 @@ func (v *verifier) spentOutputs(block *btcutil.Block) ([]blockchain.SpentTxOut, 
 // checkRebuilt confirms that the spent outputs rebuilt from the index come
 // from the transactions the block's inputs name.
 func (v *verifier) checkRebuilt(block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
-	n := 0
+	n, c := 0, v.meta.Cursor()
 	for i, tx := range block.Transactions() {
 		if i == 0 {
 			continue
 		}
 		for _, in := range tx.MsgTx().TxIn {
-			loc, r, err := txLocation(v.meta, &in.PreviousOutPoint.Hash, true)
+			loc, r, err := txLocation(v.meta, c, &in.PreviousOutPoint.Hash, true)
 			if err != nil {
 				return err
 			}
