@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,7 +53,7 @@ func configFileError(path string, err error) error {
 // which may take hours to build on an existing datadir): each address must
 // be one a listener can bind, and no address may serve two listeners.
 func (cfg *Config) validateListeners() error {
-	used := make(map[string]string)
+	var used []listenSpot
 	for _, set := range []struct {
 		option  string
 		addrs   []string
@@ -78,13 +79,62 @@ func (cfg *Config) validateListeners() error {
 			if (set.option == "listen" && cfg.DisableListen) || (set.option == "rpclisten" && cfg.DisableRPC) {
 				continue // that listener does not open
 			}
-			if other, ok := used[a]; ok && other != set.option {
-				return fmt.Errorf("--%s=%s: the address is --%s's already; one address serves one listener", set.option, a, other)
+			spot := listenSpotOf(set.option, a)
+			for _, other := range used {
+				if other.option != set.option && other.overlaps(spot) {
+					return fmt.Errorf("--%s=%s: the address is --%s's already (--%s=%s); one address serves one listener",
+						set.option, a, other.option, other.option, other.addr)
+				}
 			}
-			used[a] = set.option
+			used = append(used, spot)
 		}
 	}
 	return nil
+}
+
+// listenSpot is what a listen address binds: a port on some addresses, or
+// on all of them (a host left empty, "0.0.0.0" or "::": Go listens on both
+// families for any of them). A host name binds one of the addresses it
+// resolves to; all of them count.
+type listenSpot struct {
+	option, addr string
+	port         int
+	ips          []netip.Addr
+	all          bool
+}
+
+// listenSpotOf returns the spot of addr, an address checkListenAddr took.
+func listenSpotOf(option, addr string) listenSpot {
+	host, port, _ := net.SplitHostPort(addr)
+	s := listenSpot{option: option, addr: addr, all: host == ""}
+	s.port, _ = net.LookupPort("tcp", port)
+	hosts := []string{host}
+	if _, err := netip.ParseAddr(host); err != nil && host != "" {
+		hosts, _ = net.LookupHost(host)
+	}
+	for _, h := range hosts {
+		if ip, err := netip.ParseAddr(h); err == nil {
+			s.all = s.all || ip.IsUnspecified()
+			s.ips = append(s.ips, ip.Unmap())
+		}
+	}
+	return s
+}
+
+// overlaps reports whether s and o cannot both be bound.
+func (s listenSpot) overlaps(o listenSpot) bool {
+	if s.port != o.port {
+		return false
+	}
+	if s.all || o.all {
+		return true
+	}
+	for _, ip := range o.ips {
+		if slices.Contains(s.ips, ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkListenAddr says why a listener could not bind addr (host:port), or
@@ -125,20 +175,22 @@ func nonEmpty(s string) []string {
 	return []string{s}
 }
 
-// checkCertPair checks the TLS listeners' certificate and key at start,
-// not once the index has caught up: both files load as a pair, or both are
-// missing (a self-signed pair is then made).
-func checkCertPair(certFile, keyFile string) error {
+// checkCertPair checks a TLS certificate and key at start, not once the
+// index has caught up and the listeners open: both files load as a pair,
+// or both are missing (a self-signed pair is then made). certOpt and keyOpt
+// name the options in the message.
+func checkCertPair(certOpt, certFile, keyOpt, keyFile string) error {
 	_, certErr := os.Stat(certFile)
 	_, keyErr := os.Stat(keyFile)
 	switch {
 	case certErr != nil && keyErr != nil:
 		return nil
 	case certErr != nil || keyErr != nil:
-		return fmt.Errorf("--electrumcert=%s, --electrumkey=%s: only one of them exists (both, or neither for a self-signed pair)", certFile, keyFile)
+		return fmt.Errorf("--%s=%s, --%s=%s: only one of them exists (both, or neither for a self-signed pair)",
+			certOpt, certFile, keyOpt, keyFile)
 	}
 	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-		return fmt.Errorf("--electrumcert=%s, --electrumkey=%s: %v", certFile, keyFile, err)
+		return fmt.Errorf("--%s=%s, --%s=%s: %v", certOpt, certFile, keyOpt, keyFile, err)
 	}
 	return nil
 }
