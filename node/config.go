@@ -435,6 +435,12 @@ func (cfg *Config) Normalize() error {
 	if !cfg.DisableRPC && cfg.RPCLimitUser != "" && cfg.RPCLimitPass == "" {
 		return errors.New("--rpclimituser needs --rpclimitpass: with an empty password anyone who knows the user name could use the RPC server")
 	}
+	if cfg.RPCMaxRequestBytes <= 0 {
+		return fmt.Errorf("--rpcmaxrequestbytes=%d: want a positive number of bytes", cfg.RPCMaxRequestBytes)
+	}
+	if cfg.RPCMaxBatch <= 0 {
+		return fmt.Errorf("--rpcmaxbatch=%d: want a positive number of requests", cfg.RPCMaxBatch)
+	}
 	if len(cfg.RPCListeners) == 0 {
 		cfg.RPCListeners = []string{net.JoinHostPort("localhost", cfg.rpcPort)}
 	}

@@ -154,3 +154,16 @@ func TestCostLimitsValidated(t *testing.T) {
 		})
 	}
 }
+
+// The RPC server's size limits are checked at start: zero or a negative
+// value is refused with the option named, not silently taken for the
+// default.
+func TestRPCLimitsValidated(t *testing.T) {
+	for _, arg := range []string{"--rpcmaxrequestbytes=-1", "--rpcmaxrequestbytes=0", "--rpcmaxbatch=-5", "--rpcmaxbatch=0"} {
+		a := []string{writeConfigFile(t, ""), "--regtest", "--rpcuser=u", "--rpcpass=p", arg}
+		_, _, err := LoadConfig(a)
+		if err == nil || !strings.Contains(err.Error(), strings.SplitN(arg, "=", 2)[0]) {
+			t.Errorf("%s: %v, want refused with the option named", arg, err)
+		}
+	}
+}

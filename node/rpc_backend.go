@@ -171,7 +171,7 @@ func (b rpcBackend) ElectrumInfo() rpcext.ElectrumInfo {
 		if p := idx.Progress(); !p.Started.IsZero() {
 			info.CatchUp = &rpcext.CatchUpInfo{
 				Running: p.Running, FromHeight: p.From, TargetHeight: p.Target,
-				Height: p.Height, AssembledHeight: p.Height, Txs: p.Txs, TargetTxs: p.TargetTxs,
+				Height: p.Height, Txs: p.Txs, TargetTxs: p.TargetTxs,
 				TxPerSecond: p.Rate, ETASeconds: p.ETA.Seconds(), Seconds: p.Duration().Seconds(),
 			}
 		}

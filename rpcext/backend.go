@@ -163,19 +163,17 @@ type ElectrumInfo struct {
 }
 
 // CatchUpInfo is the state of an index catch-up. Height, Txs, the rate and
-// the ETA count committed work only (what the index serves); blocks
-// assembled but not committed yet show in AssembledHeight alone.
+// the ETA count committed work only (what the index serves).
 type CatchUpInfo struct {
-	Running         bool    `json:"running"`
-	FromHeight      int32   `json:"fromheight"`
-	TargetHeight    int32   `json:"targetheight"`
-	Height          int32   `json:"height"`
-	AssembledHeight int32   `json:"assembledheight"`
-	Txs             uint64  `json:"txs"`
-	TargetTxs       uint64  `json:"targettxs"`
-	TxPerSecond     float64 `json:"txpersecond"`
-	ETASeconds      float64 `json:"etaseconds"`
-	Seconds         float64 `json:"seconds"`
+	Running      bool    `json:"running"`
+	FromHeight   int32   `json:"fromheight"`
+	TargetHeight int32   `json:"targetheight"`
+	Height       int32   `json:"height"`
+	Txs          uint64  `json:"txs"`
+	TargetTxs    uint64  `json:"targettxs"`
+	TxPerSecond  float64 `json:"txpersecond"`
+	ETASeconds   float64 `json:"etaseconds"`
+	Seconds      float64 `json:"seconds"`
 	// MemoryLimit is the process's soft memory limit in bytes during the
 	// catch-up (0: the catch-up set none).
 	MemoryLimit int64 `json:"memorylimit"`
