@@ -381,15 +381,17 @@ func (b *IndexBackend) FeeHistogram() [][2]float64 { return b.Mempool.FeeHistogr
 // Broadcast implements TxRelay.
 //
 // It answers as bitcoind's sendrawtransaction does, which wallets rely on:
-// a transaction the pool already holds is accepted again, so that a wallet
-// may broadcast it again, and one the index holds confirmed is ErrInChain.
+// a transaction the mempool already holds is accepted again, so that a
+// wallet may broadcast it again (one waiting in btcd's orphan pool is not
+// in the mempool, and stays refused), and one the index holds confirmed is
+// ErrInChain.
 func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
 	err := b.Relay.Broadcast(tx)
 	if err == nil {
 		return nil
 	}
 	hash := tx.TxHash()
-	if b.Pool != nil && b.Pool.HaveTransaction(&hash) {
+	if b.Pool != nil && b.Pool.IsTransactionInPool(&hash) {
 		return nil
 	}
 	if _, lerr := b.Index.TxLocation(hash); lerr == nil {
