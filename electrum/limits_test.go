@@ -504,41 +504,45 @@ func TestSubscribeUnsubscribeRaceLeavesNoRegistration(t *testing.T) {
 	}
 }
 
-// TestPendingTLSHandshakesBounded: connections to the TLS port that never
-// handshake hold no more places than sessions from their address could:
-// past MaxSessionsPerIP the server closes them at once.
+// TestPendingTLSHandshakesBounded: connections to a TLS port (TLS or WSS)
+// that never handshake hold no more places than sessions from their
+// address could: past MaxSessionsPerIP the server closes them at once.
 func TestPendingTLSHandshakesBounded(t *testing.T) {
-	fx := newFixtureChain(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startServer(t, fx.f, func(c *Config) {
-		c.Listeners = append(c.Listeners, Listener{Transport: TLS, Listener: l})
-		c.CertDir = t.TempDir()
-		c.MaxSessionsPerIP = 3
-	})
-	var conns []net.Conn
-	for i := 0; i < 8; i++ {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
-	pending := 0
-	for _, c := range conns {
-		// Closed by the server: EOF at once; pending: the deadline.
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				pending++
+	for _, tr := range []Transport{TLS, WSS} {
+		t.Run(tr.String(), func(t *testing.T) {
+			fx := newFixtureChain(t)
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if pending > 3 {
-		t.Fatalf("%d silent connections from one address pending their TLS handshake, MaxSessionsPerIP 3", pending)
+			startServer(t, fx.f, func(c *Config) {
+				c.Listeners = append(c.Listeners, Listener{Transport: tr, Listener: l})
+				c.CertDir = t.TempDir()
+				c.MaxSessionsPerIP = 3
+			})
+			var conns []net.Conn
+			for i := 0; i < 8; i++ {
+				c, err := net.Dial("tcp", l.Addr().String())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				conns = append(conns, c)
+			}
+			pending := 0
+			for _, c := range conns {
+				// Closed by the server: EOF at once; pending: the deadline.
+				c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				if _, err := c.Read(make([]byte, 1)); err != nil {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						pending++
+					}
+				}
+			}
+			if pending > 3 {
+				t.Fatalf("%d silent connections from one address pending their %s handshake, MaxSessionsPerIP 3", pending, tr)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package electrum
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -18,44 +17,6 @@ import (
 
 	"github.com/gorilla/websocket"
 )
-
-// TestPendingWSSHandshakesBounded is TestPendingTLSHandshakesBounded for
-// the WSS port: one address has no more TLS handshakes pending than
-// MaxSessionsPerIP (docs/OPERATIONS.md), whichever TLS port it dials.
-func TestPendingWSSHandshakesBounded(t *testing.T) {
-	fx := newFixtureChain(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	startServer(t, fx.f, func(c *Config) {
-		c.Listeners = append(c.Listeners, Listener{Transport: WSS, Listener: l})
-		c.CertDir = t.TempDir()
-		c.MaxSessionsPerIP = 3
-	})
-	var conns []net.Conn
-	for i := 0; i < 8; i++ {
-		c, err := net.Dial("tcp", l.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		conns = append(conns, c)
-	}
-	pending := 0
-	for _, c := range conns {
-		c.SetReadDeadline(time.Now().Add(2 * time.Second))
-		if _, err := c.Read(make([]byte, 1)); err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				pending++
-			}
-		}
-	}
-	if pending > 3 {
-		t.Fatalf("%d silent connections from one address pending their WSS (TLS) handshake, MaxSessionsPerIP 3", pending)
-	}
-}
 
 // ctxChildren returns how many contexts are registered as children of the
 // server's context (context.cancelCtx.children), read under its lock.

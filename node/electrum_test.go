@@ -65,6 +65,20 @@ func (c *electrumClient) read() map[string]any {
 // call sends a request and returns its result, keeping notifications.
 func (c *electrumClient) call(method string, params ...any) any {
 	c.t.Helper()
+	msg := c.rawCall(method, params...)
+	if id, _ := msg["id"].(float64); int(id) != c.id {
+		c.t.Fatalf("response id %v, want %d", msg["id"], c.id)
+	}
+	if e, ok := msg["error"]; ok && e != nil {
+		c.t.Fatalf("%s: error %v", method, e)
+	}
+	return msg["result"]
+}
+
+// rawCall sends a request and returns its whole response (result or
+// error), keeping notifications.
+func (c *electrumClient) rawCall(method string, params ...any) map[string]any {
+	c.t.Helper()
 	c.id++
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
 	if _, err := c.conn.Write(append(req, '\n')); err != nil {
@@ -76,13 +90,7 @@ func (c *electrumClient) call(method string, params ...any) any {
 			c.notes = append(c.notes, msg)
 			continue
 		}
-		if id, _ := msg["id"].(float64); int(id) != c.id {
-			c.t.Fatalf("response id %v, want %d", msg["id"], c.id)
-		}
-		if e, ok := msg["error"]; ok && e != nil {
-			c.t.Fatalf("%s: error %v", method, e)
-		}
-		return msg["result"]
+		return msg
 	}
 }
 

@@ -557,24 +557,6 @@ func TestMempoolEsploraReplacement(t *testing.T) {
 	}
 }
 
-// rawCall sends a request and returns its whole response (result or error).
-func (c *electrumClient) rawCall(method string, params ...any) map[string]any {
-	c.t.Helper()
-	c.id++
-	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id, "method": method, "params": params})
-	if _, err := c.conn.Write(append(req, '\n')); err != nil {
-		c.t.Fatal(err)
-	}
-	for {
-		msg := c.read()
-		if _, ok := msg["method"]; ok {
-			c.notes = append(c.notes, msg)
-			continue
-		}
-		return msg
-	}
-}
-
 // TestMempoolBroadcastOfOrphanIsNotAccepted: O (spending an output of P, which
 // this node has not seen) came from a peer and waits in btcd's orphan pool,
 // outside the mempool. A wallet broadcasting O must not be told it was

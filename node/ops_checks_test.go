@@ -94,29 +94,38 @@ func TestBinaryRefusesUnusableListenersBeforeOpening(t *testing.T) {
 	}
 }
 
-// The TLS pair is checked at start, not when the listeners open after the
-// index has caught up: a certificate whose key file is missing (a typo in
-// --electrumkey) stops the node before anything is opened.
+// The TLS pairs are checked at start, not when the listeners open after the
+// index has caught up (hours on an existing datadir): a certificate whose
+// key file is missing (a typo in --electrumkey or --rpckey) stops the node,
+// naming the options, before anything is opened.
 func TestBinaryChecksTLSPairBeforeOpening(t *testing.T) {
 	bin := buildBinary(t)
-	dir := t.TempDir()
-	cert := filepath.Join(dir, "electrum.cert")
-	if err := os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "--regtest", "-C", os.DevNull, "--datadir="+filepath.Join(dir, "data"),
-		"--logdir="+filepath.Join(dir, "logs"), "--nolisten", "--electrumindex",
-		"--electrumtlslisten=127.0.0.1:51046", "--electrumcert="+cert,
-		"--electrumkey="+filepath.Join(dir, "electrum.kye"))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
-	}
-	if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
-		t.Errorf("the block database was created before the TLS pair was refused (stderr %q)", stderr.String())
+	for _, tc := range []struct{ certOpt, keyOpt string }{{"electrumcert", "electrumkey"}, {"rpccert", "rpckey"}} {
+		t.Run(tc.certOpt, func(t *testing.T) {
+			dir := t.TempDir()
+			cert := filepath.Join(dir, "tls.cert")
+			if err := os.WriteFile(cert, []byte("-----BEGIN CERTIFICATE-----\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, "--regtest", "-C", os.DevNull, "--datadir="+filepath.Join(dir, "data"),
+				"--logdir="+filepath.Join(dir, "logs"), "--nolisten", "--electrumindex",
+				"--electrumtlslisten="+freePort(t), "--rpcuser=u", "--rpcpass=p", "--rpclisten="+freePort(t),
+				"--"+tc.certOpt+"="+cert, "--"+tc.keyOpt+"="+filepath.Join(dir, "tls.kye"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if _, err := os.Stat(filepath.Join(dir, "data")); err == nil {
+				t.Errorf("the block database was created before the TLS pair was refused (stderr %q)", msg)
+			}
+			if !strings.Contains(msg, "--"+tc.certOpt) || !strings.Contains(msg, "--"+tc.keyOpt) {
+				t.Errorf("stderr %q does not name --%s and --%s", msg, tc.certOpt, tc.keyOpt)
+			}
+		})
 	}
 }
 
