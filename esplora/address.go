@@ -29,6 +29,30 @@ var errTooPopular = badRequest("Too many history entries")
 // when a block came between them.
 const tipRetries = 5
 
+// atOneTip returns what read answers at one index tip: read, which reads
+// the index and the unconfirmed view, runs again (at most tipRetries
+// times; then its last answer stands) while the index tip after it is not
+// the one before it. A block committed or undone between its reads would
+// count a transaction in neither part, or in both. The request's
+// transactions are read again each time: their places may have moved.
+func atOneTip[T any](s *Server, q *request, read func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		clear(q.txs)
+		before, err := s.index.ChainTip()
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := read()
+		if err != nil || attempt == tipRetries {
+			return v, err
+		}
+		if after, err := s.index.ChainTip(); err != nil || after == before {
+			return v, err
+		}
+	}
+}
+
 // otherNets are the networks an address of another network is recognised
 // from, to say so rather than call it invalid.
 var otherNets = []*chaincfg.Params{&chaincfg.MainNetParams, &chaincfg.TestNet3Params,
@@ -570,14 +594,18 @@ func (s *Server) scriptStats(q *request, kind, str string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	chain, err := s.chainStats(q, sh, script)
+	both, err := atOneTip(s, q, func() ([2]scriptStats, error) {
+		chain, err := s.chainStats(q, sh, script)
+		if err != nil {
+			return [2]scriptStats{}, err
+		}
+		mem, err := s.mempoolStatsOf(q, sh, script)
+		return [2]scriptStats{chain, mem}, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	mem, err := s.mempoolStatsOf(q, sh, script)
-	if err != nil {
-		return nil, err
-	}
+	chain, mem := both[0], both[1]
 	// The keys sorted, as serde_json writes electrs' answer.
 	type addressStats struct {
 		Address      string      `json:"address"`
@@ -660,6 +688,11 @@ func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 			after = &h
 		}
 	}
+	return atOneTip(s, q, func() (*reply, error) { return s.scriptTxsAt(q, sh, after) })
+}
+
+// scriptTxsAt is scriptTxs's answer, read once.
+func (s *Server) scriptTxsAt(q *request, sh indexers.ScriptHash, after *chainhash.Hash) (*reply, error) {
 	// after_txid is looked for among all the script's unconfirmed
 	// transactions, not only the first page's.
 	es := s.index.MempoolEntries(sh)
@@ -779,6 +812,9 @@ retry:
 		}
 		for _, u := range s.index.MempoolUnspent(sh) {
 			out = append(out, utxoValue{u.TxHash.String(), u.Vout, txStatus{}, u.Value})
+		}
+		if now, err := s.index.ChainTip(); err == nil && now != tip && attempt+1 < tipRetries {
+			continue // a block came between the two parts
 		}
 		if len(out) > s.cfg.MaxUtxos {
 			return nil, errTooPopular

@@ -137,14 +137,13 @@ func (s *Server) outspend(q *request, txidStr, voutStr string) (*reply, error) {
 	if err != nil {
 		return nil, errInvalidNumber
 	}
-	c, err := s.lookupTx(q, txid)
-	if err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return jsonReply(spendValue{}, ttlShort)
-	}
-	sp, err := s.spenders(q, c, []uint32{uint32(vout)})
+	sp, err := atOneTip(s, q, func() ([]spendValue, error) {
+		c, err := s.lookupTx(q, txid)
+		if err != nil || c == nil {
+			return []spendValue{{}}, err
+		}
+		return s.spenders(q, c, []uint32{uint32(vout)})
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -157,15 +156,17 @@ func (s *Server) outspend(q *request, txidStr, voutStr string) (*reply, error) {
 
 // GET /tx/:txid/outspends
 func (s *Server) outspends(q *request, txidStr string) (*reply, error) {
-	c, err := s.requestedTx(q, txidStr)
-	if err != nil {
-		return nil, err
-	}
-	vouts := make([]uint32, len(c.tx.TxOut))
-	for i := range vouts {
-		vouts[i] = uint32(i)
-	}
-	sp, err := s.spenders(q, c, vouts)
+	sp, err := atOneTip(s, q, func() ([]spendValue, error) {
+		c, err := s.requestedTx(q, txidStr)
+		if err != nil {
+			return nil, err
+		}
+		vouts := make([]uint32, len(c.tx.TxOut))
+		for i := range vouts {
+			vouts[i] = uint32(i)
+		}
+		return s.spenders(q, c, vouts)
+	})
 	if err != nil {
 		return nil, err
 	}
