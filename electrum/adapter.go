@@ -44,6 +44,11 @@ func (b *IndexBackend) ChainParams() *chaincfg.Params { return b.Params }
 // moves a moment before the index's rows become visible to readers).
 func (b *IndexBackend) ChainTip() (indexers.Tip, error) { return b.Index.Tip() }
 
+// StoredBlock reads a block of btcd's database, in the main chain or not.
+func (b *IndexBackend) StoredBlock(hash chainhash.Hash) (*btcutil.Block, error) {
+	return b.Index.StoredBlock(hash)
+}
+
 // LatestTip returns the block the index last wrote, without a database read
 // (see latestTipper).
 func (b *IndexBackend) LatestTip() (indexers.Tip, bool) { return b.Index.LatestTip() }

@@ -30,6 +30,9 @@ type Index interface {
 	TxLocation(txid chainhash.Hash) (indexers.TxLocation, error)
 	BlockTxIDs(height int32) ([]chainhash.Hash, error)
 	RawTx(txid chainhash.Hash) ([]byte, indexers.TxLocation, error)
+	// StoredBlock reads a block of btcd's database, in the main chain or
+	// not (indexers.ElectrumIndex.StoredBlock).
+	StoredBlock(hash chainhash.Hash) (*btcutil.Block, error)
 	// HistoryPage reads the n entries of a script's history before a
 	// transaction's (nil: the newest), in history order
 	// (indexers.ElectrumIndex.HistoryPage).

@@ -47,35 +47,45 @@ type blockStatus struct {
 // parseBlockHash parses a block hash as displayed.
 func parseBlockHash(s string) (chainhash.Hash, error) { return parseTxid(s) }
 
-// mainHeight returns the height of a main-chain block at or below the
-// index tip; errBlockNotFound for any other block.
-func (s *Server) mainHeight(hash *chainhash.Hash) (int32, indexers.Tip, error) {
+// indexChain returns the chain of the index tip (tipChain): the blocks
+// every answer describes, the tip's and the transactions' statuses too.
+func (s *Server) indexChain() (*tipChain, error) {
 	tip, err := s.index.ChainTip()
 	if err != nil {
-		return 0, tip, err
+		return nil, err
 	}
-	height, err := s.chain.BlockHeightByHash(hash)
-	if err != nil || height > tip.Height {
-		return 0, tip, errBlockNotFound
-	}
-	return height, tip, nil
+	return s.tipChain(tip)
 }
 
-// mainBlock reads a main-chain block at or below the index tip.
-func (s *Server) mainBlock(hashStr string) (*btcutil.Block, int32, indexers.Tip, error) {
+// mainHeight returns the height of a block of the index tip's chain, and
+// that chain; errBlockNotFound for any other block.
+func (s *Server) mainHeight(hash *chainhash.Hash) (int32, *tipChain, error) {
+	at, err := s.indexChain()
+	if err != nil {
+		return 0, nil, err
+	}
+	height, ok := at.height(hash)
+	if !ok {
+		return 0, at, errBlockNotFound
+	}
+	return height, at, nil
+}
+
+// mainBlock reads a block of the index tip's chain, with its height and
+// the tip's.
+func (s *Server) mainBlock(hashStr string) (block *btcutil.Block, height, top int32, err error) {
 	hash, err := parseBlockHash(hashStr)
 	if err != nil {
-		return nil, 0, indexers.Tip{}, err
+		return nil, 0, 0, err
 	}
-	height, tip, err := s.mainHeight(&hash)
+	height, at, err := s.mainHeight(&hash)
 	if err != nil {
-		return nil, 0, tip, err
+		return nil, 0, 0, err
 	}
-	block, err := s.chain.BlockByHash(&hash)
-	if err != nil {
-		return nil, 0, tip, errBlockNotFound
+	if block, err = at.block(&hash, height); err != nil {
+		return nil, 0, 0, errBlockNotFound
 	}
-	return block, height, tip, nil
+	return block, height, at.top(), nil
 }
 
 // medianTime returns the median timestamp of the block and the ten before
@@ -172,13 +182,13 @@ func parseUint(s string, bits int) (uint64, error) {
 // GET /blocks[/:start_height]: ten blocks down from start_height (a start
 // that is not a number means the tip, as in electrs).
 func (s *Server) blocks(q *request, start string) (*reply, error) {
-	tip, err := s.index.ChainTip()
+	at, err := s.indexChain()
 	if err != nil {
 		return nil, err
 	}
-	height := tip.Height
+	height := at.top()
 	if h, ok := parseHeight(start); ok && start != "" {
-		if h > tip.Height {
+		if h > at.top() {
 			return nil, errBlockNotFound
 		}
 		height = h
@@ -188,7 +198,11 @@ func (s *Server) blocks(q *request, start string) (*reply, error) {
 		if q.ctx.Err() != nil {
 			return nil, q.ctx.Err()
 		}
-		block, err := s.chain.BlockByHeight(height)
+		hash, ok := at.hash(height)
+		if !ok {
+			return nil, errBlockNotFound
+		}
+		block, err := at.block(&hash, height)
 		if err != nil {
 			return nil, errBlockNotFound
 		}
@@ -207,18 +221,15 @@ func (s *Server) blockHeight(hs string) (*reply, error) {
 	if !ok {
 		return nil, errInvalidNumber
 	}
-	tip, err := s.index.ChainTip()
+	at, err := s.indexChain()
 	if err != nil {
 		return nil, err
 	}
-	if height > tip.Height {
+	hash, ok := at.hash(height)
+	if height > at.top() || !ok {
 		return nil, errBlockNotFound
 	}
-	hash, err := s.chain.BlockHashByHeight(height)
-	if err != nil {
-		return nil, errBlockNotFound
-	}
-	return textReply(hash.String(), ttlByDepth(height, tip.Height, true)), nil
+	return textReply(hash.String(), ttlByDepth(height, at.top(), true)), nil
 }
 
 // GET /block/:hash
@@ -241,7 +252,7 @@ func (s *Server) blockStatus(hs string) (*reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	height, tip, err := s.mainHeight(&hash)
+	height, at, err := s.mainHeight(&hash)
 	if err != nil {
 		if err == errBlockNotFound {
 			return jsonReply(blockStatus{}, ttlShort)
@@ -249,13 +260,11 @@ func (s *Server) blockStatus(hs string) (*reply, error) {
 		return nil, err
 	}
 	st := blockStatus{InBestChain: true, Height: &height}
-	if height < tip.Height {
-		if next, err := s.chain.BlockHashByHeight(height + 1); err == nil {
-			n := next.String()
-			st.NextBest = &n
-		}
+	if next, ok := at.hash(height + 1); ok && height < at.top() {
+		n := next.String()
+		st.NextBest = &n
 	}
-	return jsonReply(st, ttlByDepth(height, tip.Height, true))
+	return jsonReply(st, ttlByDepth(height, at.top(), true))
 }
 
 // GET /block/:hash/header
@@ -333,7 +342,7 @@ func (s *Server) blockTxid(hs, is string) (*reply, error) {
 // GET /block/:hash/txs[/:start_index]: 25 transactions from start_index
 // (a start that is not a number means 0, as in electrs).
 func (s *Server) blockTxs(q *request, hs, startStr string) (*reply, error) {
-	block, height, tip, err := s.mainBlock(hs)
+	block, height, top, err := s.mainBlock(hs)
 	if err != nil {
 		return nil, err
 	}
@@ -369,5 +378,5 @@ func (s *Server) blockTxs(q *request, hs, startStr string) (*reply, error) {
 		}
 		out = append(out, v)
 	}
-	return jsonReply(out, ttlByDepth(height, tip.Height, true))
+	return jsonReply(out, ttlByDepth(height, top, true))
 }

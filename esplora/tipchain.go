@@ -3,6 +3,7 @@ package esplora
 import (
 	"slices"
 
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
@@ -49,6 +50,32 @@ func (c *tipChain) hash(height int32) (chainhash.Hash, bool) {
 		return chainhash.Hash{}, false
 	}
 	return *hash, true
+}
+
+// height returns the height of the tip chain's block hash; false for a
+// block of another chain.
+func (c *tipChain) height(hash *chainhash.Hash) (int32, bool) {
+	if i := slices.Index(c.above, *hash); i >= 0 {
+		return c.forkHeight + 1 + int32(i), true
+	}
+	height, err := c.s.chain.BlockHeightByHash(hash)
+	return height, err == nil && height <= c.forkHeight
+}
+
+// top returns the height of the tip.
+func (c *tipChain) top() int32 { return c.forkHeight + int32(len(c.above)) }
+
+// block reads the tip chain's block at height, hash: one btcd has left is
+// read from its database.
+func (c *tipChain) block(hash *chainhash.Hash, height int32) (*btcutil.Block, error) {
+	if height <= c.forkHeight {
+		return c.s.chain.BlockByHash(hash)
+	}
+	b, err := c.s.index.StoredBlock(*hash)
+	if err == nil {
+		b.SetHeight(height)
+	}
+	return b, err
 }
 
 // still reports whether the hashes hash returned are the tip chain's: the

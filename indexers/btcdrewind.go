@@ -50,10 +50,11 @@ func (m *Manager) rewindStaleBtcdIndexes(chain *blockchain.BlockChain, interrupt
 				}
 				initialized = true
 			}
-			block, err := m.storedBlock(&hash, height)
+			block, err := storedBlock(m.db, &hash)
 			if err != nil {
 				return fmt.Errorf("%s: block %v of its tip: %w", ix.Name(), hash, err)
 			}
+			block.SetHeight(height)
 			var stxos []blockchain.SpentTxOut
 			if _, isAddr := ix.(*btcdindexers.AddrIndex); isAddr {
 				stxos, err = chain.FetchSpendJournal(block)
@@ -103,22 +104,23 @@ func (m *Manager) btcdTip(key []byte) (chainhash.Hash, int32, bool) {
 	return hash, height, ok
 }
 
-// storedBlock reads a block from the database, main chain or not.
-func (m *Manager) storedBlock(hash *chainhash.Hash, height int32) (*btcutil.Block, error) {
-	var block *btcutil.Block
-	err := m.db.View(func(dbTx database.Tx) error {
+// storedBlock reads a block from btcd's database, main chain or not.
+func storedBlock(db database.DB, hash *chainhash.Hash) (block *btcutil.Block, err error) {
+	err = db.View(func(dbTx database.Tx) error {
 		raw, err := dbTx.FetchBlock(hash)
-		if err != nil {
-			return err
+		if err == nil {
+			block, err = btcutil.NewBlockFromBytes(append([]byte(nil), raw...))
 		}
-		block, err = btcutil.NewBlockFromBytes(append([]byte(nil), raw...))
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	block.SetHeight(height)
-	return block, nil
+	return block, err
+}
+
+// StoredBlock reads a block from btcd's database, main chain or not: the
+// blocks of the index tip's chain that btcd has left (until the index
+// undoes them) too.
+func (idx *ElectrumIndex) StoredBlock(hash chainhash.Hash) (*btcutil.Block, error) {
+	return storedBlock(idx.db, &hash)
 }
 
 // spentScriptsFromTxIndex rebuilds what the address index's DisconnectBlock

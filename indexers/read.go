@@ -690,8 +690,7 @@ func blockTxs(meta kvReader, height int32) (uint32, chainhash.Hash, bool) {
 // or ErrNotFound.
 func (idx *ElectrumIndex) TxLocation(txid chainhash.Hash) (TxLocation, error) {
 	var loc TxLocation
-	_, err := idx.read(func(r *snapView, _ Tip) error {
-		var err error
+	_, err := idx.read(func(r *snapView, _ Tip) (err error) {
 		loc, _, err = txLocation(r, r.Cursor(), &txid, false)
 		return err
 	})
@@ -764,8 +763,7 @@ func (idx *ElectrumIndex) RawTx(txid chainhash.Hash) ([]byte, TxLocation, error)
 		loc TxLocation
 		row txRow
 	)
-	_, err := idx.read(func(r *snapView, _ Tip) error {
-		var err error
+	_, err := idx.read(func(r *snapView, _ Tip) (err error) {
 		loc, row, err = txLocation(r, r.Cursor(), &txid, true)
 		return err
 	})
