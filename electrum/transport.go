@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -275,7 +276,14 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 				return
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
-			s.runSession(newWSConn(c, s.cfg.WriteTimeout), c.RemoteAddr(), t)
+			remote := c.RemoteAddr()
+			if _, ip := ipKeyOf(remote); ip != nil && s.exempt(ip) {
+				// A reverse proxy's client is the session's address.
+				if fwd := ForwardedClient(r); fwd != nil {
+					remote = &net.TCPAddr{IP: fwd}
+				}
+			}
+			s.runSession(newWSConn(c, s.cfg.WriteTimeout), remote, t)
 		}),
 	}
 	s.mu.Lock()
@@ -296,6 +304,19 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 		})
 	}()
 	_ = hs.Serve(q)
+}
+
+// ForwardedClient returns the address a reverse proxy appended last to a
+// request's X-Forwarded-For (the client it took the connection from), nil
+// when there is none. Only a proxy trusted not to forge it (one of the
+// exempt networks) may be asked.
+func ForwardedClient(r *http.Request) net.IP {
+	xff := r.Header.Values("X-Forwarded-For")
+	if len(xff) == 0 {
+		return nil
+	}
+	hops := strings.Split(xff[len(xff)-1], ",")
+	return net.ParseIP(strings.TrimSpace(hops[len(hops)-1]))
 }
 
 // connQueue is the listener an HTTP server serves: it hands over the

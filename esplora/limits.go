@@ -3,8 +3,9 @@ package esplora
 import (
 	"net"
 	"net/http"
-	"strings"
 	"sync"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
 
 // DefaultMaxRequestsPerIP is the number of requests of one client address
@@ -128,13 +129,7 @@ func (s *Server) clientIP(r *http.Request) (string, bool) {
 	if ip == nil || !s.exempt(ip) {
 		return addrKey(host, ip), false
 	}
-	xff := r.Header.Values("X-Forwarded-For")
-	if len(xff) == 0 {
-		return host, true
-	}
-	hops := strings.Split(xff[len(xff)-1], ",")
-	fwd := strings.TrimSpace(hops[len(hops)-1])
-	fip := net.ParseIP(fwd)
+	fip := electrum.ForwardedClient(r)
 	if fip == nil {
 		return host, true
 	}
