@@ -22,8 +22,7 @@ RUN_ARGS  ?=
 # each for the number of executions after its name here (a few seconds
 # each on 2 cores): a count, not a duration, because with a duration Go
 # 1.26's fuzzing coordinator can fail a target with "context deadline
-# exceeded" at the deadline when the machine is busy (golang/go#75804,
-# fixed in Go 1.27).
+# exceeded" at the deadline when the machine is busy.
 FUZZTIME  ?= 10s
 FUZZ_TARGETS := ./electrum/:FuzzDecodeMessage:30000 ./electrum/:FuzzLineFraming:20000 \
 	./electrum/:FuzzStatusNotification:50000 ./electrum/:FuzzFastJSON:30000 \
