@@ -12,12 +12,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -216,10 +218,23 @@ func (s *Server) handshake(c net.Conn) net.Conn {
 	ctx, cancel := context.WithTimeout(s.ctx, tlsHandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
+		// A plain HTTP request (ws:// to the WSS port) is told so, in
+		// the words browsers and HTTP clients get from any HTTPS server.
+		var re tls.RecordHeaderError
+		if errors.As(err, &re) && re.Conn != nil && plainHTTP(re.RecordHeader) {
+			re.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			io.WriteString(re.Conn, "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n")
+		}
 		c.Close()
 		return nil
 	}
 	return tc
+}
+
+// plainHTTP reports whether the first five bytes a client sent start an
+// HTTP request.
+func plainHTTP(b [5]byte) bool {
+	return slices.Contains([]string{"GET /", "HEAD ", "POST ", "PUT /", "OPTIO"}, string(b[:]))
 }
 
 // holdHandshake counts a TLS handshake in progress from addr against the

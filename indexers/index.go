@@ -229,31 +229,32 @@ type memTip struct {
 func (t memTip) tip() Tip { return Tip{Hash: t.hash, Height: t.height} }
 
 // loadTip reads the index tip, its cumulative transaction count and the
-// index's size from the store.
+// index's size from the store, which only the caller writes. A row that
+// cannot be read is that error; one missing or malformed is a CorruptError.
 func (idx *ElectrumIndex) loadTip() (memTip, error) {
-	v, err := newSnapView(idx.store)
-	if err != nil {
-		return memTip{}, err
+	var rerr error
+	get := func(k []byte) []byte {
+		v, err := idx.store.Get(k, nil)
+		if err != nil && !errors.Is(err, leveldb.ErrNotFound) && rerr == nil {
+			rerr = err
+		}
+		return v
 	}
-	defer v.release()
-	return tipIn(v)
-}
-
-// tipIn reads the index tip of r.
-func tipIn(r kvReader) (memTip, error) {
-	hash, height, ok := decodeTipVal(r.Get(tipKey))
-	if !ok {
+	hash, height, tipOK := decodeTipVal(get(tipKey))
+	t := memTip{hash: hash, height: height, stats: decodeStats(get(statsKey))}
+	blkOK := height < 0
+	if tipOK && !blkOK {
+		count, bhash, ok := decodeBlkVal(get(blkKey(height)))
+		t.txCount, blkOK = count, ok && bhash == hash
+	}
+	switch {
+	case rerr != nil:
+		return memTip{}, rerr
+	case !tipOK:
 		return memTip{}, corruptf("malformed tip entry")
+	case !blkOK:
+		return memTip{}, corruptf("no block row for tip %v at height %d", hash, height)
 	}
-	t := memTip{hash: hash, height: height, stats: decodeStats(r.Get(statsKey))}
-	if height < 0 {
-		return t, nil
-	}
-	count, bhash, ok := decodeBlkVal(r.Get(blkKey(height)))
-	if !ok || bhash != hash {
-		return t, corruptf("no block row for tip %v at height %d", hash, height)
-	}
-	t.txCount = count
 	return t, nil
 }
 

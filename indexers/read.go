@@ -430,8 +430,7 @@ func spanRows(spans []txSpan, rows []txRow, base int) []txSpan {
 // new block only the new entries are read and hashed.
 func (idx *ElectrumIndex) Status(sh ScriptHash, limit int) (*StatusHasher, Tip, error) {
 	var st *StatusHasher
-	tip, err := idx.read(func(r *snapView, tip Tip) error {
-		var err error
+	tip, err := idx.read(func(r *snapView, tip Tip) (err error) {
 		st, err = idx.statusIn(r, r.Cursor(), tip, sh, limit)
 		return err
 	})
