@@ -53,10 +53,9 @@ func (r flakyReader) Read(p []byte) (int, error) {
 
 // TestTransientReadErrorAtStartKeepsIndex: a read of the store that fails
 // for a moment while the index opens (EIO from a flaky disk, not a damaged
-// row) must fail that start, as a failed read of the schema version does,
-// and leave the index to the next one. It is taken for a damaged tip
-// (snapView.Get answers nil for any error, tipIn calls nil "corrupt") and
-// the whole index is deleted, to be rebuilt from the blocks.
+// row) fails that start, as a failed read of the schema version does, and
+// leaves the index whole to the next one: it is not taken for a damaged tip,
+// which would have the index deleted and rebuilt from the blocks.
 func TestTransientReadErrorAtStartKeepsIndex(t *testing.T) {
 	dir := t.TempDir()
 	var idx *indexers.ElectrumIndex
