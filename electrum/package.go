@@ -277,7 +277,7 @@ func Burns(pk []byte) bool {
 	}
 	t := txscript.MakeScriptTokenizer(0, pk)
 	for t.Next() {
-		if t.Opcode() > txscript.OP_NOP10 || len(t.Data()) > txscript.MaxScriptElementSize {
+		if t.Opcode() > txscript.OP_CHECKSIGADD || len(t.Data()) > txscript.MaxScriptElementSize {
 			return true
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/btcd-electrum/btcd-electrum/internal/testchain"
+	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -120,5 +121,27 @@ func TestVerboseBareKeyHasNoAddress(t *testing.T) {
 	}
 	if a, ok := spk["address"]; ok {
 		t.Errorf("P2PK output has \"address\": %s; bitcoind gives none for type pubkey", a)
+	}
+}
+
+// TestBurnsAsBitcoind: an output counts as burning its value as bitcoind's
+// maxburnamount counts it: a script starting with OP_RETURN, over the size
+// limit, not parsing, or with an opcode past OP_CHECKSIGADD (MAX_OPCODE);
+// OP_CHECKSIGADD itself and the NOPs are valid opcodes.
+func TestBurnsAsBitcoind(t *testing.T) {
+	for _, tc := range []struct {
+		script []byte
+		burns  bool
+	}{
+		{[]byte{txscript.OP_RETURN}, true},
+		{[]byte{txscript.OP_1, txscript.OP_PUSHDATA1}, true},
+		{[]byte{txscript.OP_1, 0xbb}, true},
+		{[]byte{txscript.OP_1, txscript.OP_CHECKSIGADD}, false},
+		{[]byte{txscript.OP_1, txscript.OP_NOP10}, false},
+		{[]byte{txscript.OP_TRUE}, false},
+	} {
+		if got := Burns(tc.script); got != tc.burns {
+			t.Errorf("Burns(%x) = %v, want %v", tc.script, got, tc.burns)
+		}
 	}
 }
