@@ -13,9 +13,7 @@ import (
 type ScriptHash [32]byte
 
 // ScriptHashFromScript returns the script hash of pkScript.
-func ScriptHashFromScript(pkScript []byte) ScriptHash {
-	return ScriptHash(sha256.Sum256(pkScript))
-}
+func ScriptHashFromScript(pkScript []byte) ScriptHash { return ScriptHash(sha256.Sum256(pkScript)) }
 
 // String returns the Electrum form: the hash byte-reversed, in hex.
 func (s ScriptHash) String() string { return chainhash.Hash(s).String() }

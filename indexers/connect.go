@@ -33,9 +33,7 @@ func (s *sizedWriter) Put(k, v []byte) error {
 	return s.w.Put(k, v)
 }
 
-func (s *sizedWriter) Delete(k []byte) error {
-	return s.deleteLen(k, valLen(k))
-}
+func (s *sizedWriter) Delete(k []byte) error { return s.deleteLen(k, valLen(k)) }
 
 // deleteLen deletes a row whose value is vlen bytes long.
 func (s *sizedWriter) deleteLen(k []byte, vlen int) error {

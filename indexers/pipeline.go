@@ -740,19 +740,21 @@ const DefaultCatchUpMemory = 320
 
 // limitMemory runs a large catch-up under a soft memory limit of what the
 // process holds now plus mib, unless a limit is set already (GOMEMLIMIT, or
-// the node's while it serves). Without one the garbage collector lets the
+// the node's while it serves): without one the garbage collector lets the
 // heap grow to twice what the catch-up keeps live. The returned function
-// lifts the limit and returns the memory to the system.
+// lifts it, unless another was set meanwhile, and frees the memory.
 func limitMemory(mib int) func() {
 	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return func() {}
 	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
-	held := int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-	debug.SetMemoryLimit(held + int64(mib)<<20)
+	limit := int64(s[0].Value.Uint64()-s[1].Value.Uint64()) + int64(mib)<<20
+	debug.SetMemoryLimit(limit)
 	return func() {
-		debug.SetMemoryLimit(math.MaxInt64)
+		if debug.SetMemoryLimit(-1) == limit {
+			debug.SetMemoryLimit(math.MaxInt64)
+		}
 		debug.FreeOSMemory()
 	}
 }

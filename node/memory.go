@@ -19,8 +19,8 @@ const DefaultServeMemory = 512
 // Go runtime holds now plus mib MiB, unless a limit is already set (by
 // GOMEMLIMIT, or by a node started earlier in the same process) or mib is
 // not positive. It returns the limit set, or 0. The binary calls it once the
-// node has started: by then the index has caught up and what the node
-// holds is its working set.
+// node is made and before it starts: the index has caught up, what the node
+// holds is its working set, and no catch-up's own limit can be in force.
 func SetServeMemoryLimit(mib int) int64 {
 	if mib <= 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return 0

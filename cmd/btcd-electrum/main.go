@@ -123,15 +123,19 @@ func run(args []string) error {
 		}
 		return err
 	}
+	if cfg.ElectrumIndex {
+		// Set before the node starts: until then no block arrives, so
+		// no catch-up of the index runs under a limit of its own.
+		if limit := node.SetServeMemoryLimit(cfg.ElectrumServeMem); limit > 0 {
+			log.Infof("Memory: soft limit %d MiB (%d MiB over what the node holds after start-up)",
+				limit>>20, cfg.ElectrumServeMem)
+		}
+	}
 	if err := n.Start(); err != nil {
 		_ = n.Stop()
 		return err
 	}
 	if cfg.ElectrumIndex {
-		if limit := node.SetServeMemoryLimit(cfg.ElectrumServeMem); limit > 0 {
-			log.Infof("Memory: soft limit %d MiB (%d MiB over what the node holds after start-up)",
-				limit>>20, cfg.ElectrumServeMem)
-		}
 		node.ServeProcs()
 		log.Infof("Scheduler: %d processors for %d cores (%d Electrum request places)",
 			runtime.GOMAXPROCS(0), cores, cfg.Electrum.Workers)
