@@ -816,9 +816,8 @@ retry:
 		if now, err := s.index.ChainTip(); err == nil && now != tip && attempt+1 < tipRetries {
 			continue // a block came between the two parts
 		}
-		if len(out) > s.cfg.MaxUtxos {
-			return nil, errTooPopular
-		}
+		// As electrs, the limit bounds the confirmed outputs read
+		// (Unspent above), not the unconfirmed ones the mempool adds.
 		return jsonReply(out, ttlShort)
 	}
 	return nil, errors.New("the chain kept moving while the outputs were read")

@@ -1,6 +1,7 @@
 package esplora
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -318,12 +319,17 @@ type reply struct {
 
 func textReply(s string, ttl int) *reply { return &reply{"text/plain", []byte(s), ttl} }
 
+// jsonReply encodes v as electrs' serde_json does: '<', '>' and '&' as they
+// are (the assembly of a script that does not parse ends in "<push past
+// end>"), where encoding/json would escape them for HTML.
 func jsonReply(v any, ttl int) (*reply, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, internalError(err)
 	}
-	return &reply{"application/json", b, ttl}, nil
+	return &reply{"application/json", bytes.TrimSuffix(b.Bytes(), []byte("\n")), ttl}, nil
 }
 
 // request is one request being answered: its context (done when the

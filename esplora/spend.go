@@ -28,7 +28,9 @@ func spentBy(txid chainhash.Hash, vin int, st txStatus) spendValue {
 // script: a mempool spender from the mempool view; a confirmed one, when the
 // output is not among the script's unspent outputs, from the script's
 // history after the funding block (the spender must be there), reading its
-// transactions in chain order until every wanted output is found.
+// transactions in chain order until every wanted output is found. Outputs
+// still unspent need no history, so --esploramaxhistory bounds only the
+// spent ones.
 func (s *Server) spenders(q *request, c *cachedTx, vouts []uint32) ([]spendValue, error) {
 	txid := c.tx.TxHash()
 	out := make([]spendValue, len(vouts))
@@ -68,28 +70,36 @@ func (s *Server) spenders(q *request, c *cachedTx, vouts []uint32) ([]spendValue
 func (s *Server) confirmedSpenders(q *request, c *cachedTx, sh indexers.ScriptHash, vouts []uint32, idxs []int, out []spendValue) error {
 	txid := c.tx.TxHash()
 	for attempt := 0; attempt < tipRetries; attempt++ {
-		hist, tip, err := s.history(sh)
-		if err != nil {
-			return err
-		}
 		// Each output is looked up on its own: a script may have
 		// millions of unspent outputs.
 		wanted := make(map[wire.OutPoint]int)
+		var tip indexers.Tip
 		moved := false
-		for _, i := range idxs {
+		for n, i := range idxs {
 			op := wire.OutPoint{Hash: txid, Index: vouts[i]}
 			unspent, at, err := s.index.IsUnspent(sh, c.loc.Height, op)
 			if err != nil {
 				return err
 			}
-			if moved = at != tip; moved {
+			if moved = n > 0 && at != tip; moved {
 				break
 			}
+			tip = at
 			if !unspent {
 				wanted[op] = i
 			}
 		}
 		if moved {
+			continue
+		}
+		if len(wanted) == 0 {
+			return nil
+		}
+		hist, at, err := s.history(sh)
+		if err != nil {
+			return err
+		}
+		if at != tip {
 			continue
 		}
 		start := sort.Search(len(hist), func(j int) bool { return hist[j].Height >= c.loc.Height })
