@@ -2,6 +2,7 @@ package esplora
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -321,5 +322,26 @@ func TestGoneWhileThrottledCounted(t *testing.T) {
 	}
 	if total != 1 {
 		t.Fatalf("a request whose client left while it was throttled: esplora_requests_total sums to %v, want 1 (code=\"gone\")", total)
+	}
+}
+
+// failingBody is a request body whose read fails as a cut or timed-out
+// connection's does.
+type failingBody struct{}
+
+func (failingBody) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Source: &net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 3002},
+		Addr: &net.TCPAddr{IP: net.IPv4(10, 9, 8, 7), Port: 50000}, Err: errors.New("i/o timeout")}
+}
+
+// A body that fails to arrive is answered 400 with a plain text, not the
+// network error's, which names the server's sockets.
+func TestBodyReadFailureNamesNoSocket(t *testing.T) {
+	s := New(Config{}, nil, nil)
+	r := httptest.NewRequest(http.MethodPost, "/tx", io.NopCloser(failingBody{}))
+	w := httptest.NewRecorder()
+	s.ServeHTTP(w, r)
+	if body := w.Body.String(); w.Code != http.StatusBadRequest || body != "Request body could not be read" {
+		t.Fatalf("POST /tx with a failing body: %d %q", w.Code, body)
 	}
 }

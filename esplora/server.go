@@ -468,7 +468,9 @@ func (q *request) is(method string, segs ...string) bool {
 	return true
 }
 
-// readBody reads the request's body, refused over maxBody bytes.
+// readBody reads the request's body, refused over maxBody bytes. A body
+// that fails to arrive (a timeout, a connection cut) is answered without
+// the network error's text, which names the server's sockets.
 func (q *request) readBody(maxBody int64) ([]byte, error) {
 	body, err := io.ReadAll(q.body)
 	if err != nil {
@@ -476,7 +478,7 @@ func (q *request) readBody(maxBody int64) ([]byte, error) {
 		if errors.As(err, &tooLarge) {
 			return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", maxBody)}
 		}
-		return nil, badRequest(err.Error())
+		return nil, badRequest("Request body could not be read")
 	}
 	return body, nil
 }
