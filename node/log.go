@@ -113,6 +113,14 @@ var (
 		"RPCS": backend.Logger("RPCS"),
 
 		v2transport.Subsystem: backend.Logger(v2transport.Subsystem),
+
+		// btcd's other tags, so that a btcd config file's debuglevel
+		// loads: BTCD is btcd's start-up and shutdown, NODE's work here;
+		// btcd logs nothing under ADXR and DISC, and neither does the
+		// node.
+		"BTCD": log,
+		"ADXR": backend.Logger("ADXR"),
+		"DISC": backend.Logger("DISC"),
 	}
 )
 

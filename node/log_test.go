@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/btcsuite/btclog"
 )
 
 // TestLogFileRotates writes more than a log file holds: the file is rotated
@@ -46,5 +48,25 @@ func TestLogFileRotates(t *testing.T) {
 	// Each rotated file is full up to the last whole line.
 	if want := int64(maxLogFileSize / len(line) * len(line)); kept < 3*want {
 		t.Errorf("rotated files hold %d bytes, want at least %d", kept, 3*want)
+	}
+}
+
+// TestDebugLevelTakesBtcdSubsystems: a btcd config file's debuglevel loads,
+// whichever of btcd's subsystems it names, and BTCD sets the level of NODE,
+// the logger of what btcd's main package does.
+func TestDebugLevelTakesBtcdSubsystems(t *testing.T) {
+	for _, sub := range []string{"ADXR", "BTCD", "DISC"} {
+		conf := writeConfigFile(t, "debuglevel=SYNC=info,"+sub+"=debug\n")
+		if _, _, err := LoadConfig([]string{conf, "--regtest", "--datadir=/d", "--logdir=/l"}); err != nil {
+			t.Errorf("btcd's subsystem %s in a btcd config file: %v", sub, err)
+		}
+	}
+	prev := Logger("NODE").Level()
+	t.Cleanup(func() { Logger("NODE").SetLevel(prev) })
+	if err := SetLogLevels("BTCD=debug"); err != nil {
+		t.Fatal(err)
+	}
+	if got := Logger("NODE").Level(); got != btclog.LevelDebug {
+		t.Errorf("BTCD=debug left NODE at %v", got)
 	}
 }
