@@ -1,11 +1,14 @@
 package node
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestBinaryProfilesAndDrop runs the built binary with --memprofile and
@@ -48,5 +51,49 @@ func TestBinaryProfilesAndDrop(t *testing.T) {
 	}
 	if strings.Count(string(log), "Node started") != 1 {
 		t.Fatal("--dropcfindex started the node")
+	}
+}
+
+// TestBinaryVersionOnlyOnCommandLine: as in btcd, --version prints the
+// version and exits on the command line only; version=1 in the config file
+// is ignored and the node starts (a service manager takes the exit status 0
+// of a printed version for a clean stop, and never restarts the node).
+func TestBinaryVersionOnlyOnCommandLine(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil || !strings.HasPrefix(string(out), "btcd-electrum version ") {
+		t.Fatalf("--version: %v, %q", err, out)
+	}
+	conf := filepath.Join(dir, "btcd-electrum.conf")
+	if err := os.WriteFile(conf, []byte("version=1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-C", conf, "--regtest", "--datadir="+filepath.Join(dir, "data"),
+		"--logdir="+filepath.Join(dir, "logs"), "--listen="+freePort(t), "--nodnsseed")
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	logFile := filepath.Join(dir, "logs", "regtest", "btcd-electrum.log")
+	for deadline := time.Now().Add(testWait); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case err := <-exited:
+			t.Fatalf("with version=1 in the config file the node exited (%v) instead of starting; stdout %q",
+				err, strings.TrimSpace(stdout.String()))
+		default:
+		}
+		if b, _ := os.ReadFile(logFile); bytes.Contains(b, []byte("Node started")) {
+			_ = cmd.Process.Signal(syscall.SIGINT)
+			<-exited
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node neither started nor exited")
+		}
 	}
 }

@@ -280,6 +280,9 @@ func LoadConfig(args []string) (*Config, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// As btcd, version counts on the command line only (handled above): in
+	// the config file it would turn every start into printing the version.
+	cfg.ShowVersion = false
 	if err := cfg.Normalize(); err != nil {
 		return nil, nil, err
 	}
