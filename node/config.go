@@ -57,6 +57,14 @@ const (
 	defaultElectrumTLSPort = "50002"
 	defaultElectrumWSPort  = "50003"
 	defaultElectrumWSSPort = "50004"
+
+	// maxElectrumMiB bounds the Electrum index's memory options (1 TiB;
+	// the batch size's KiB, 1 GiB): more than a node's machine has, and
+	// far from overflowing in bytes.
+	maxElectrumMiB = 1 << 20
+	// maxUndoBlocks bounds --electrumundoblocks: deeper than any
+	// reorganization, and far from overflowing a block height.
+	maxUndoBlocks = 1_000_000
 )
 
 var (
@@ -157,12 +165,12 @@ type Config struct {
 	ElectrumCert         string        `long:"electrumcert" description:"File containing the certificate for the Electrum TLS and WSS listeners (a self-signed pair is created when both files are missing)"`
 	ElectrumKey          string        `long:"electrumkey" description:"File containing the key for the Electrum TLS and WSS listeners"`
 	ElectrumProgress     time.Duration `long:"electrumprogress" description:"Interval of the Electrum index's progress log line while it catches up ({s, m, h})"`
-	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; GOMEMLIMIT, when set, takes precedence)"`
-	ElectrumCache        int           `long:"electrumcache" description:"Memory in MiB for the block cache of the Electrum index's store"`
-	ElectrumUndoBlocks   int           `long:"electrumundoblocks" description:"How many of the newest blocks keep an undo record in the Electrum index (older blocks are undone from the block files, more slowly)"`
+	ElectrumServeMem     int           `long:"electrumservemem" description:"Memory in MiB the node may take, once started, on top of what it then holds: the Go garbage collector's soft limit while serving (0: none; at most 1048576, 1 TiB; GOMEMLIMIT, when set, takes precedence)"`
+	ElectrumCache        int           `long:"electrumcache" description:"Memory in MiB for the block cache of the Electrum index's store (1 to 1048576)"`
+	ElectrumUndoBlocks   int           `long:"electrumundoblocks" description:"How many of the newest blocks keep an undo record in the Electrum index (older blocks are undone from the block files, more slowly; 1 to 1000000)"`
 	ElectrumVerify       bool          `long:"electrumverify" description:"Before serving, verify the Electrum index against the chain (every row recomputed from the blocks and spend journals) and log the result; the node exits with an error when they differ. The verifyelectrumindex RPC verifies a running node"`
-	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" description:"Size in KiB of the Electrum index's catch-up batches (0: the default, 16384); small batches commit often"`
-	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB a large catch-up of the Electrum index (building it on an existing datadir, or a long way behind the chain) may take on top of what the node holds when it starts: the Go garbage collector's soft limit meanwhile (GOMEMLIMIT, when set, takes precedence)"`
+	ElectrumCatchUpBatch int           `long:"electrumcatchupbatch" description:"Size in KiB of the Electrum index's catch-up batches (0: the default, 16384; at most 1048576, 1 GiB); small batches commit often"`
+	ElectrumCatchUpMem   int           `long:"electrumcatchupmem" description:"Memory in MiB a large catch-up of the Electrum index (building it on an existing datadir, or a long way behind the chain) may take on top of what the node holds when it starts: the Go garbage collector's soft limit meanwhile (64 to 1048576; GOMEMLIMIT, when set, takes precedence)"`
 
 	// BtcdOptions are btcd's index, filter and network routing options
 	// (config_btcd.go).
@@ -356,20 +364,19 @@ func (cfg *Config) Normalize() error {
 	if cfg.Prune != 0 && cfg.Prune < pruneMinSize {
 		return fmt.Errorf("the minimum value for --prune is %d MiB, not %d", pruneMinSize, cfg.Prune)
 	}
-	if cfg.ElectrumServeMem < 0 {
-		return fmt.Errorf("--electrumservemem=%d: must not be negative", cfg.ElectrumServeMem)
-	}
-	if cfg.ElectrumCache < 1 {
-		return fmt.Errorf("--electrumcache=%d: must be at least 1", cfg.ElectrumCache)
-	}
-	if cfg.ElectrumUndoBlocks < 1 {
-		return fmt.Errorf("--electrumundoblocks=%d: must be at least 1", cfg.ElectrumUndoBlocks)
-	}
-	if cfg.ElectrumCatchUpMem < 64 {
-		return fmt.Errorf("--electrumcatchupmem=%d: the catch-up needs at least 64 MiB", cfg.ElectrumCatchUpMem)
-	}
-	if cfg.ElectrumCatchUpBatch < 0 {
-		return fmt.Errorf("--electrumcatchupbatch=%d: must not be negative", cfg.ElectrumCatchUpBatch)
+	for _, o := range []struct {
+		name           string
+		v, least, most int
+	}{
+		{"electrumservemem", cfg.ElectrumServeMem, 0, maxElectrumMiB},
+		{"electrumcache", cfg.ElectrumCache, 1, maxElectrumMiB},
+		{"electrumcatchupmem", cfg.ElectrumCatchUpMem, 64, maxElectrumMiB}, // a catch-up needs 64 MiB
+		{"electrumundoblocks", cfg.ElectrumUndoBlocks, 1, maxUndoBlocks},
+		{"electrumcatchupbatch", cfg.ElectrumCatchUpBatch, 0, maxElectrumMiB}, // KiB: at most 1 GiB
+	} {
+		if o.v < o.least || o.v > o.most {
+			return fmt.Errorf("--%s=%d: must be from %d to %d", o.name, o.v, o.least, o.most)
+		}
 	}
 	if cfg.ElectrumVerify && !cfg.ElectrumIndex {
 		return errors.New("--electrumverify verifies the Electrum index: it needs --electrumindex")

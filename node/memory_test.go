@@ -24,3 +24,15 @@ func TestSetServeMemoryLimit(t *testing.T) {
 		t.Fatalf("a second call replaced the limit: %d", again)
 	}
 }
+
+// The largest --electrumservemem sets a limit that large, not one its
+// conversion to bytes overflowed to.
+func TestServeMemoryLimitAtMaximum(t *testing.T) {
+	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Skip("a memory limit is already set (GOMEMLIMIT)")
+	}
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
+	if limit := SetServeMemoryLimit(maxElectrumMiB); limit < maxElectrumMiB<<20 {
+		t.Errorf("--electrumservemem=%d set a soft memory limit of %d MiB", maxElectrumMiB, limit>>20)
+	}
+}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/syndtr/goleveldb/leveldb"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
@@ -266,6 +268,52 @@ func TestRestartKeepsChainAndIndex(t *testing.T) {
 	if !strings.Contains(string(logged), "Indexed block 103 ") {
 		t.Errorf("restart log has no index timing line for block 103:\n%s", logged)
 	}
+}
+
+// TestRestartKeepsTipUndoRecord: a restart keeps the undo record of the
+// index tip (0 blocks deep), with the default --electrumundoblocks and with
+// its largest value, which the index takes as the depth it is.
+func TestRestartKeepsTipUndoRecord(t *testing.T) {
+	for _, undo := range []int{indexers.DefaultUndoBlocks, maxUndoBlocks} {
+		dir := t.TempDir()
+		mk := func() *Config {
+			c := testConfig(t, dir, true)
+			c.ElectrumUndoBlocks = undo
+			return c
+		}
+		cfg := mk()
+		n := startNode(t, cfg)
+		generate(t, n, 5)
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if !hasUndoRecord(t, cfg, 5) {
+			t.Fatalf("--electrumundoblocks=%d: no undo record of the tip after the first run", undo)
+		}
+		n = startNode(t, mk())
+		if err := n.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if !hasUndoRecord(t, cfg, 5) {
+			t.Errorf("--electrumundoblocks=%d: the tip's undo record was deleted at the restart", undo)
+		}
+	}
+}
+
+// hasUndoRecord reports whether the closed index store of the datadir
+// holds the undo record of the block at height ("Exd" + height).
+func hasUndoRecord(t *testing.T, cfg *Config, height uint32) bool {
+	t.Helper()
+	db, err := leveldb.OpenFile(ElectrumIndexPath(cfg.NetDataDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ok, err := db.Has(binary.BigEndian.AppendUint32([]byte("Exd"), height), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
 }
 
 // TestRPCServesBtcdClient drives the node with btcd's rpcclient over HTTP
