@@ -6,6 +6,4 @@ import "github.com/btcsuite/btclog"
 var log = btclog.Disabled
 
 // UseLogger sets the logger the index writes to (subsystem "ELEC" in the node).
-func UseLogger(logger btclog.Logger) {
-	log = logger
-}
+func UseLogger(logger btclog.Logger) { log = logger }

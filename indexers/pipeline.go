@@ -688,6 +688,8 @@ func (s *progressState) begin(from, to int32, targetTxs uint64) {
 	s.mu.Unlock()
 }
 
+// end ends the catch-up's progress and logs where it ended: short of its
+// target when it was interrupted, failed or met a reorganization.
 func (s *progressState) end() {
 	s.mu.Lock()
 	p := s.p
@@ -695,9 +697,12 @@ func (s *progressState) end() {
 		s.p.Running, s.p.Finished = false, time.Now()
 	}
 	s.mu.Unlock()
-	if p.Running {
-		log.Infof("Electrum index: caught up to height %d (%d tx in %v)", p.Height, p.Txs,
-			time.Since(p.Started).Round(time.Millisecond))
+	took := time.Since(p.Started).Round(time.Millisecond)
+	switch {
+	case p.Running && p.Height < p.Target:
+		log.Infof("Electrum index: stopped at height %d of %d (%d tx in %v)", p.Height, p.Target, p.Txs, took)
+	case p.Running:
+		log.Infof("Electrum index: caught up to height %d (%d tx in %v)", p.Height, p.Txs, took)
 	}
 }
 

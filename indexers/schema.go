@@ -121,9 +121,7 @@ func (s ScriptHash) hashX() hashX {
 }
 
 // tablePrefix returns the three-byte prefix of a table's keys.
-func tablePrefix(tag byte) []byte {
-	return []byte{rowPrefix[0], rowPrefix[1], tag}
-}
+func tablePrefix(tag byte) []byte { return []byte{rowPrefix[0], rowPrefix[1], tag} }
 
 // txPos packs a transaction's position: height in the high bits, pos in
 // the low 16. Packed positions order as the chain does.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,6 +19,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -393,5 +395,79 @@ func TestElectrumBehindReverseProxy(t *testing.T) {
 		if !strings.HasPrefix(s.Address, "127.0.0.1:") || s.Transport != "ws" || !s.Exempt || s.ClientName != "web wallet" {
 			t.Fatalf("session behind the proxy: %+v", s)
 		}
+	}
+}
+
+// tapLog hands the log's stdout copy to w until the test ends.
+func tapLog(t *testing.T, w io.Writer) {
+	output.mu.Lock()
+	old := output.stdout
+	output.stdout = w
+	output.mu.Unlock()
+	t.Cleanup(func() {
+		output.mu.Lock()
+		output.stdout = old
+		output.mu.Unlock()
+	})
+}
+
+// triggerLog keeps what is logged and closes fired on the first line
+// holding trigger.
+type triggerLog struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	trigger string
+	fired   chan struct{}
+}
+
+func (w *triggerLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if bytes.Contains(p, []byte(w.trigger)) && w.fired != nil {
+		close(w.fired)
+		w.fired = nil
+	}
+	return len(p), nil
+}
+
+func (w *triggerLog) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// OPERATIONS.md, "Enabling the index": the catch-up logs `Electrum index:
+// caught up to height H (n tx in D)` at its end, and an interrupt keeps
+// what was committed. A catch-up of 300 blocks interrupted (cfg.Interrupt,
+// which the binary closes on SIGINT) after its first commit logs where it
+// stopped, not that it caught up.
+func TestInterruptedCatchUpLogsWhereItStopped(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, testConfig(t, dir, false))
+	if _, err := n.Generate(300, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	logged := &triggerLog{trigger: "committed", fired: stop}
+	tapLog(t, logged)
+	cfg := testConfig(t, dir, true)
+	cfg.ElectrumCatchUpBatch = 1
+	cfg.ElectrumProgress = time.Nanosecond
+	cfg.Interrupt = stop
+	n2, err := New(cfg)
+	if err == nil {
+		_ = n2.Stop()
+		t.Fatalf("the catch-up was not interrupted:\n%s", logged)
+	}
+	if m := regexp.MustCompile(`caught up to height \d+`).FindString(logged.String()); m != "" {
+		t.Errorf("the interrupted start-up (%v) logged %q; the chain is at height 300", err, m)
+	}
+	if !regexp.MustCompile(`Electrum index: stopped at height \d+ of 300 `).MatchString(logged.String()) {
+		t.Errorf("the interrupted start-up (%v) does not log where it stopped:\n%s", err, logged)
 	}
 }
