@@ -160,7 +160,7 @@ var (
 	descMempoolBytes  = prometheus.NewDesc("btcd_mempool_bytes", "Serialized size of the mempool's transactions.", nil, nil)
 	descPeers         = prometheus.NewDesc("btcd_peers", "Connected peers.", nil, nil)
 	descIndexHeight   = prometheus.NewDesc("electrum_index_height", "Height of the last block the Electrum index holds.", nil, nil)
-	descIndexProgress = prometheus.NewDesc("electrum_index_progress", "Index height over chain height (1 when caught up).", nil, nil)
+	descIndexProgress = prometheus.NewDesc("electrum_index_progress", "Index height over chain height (1 when caught up, 0 while the chain loads).", nil, nil)
 	descIndexRows     = prometheus.NewDesc("electrum_index_rows", "Rows of the Electrum index.", nil, nil)
 	descIndexBytes    = prometheus.NewDesc("electrum_index_bytes", "Key and value bytes of the Electrum index's rows (the database adds its own overhead).", nil, nil)
 	descCatchUpOn     = prometheus.NewDesc("electrum_index_catchup_running", "1 while the index's writer catches up more than one block (building the index, or behind the chain in initial download).", nil, nil)
@@ -214,7 +214,12 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		if p.Running && p.Target > target {
 			target = p.Target
 		}
-		progress := 1.0
+		// While the chain loads, and no catch-up has named its target, how
+		// far behind the index is is unknown: it is not caught up yet.
+		progress := 0.0
+		if target >= 0 {
+			progress = 1
+		}
 		if target > 0 && tip.Height < target {
 			progress = float64(max(tip.Height, 0)) / float64(target)
 		}

@@ -471,3 +471,52 @@ func TestInterruptedCatchUpLogsWhereItStopped(t *testing.T) {
 		t.Errorf("the interrupted start-up (%v) does not log where it stopped:\n%s", err, logged)
 	}
 }
+
+// scrapeOnLog reads the metrics endpoint, named by the "Prometheus metrics
+// at" line, when the line holding trigger is logged: from the goroutine
+// that logs it, which waits meanwhile.
+type scrapeOnLog struct {
+	url, trigger, scraped string
+}
+
+func (w *scrapeOnLog) Write(p []byte) (int, error) {
+	s := string(p)
+	if _, url, ok := strings.Cut(s, "Prometheus metrics at "); ok {
+		w.url = strings.TrimSpace(url)
+	}
+	if w.scraped == "" && w.url != "" && strings.Contains(s, w.trigger) {
+		if resp, err := http.Get(w.url); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			w.scraped = string(b)
+		}
+	}
+	return len(p), nil
+}
+
+// OPERATIONS.md, "Reading the metrics": the endpoint opens before the chain
+// loads, and electrum_index_progress is 1 when the index has caught up.
+// While the chain loads, before the catch-up of an index 300 blocks behind
+// has named its target, the progress is 0, not 1.
+func TestMetricsProgressNotCaughtUpWhileChainLoads(t *testing.T) {
+	dir := t.TempDir()
+	n := startNode(t, testConfig(t, dir, false))
+	if _, err := n.Generate(300, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	scraper := &scrapeOnLog{trigger: "Loading block index"}
+	tapLog(t, scraper)
+	cfg := testConfig(t, dir, true)
+	cfg.MetricsListen = "127.0.0.1:0"
+	startNode(t, cfg)
+	if scraper.scraped == "" {
+		t.Fatalf("the endpoint was not read while the chain loaded (url %q)", scraper.url)
+	}
+	if got := regexp.MustCompile(`(?m)^electrum_index_progress .*$`).FindString(scraper.scraped); got != "electrum_index_progress 0" {
+		t.Errorf("while the chain loads, with the index 300 blocks behind it, the endpoint serves %q", got)
+	}
+}
