@@ -48,17 +48,17 @@ func configFileError(path string, err error) error {
 	return fmt.Errorf("config file %s, line %d, option %s: %s", ie.File, ie.LineNumber, option, msg)
 }
 
-// validateListeners checks every listen address option, so that a typo is
-// reported at start rather than when the listener opens (after the index,
-// which may take hours to build on an existing datadir): each address must
-// be one a listener can bind, and no address may serve two listeners.
-func (cfg *Config) validateListeners() error {
-	var used []listenSpot
-	for _, set := range []struct {
-		option  string
-		addrs   []string
-		example string
-	}{
+// listenOption is a listen address option with its addresses, and an
+// example address for messages.
+type listenOption struct {
+	option  string
+	addrs   []string
+	example string
+}
+
+// listenOptions returns every listen address option.
+func (cfg *Config) listenOptions() []listenOption {
+	return []listenOption{
 		{"listen", cfg.Listeners, "0.0.0.0:8333"}, {"rpclisten", cfg.RPCListeners, "127.0.0.1:8334"},
 		{"electrumlisten", cfg.ElectrumListeners, "127.0.0.1:50001"},
 		{"electrumtlslisten", cfg.ElectrumTLSListeners, "0.0.0.0:50002"},
@@ -67,7 +67,17 @@ func (cfg *Config) validateListeners() error {
 		{"esploralisten", cfg.EsploraListeners, "127.0.0.1:3000"},
 		{"esploratlslisten", cfg.EsploraTLSListeners, "0.0.0.0:3443"},
 		{"metricslisten", nonEmpty(cfg.MetricsListen), "127.0.0.1:9100"},
-	} {
+	}
+}
+
+// validateListeners checks every listen address option, so that a typo or
+// an address in use is reported at start rather than when the listener
+// opens (after the index, which may take hours to build on an existing
+// datadir): each address must be one a listener can bind, no address may
+// serve two listeners, and the listeners that open must bind now.
+func (cfg *Config) validateListeners() error {
+	var used []listenSpot
+	for _, set := range cfg.listenOptions() {
 		for _, a := range set.addrs {
 			if err := checkListenAddr(a); err != nil {
 				return fmt.Errorf("--%s=%s: %v; want host:port, [ipv6]:port or host (the default port), e.g. %s",
@@ -87,6 +97,38 @@ func (cfg *Config) validateListeners() error {
 				}
 			}
 			used = append(used, spot)
+		}
+	}
+	if cfg.DropRequested() {
+		return nil // the node drops indexes and exits, listening nowhere
+	}
+	return cfg.probeListeners(true)
+}
+
+// probeListeners binds each address of the listeners that open and closes
+// it again, so that an address another program holds (or one this machine
+// does not have) is reported by its option. The peer listener is left
+// out: as in btcd, the node goes on without a peer address that does not
+// bind. withMetrics includes --metricslisten, which opens before the chain
+// loads, so only the start-up checks probe it.
+func (cfg *Config) probeListeners(withMetrics bool) error {
+	for _, set := range cfg.listenOptions() {
+		switch {
+		case set.option == "listen", set.option == "metricslisten" && !withMetrics,
+			set.option == "rpclisten" && cfg.DisableRPC,
+			!cfg.ElectrumIndex && (strings.HasPrefix(set.option, "electrum") || strings.HasPrefix(set.option, "esplora")):
+			continue // that listener does not open here
+		}
+		for _, a := range set.addrs {
+			l, err := net.Listen("tcp", a)
+			if err != nil {
+				var oe *net.OpError
+				if errors.As(err, &oe) {
+					err = oe.Err // without the address, which the message names
+				}
+				return fmt.Errorf("--%s=%s: %v", set.option, a, err)
+			}
+			_ = l.Close()
 		}
 	}
 	return nil

@@ -183,22 +183,35 @@ func TestEsploraTLS(t *testing.T) {
 	}
 }
 
-// TestEsploraPortInUse: a listener that cannot be bound stops the start
-// with an error naming it.
+// TestEsploraPortInUse: an Esplora address another program holds is
+// refused by the start-up checks, and one taken after them (while the
+// index caught up) stops the start, each naming the option.
 func TestEsploraPortInUse(t *testing.T) {
-	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := freePort(t)
+	want := "--esploralisten=" + addr + ": "
+	taken, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer taken.Close()
 	cfg := testConfig(t, t.TempDir(), true)
-	cfg.EsploraListeners = []string{taken.Addr().String()}
+	cfg.EsploraListeners = []string{addr}
+	if _, err := New(cfg); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("New with the Esplora port taken: %v", err)
+	}
+	taken.Close()
+
+	cfg = testConfig(t, t.TempDir(), true)
+	cfg.EsploraListeners = []string{addr}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer n.Stop()
-	if err := n.Start(); err == nil || !strings.Contains(err.Error(), "Esplora listener "+taken.Addr().String()) {
+	if taken, err = net.Listen("tcp", addr); err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	if err := n.Start(); err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("start with the Esplora port taken: %v", err)
 	}
 }

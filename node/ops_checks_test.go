@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,11 +45,18 @@ func TestConfigFileErrorOmitsValue(t *testing.T) {
 // is opened: a bad flag or config-file value stops the node with one line on
 // stderr naming the option and exit status 1, before the data or log
 // directory is created." That holds for a listener address no listener
-// could bind (a port alone taken for a host, a malformed IPv4 address) and
-// for one address given to two listeners: otherwise they fail once the
-// index has caught up, hours later on an existing datadir.
+// could bind (a port alone taken for a host, a malformed IPv4 address), for
+// one address given to two listeners and for an address another program
+// holds: otherwise they fail once the index has caught up, hours later on
+// an existing datadir.
 func TestBinaryRefusesUnusableListenersBeforeOpening(t *testing.T) {
 	bin := buildBinary(t)
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	busy := held.Addr().String()
 	tests := []struct {
 		name string
 		args []string
@@ -61,6 +69,14 @@ func TestBinaryRefusesUnusableListenersBeforeOpening(t *testing.T) {
 		{"rpc bad IPv4", []string{"--rpcuser=u", "--rpcpass=p", "--rpclisten=1.2.3.4.5:51044"}, "--rpclisten"},
 		{"one address for two transports", []string{"--electrumlisten=127.0.0.1:51045",
 			"--electrumwslisten=127.0.0.1:51045"}, "--electrumwslisten"},
+		{"electrum address in use", []string{"--electrumlisten=" + busy}, "--electrumlisten=" + busy},
+		{"electrum TLS address in use", []string{"--electrumtlslisten=" + busy}, "--electrumtlslisten=" + busy},
+		{"esplora address in use", []string{"--electrumlisten=" + freePort(t), "--esploralisten=" + busy},
+			"--esploralisten=" + busy},
+		{"metrics address in use", []string{"--electrumlisten=" + freePort(t), "--metricslisten=" + busy},
+			"--metricslisten=" + busy},
+		{"rpc address in use", []string{"--electrumlisten=" + freePort(t), "--rpcuser=u", "--rpcpass=p",
+			"--rpclisten=" + busy}, "--rpclisten=" + busy},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -114,21 +114,22 @@ func TestAddAndRemovePermanentPeer(t *testing.T) {
 	}
 }
 
-// TestStartFailureStopsCleanly occupies the RPC port: Start fails, Stop
-// still closes everything and the datadir opens again.
+// TestStartFailureStopsCleanly occupies the RPC port between New and
+// Start: Start fails, Stop still closes everything and the datadir opens
+// again.
 func TestStartFailureStopsCleanly(t *testing.T) {
-	busy, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer busy.Close()
 	dir := t.TempDir()
 	cfg := testConfig(t, dir, true)
-	cfg.RPCListeners = []string{busy.Addr().String()}
+	cfg.RPCListeners = []string{freePort(t)}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	busy, err := net.Listen("tcp", cfg.RPCListeners[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	if err := n.Start(); err == nil {
 		t.Fatal("Start succeeded on a busy RPC port")
 	}

@@ -173,8 +173,13 @@ func ensureCertPair(certFile, keyFile string) error {
 	return nil
 }
 
-// start starts the servers' listeners.
+// start starts the servers' listeners. Their addresses are probed again
+// first: one another program took since the start-up checks (the index's
+// catch-up may have taken hours) is then reported by its option.
 func (s *servers) start() error {
+	if err := s.node.cfg.probeListeners(false); err != nil {
+		return err
+	}
 	if s.rpc != nil {
 		if err := s.rpc.Start(); err != nil {
 			return err
