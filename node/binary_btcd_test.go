@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,5 +96,61 @@ func TestBinaryVersionOnlyOnCommandLine(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the node neither started nor exited")
 		}
+	}
+}
+
+// OPERATIONS.md, "Start-up": a bad flag or config-file value stops the
+// node with one line on stderr naming the option and exit status 1, before
+// the data or log directory is created. A --cpuprofile, --memprofile or
+// --traceprofile in a directory that does not exist is such a value.
+func TestBinaryProfileDirectoryCheckedBeforeOpening(t *testing.T) {
+	bin := buildBinary(t)
+	for _, opt := range []string{"cpuprofile", "memprofile", "traceprofile"} {
+		t.Run(opt, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(bin, "--regtest", "-C", os.DevNull, "--datadir="+filepath.Join(dir, "data"),
+				"--logdir="+filepath.Join(dir, "logs"), "--"+opt+"="+filepath.Join(dir, "no", "such", "x.prof"))
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
+			}
+			msg := strings.TrimSuffix(stderr.String(), "\n")
+			for _, d := range []string{"data", "logs"} {
+				if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+					t.Errorf("%s was created before --%s was refused (stderr %q)", d, opt, msg)
+				}
+			}
+			if !strings.Contains(msg, "--"+opt) {
+				t.Errorf("stderr %q does not name --%s", msg, opt)
+			}
+		})
+	}
+}
+
+// sample-btcd-electrum.conf: "Paths may use ~ and $VARIABLES." The profile
+// paths are expanded as the others: cpuprofile=~/cpu.prof in the config
+// file writes $HOME/cpu.prof, whatever the working directory.
+func TestBinaryProfilePathsExpandHome(t *testing.T) {
+	bin := buildBinary(t)
+	home, work := t.TempDir(), t.TempDir()
+	conf := filepath.Join(home, "btcd-electrum.conf")
+	if err := os.WriteFile(conf, []byte("cpuprofile=~/cpu.prof\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// --dropcfindex on a datadir without a block database exits right
+	// after the profiles are started.
+	cmd := exec.Command(bin, "--regtest", "-C", conf, "--datadir="+filepath.Join(home, "data"),
+		"--logdir="+filepath.Join(home, "logs"), "--dropcfindex")
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "HOME="+home)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	_ = cmd.Run()
+	if _, err := os.Stat(filepath.Join(home, "cpu.prof")); err != nil {
+		t.Fatalf("cpuprofile=~/cpu.prof did not write $HOME/cpu.prof (%v); stderr %q",
+			err, strings.TrimSpace(stderr.String()))
 	}
 }

@@ -347,6 +347,21 @@ func (cfg *Config) Normalize() error {
 	cfg.RPCKey = cleanAndExpandPath(cfg.RPCKey)
 	cfg.ElectrumCert = cleanAndExpandPath(cfg.ElectrumCert)
 	cfg.ElectrumKey = cleanAndExpandPath(cfg.ElectrumKey)
+	for _, p := range []struct {
+		option string
+		path   *string
+	}{{"cpuprofile", &cfg.CPUProfile}, {"memprofile", &cfg.MemoryProfile}, {"traceprofile", &cfg.TraceProfile}} {
+		if *p.path == "" {
+			continue
+		}
+		*p.path = cleanAndExpandPath(*p.path)
+		// The binary creates the file after the log directory: a directory
+		// that is not there is found now, before anything is opened.
+		dir := filepath.Dir(*p.path)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("--%s=%s: there is no directory %s to write it in", p.option, *p.path, dir)
+		}
+	}
 
 	if cfg.MaxPeers <= 0 {
 		return fmt.Errorf("maxpeers must be greater than zero: %d", cfg.MaxPeers)

@@ -89,10 +89,10 @@ func run(args []string) error {
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
 		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
+			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
+			return fmt.Errorf("--cpuprofile: %w", err)
 		}
 		defer f.Close()
 		defer pprof.StopCPUProfile()

@@ -20,12 +20,12 @@ func startProfiles(cfg *node.Config) error {
 	if cfg.MemoryProfile != "" {
 		f, err := os.Create(cfg.MemoryProfile)
 		if err != nil {
-			return fmt.Errorf("memory profile: %w", err)
+			return fmt.Errorf("--memprofile: %w", err)
 		}
 		stops = append(stops, func() {
 			runtime.GC()
 			if err := pprof.WriteHeapProfile(f); err != nil {
-				fmt.Fprintln(os.Stderr, "memory profile:", err)
+				fmt.Fprintln(os.Stderr, "--memprofile:", err)
 			}
 			_ = f.Close()
 		})
@@ -34,12 +34,12 @@ func startProfiles(cfg *node.Config) error {
 		f, err := os.Create(cfg.TraceProfile)
 		if err != nil {
 			stopProfiles()
-			return fmt.Errorf("execution trace: %w", err)
+			return fmt.Errorf("--traceprofile: %w", err)
 		}
 		if err := trace.Start(f); err != nil {
 			_ = f.Close()
 			stopProfiles()
-			return fmt.Errorf("execution trace: %w", err)
+			return fmt.Errorf("--traceprofile: %w", err)
 		}
 		stops = append(stops, func() {
 			trace.Stop()
