@@ -62,12 +62,12 @@ func TestBatchOverflowSubscribeNotKept(t *testing.T) {
 // accountingCounters is the accounting state the churn tests check returns to
 // baseline.
 type accountingCounters struct {
-	sessions, totalSubs, perIP, registrations, headerSubs, mempoolSubs int
-	backlog                                                            int64
-	gateHeld, gateWaiting                                              int
-	buildFree                                                          bool
-	groupSessions                                                      int
-	disconnected, admitted                                             uint64
+	sessions, totalSubs, perIP, registrations, headerSubs, recheck int
+	backlog                                                        int64
+	gateHeld, gateWaiting                                          int
+	buildFree                                                      bool
+	groupSessions                                                  int
+	disconnected, admitted                                         uint64
 }
 
 func readAccountingCounters(s *Server) accountingCounters {
@@ -81,7 +81,7 @@ func readAccountingCounters(s *Server) accountingCounters {
 	rc.registrations = s.SubscriptionCount()
 	s.notifier.rmu.RLock()
 	rc.headerSubs = len(s.notifier.headers)
-	rc.mempoolSubs = len(s.notifier.mempoolSubs)
+	rc.recheck = len(s.notifier.recheck)
 	s.notifier.rmu.RUnlock()
 	rc.backlog = s.backlog.Load()
 	rc.gateHeld = gateHeld(s.gate)
@@ -103,7 +103,7 @@ func readAccountingCounters(s *Server) accountingCounters {
 
 func (rc accountingCounters) baseline() bool {
 	return rc.sessions == 0 && rc.totalSubs == 0 && rc.perIP == 0 && rc.registrations == 0 &&
-		rc.headerSubs == 0 && rc.mempoolSubs == 0 && rc.backlog == 0 && rc.gateHeld == 0 &&
+		rc.headerSubs == 0 && rc.recheck == 0 && rc.backlog == 0 && rc.gateHeld == 0 &&
 		rc.gateWaiting == 0 && rc.buildFree && rc.groupSessions == 0 && rc.disconnected == rc.admitted
 }
 

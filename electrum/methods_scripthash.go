@@ -106,6 +106,12 @@ func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 			}
 		}
 	}()
+	// A read error is logged once per read: the notifier reads these
+	// statuses again on the next tip.
+	logged := err != nil
+	if logged {
+		s.errorf("electrum: reading %d statuses: %v", len(shs), err)
+	}
 	for i, sh := range shs {
 		switch {
 		case err != nil:
@@ -113,6 +119,10 @@ func (s *Server) statuses(shs []indexers.ScriptHash) []statusResult {
 			continue
 		case errs[i] != nil:
 			out[i].err = errs[i]
+			if !logged && !errors.Is(errs[i], indexers.ErrHistoryTooLarge) {
+				s.errorf("electrum: reading the status of %s: %v", sh, errs[i])
+				logged = true
+			}
 			continue
 		}
 		es := s.mempoolEntries(sh)

@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"encoding/hex"
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -73,20 +74,21 @@ type notifier struct {
 	rmu     sync.RWMutex
 	byHash  map[indexers.ScriptHash]map[*session]struct{}
 	headers map[*session]struct{}
-	// mempoolSubs are script hashes whose last status had mempool
-	// entries; they are re-checked on every new tip (-1 becomes 0 when a
-	// parent confirms).
-	mempoolSubs map[indexers.ScriptHash]struct{}
+	// recheck are script hashes re-read on every new tip: those whose
+	// last status had mempool entries (-1 becomes 0 when a parent
+	// confirms), and those whose last read failed (their subscribers
+	// still hold an older status).
+	recheck map[indexers.ScriptHash]struct{}
 }
 
 // newNotifier returns an idle notifier for s.
 func newNotifier(s *Server) *notifier {
 	n := &notifier{
-		srv:         s,
-		wake:        make(chan struct{}, 1),
-		byHash:      make(map[indexers.ScriptHash]map[*session]struct{}),
-		headers:     make(map[*session]struct{}),
-		mempoolSubs: make(map[indexers.ScriptHash]struct{}),
+		srv:     s,
+		wake:    make(chan struct{}, 1),
+		byHash:  make(map[indexers.ScriptHash]map[*session]struct{}),
+		headers: make(map[*session]struct{}),
+		recheck: make(map[indexers.ScriptHash]struct{}),
 	}
 	return n
 }
@@ -188,7 +190,7 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 		}
 	}
 	if tip != nil {
-		for sh := range n.mempoolSubs {
+		for sh := range n.recheck {
 			changed[sh] = struct{}{}
 		}
 	}
@@ -335,7 +337,7 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 		subs = append(subs, ss)
 	}
 	n.rmu.RUnlock()
-	if err != nil {
+	if errors.Is(err, indexers.ErrHistoryTooLarge) {
 		// As ElectrumX: a status that can no longer be computed (history
 		// too large) silently ends the subscription.
 		for _, ss := range subs {
@@ -343,17 +345,24 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 		}
 		return
 	}
+	// A failed read (a store error) says nothing about the script: its
+	// subscriptions stay, and it is read again on the next tip.
+	again := err != nil || hasMempool
 	n.rmu.RLock()
-	_, had := n.mempoolSubs[sh]
+	_, had := n.recheck[sh]
 	n.rmu.RUnlock()
-	if had != hasMempool {
+	if had != again {
 		n.rmu.Lock()
-		if hasMempool {
-			n.mempoolSubs[sh] = struct{}{}
+		// A script whose last subscriber left meanwhile is not kept.
+		if again && len(n.byHash[sh]) > 0 {
+			n.recheck[sh] = struct{}{}
 		} else {
-			delete(n.mempoolSubs, sh)
+			delete(n.recheck, sh)
 		}
 		n.rmu.Unlock()
+	}
+	if err != nil {
+		return
 	}
 	var msg []byte
 	for _, ss := range subs {
@@ -419,7 +428,7 @@ func (n *notifier) addSub(ss *session, sh indexers.ScriptHash, hasMempool bool) 
 	}
 	m[ss] = struct{}{}
 	if hasMempool {
-		n.mempoolSubs[sh] = struct{}{}
+		n.recheck[sh] = struct{}{}
 	}
 	n.rmu.Unlock()
 }
@@ -437,7 +446,7 @@ func (n *notifier) removeSubLocked(ss *session, sh indexers.ScriptHash) {
 		delete(m, ss)
 		if len(m) == 0 {
 			delete(n.byHash, sh)
-			delete(n.mempoolSubs, sh)
+			delete(n.recheck, sh)
 		}
 	}
 }

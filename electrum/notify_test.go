@@ -5,8 +5,10 @@ import (
 
 	"bufio"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -336,4 +338,56 @@ func TestStatusNotificationNamesScripthashAsSubscribed(t *testing.T) {
 	if sh, _ := statusOf(t, lower.note()); sh != fx.shC.String() {
 		t.Fatalf("the lower-case subscriber's notification names %s, want %s", sh, fx.shC)
 	}
+}
+
+// failingStatuses is the fake backend whose batched status read (the
+// notifier's) fails while failing is set, as a store read error does.
+type failingStatuses struct {
+	*fakeBackend
+	failing atomic.Bool
+}
+
+func (f *failingStatuses) Statuses(shs []indexers.ScriptHash, limit int) ([]StatusHasher, []error, indexers.Tip, error) {
+	if f.failing.Load() {
+		return nil, nil, indexers.Tip{}, errors.New("transient read error")
+	}
+	return f.fakeBackend.Statuses(shs, limit)
+}
+
+// TestStatusReadErrorKeepsSubscription: only a status that can no longer be
+// computed (history too large) ends a subscription (docs/PROTOCOL.md §6). A
+// status the notifier fails to read keeps its subscribers, and is read
+// again on the next tip, which brings the wallet the status it missed.
+func TestStatusReadErrorKeepsSubscription(t *testing.T) {
+	fx := newFixtureChain(t)
+	fb := &failingStatuses{fakeBackend: fx.f}
+	s, addr := startServer(t, fb, nil)
+	c := dial(t, addr)
+	c.negotiate("1.4")
+	var first *string
+	c.must(&first, "blockchain.scripthash.subscribe", fx.shA.String())
+	// A block pays A while its status cannot be read.
+	fb.failing.Store(true)
+	_, _, touched := fx.f.mine(fx.a)
+	s.NotifyScriptHashes(touched)
+	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fb.failing.Store(false)
+	if n := s.SubscriptionCount(); n != 1 {
+		t.Fatalf("after one failed status read the session holds %d subscriptions, want 1", n)
+	}
+	// The next tip, paying nobody subscribed, reads A again.
+	hdr, h, _ := fx.f.mine(p2wpkh(0xdd))
+	s.NotifyTip(hdr, h)
+	sh, status := statusOf(t, c.note())
+	if sh != fx.shA.String() || status == nil || (first != nil && *status == *first) {
+		t.Fatalf("status notification %s %v, want A's new status", sh, status)
+	}
+	var now *string
+	c.must(&now, "blockchain.scripthash.subscribe", fx.shA.String())
+	if now == nil || *now != *status {
+		t.Fatalf("notified status %v, subscribe answers %v", *status, now)
+	}
+	c.noNote(s)
 }
