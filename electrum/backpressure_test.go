@@ -3,12 +3,16 @@ package electrum
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // TestPipelinedNonReader checks the read pause: a client that pipelines
@@ -176,6 +180,93 @@ func TestTotalBacklog(t *testing.T) {
 		t.Fatalf("%d bytes waited for all sessions, want at most %d", most, bound)
 	}
 	good.must(nil, "server.ping")
+}
+
+// TestReadingWalletKeptPastTotalBacklog: clients that do not read hold the
+// server's total backlog, each within its own MaxSendBacklog, when a block
+// pays every one of a wallet's 1,000 addresses. The wallet reads its
+// answers, so it gets all of its notifications, queued together, and is
+// not disconnected as not reading for the others' backlog.
+func TestReadingWalletKeptPastTotalBacklog(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, addr := startServer(t, fx.f, func(c *Config) {
+		c.MaxSendBacklog = 400_000 // total 1,600,000
+		c.Banner = strings.Repeat("b", 60_000)
+		c.MaxSessionsPerIP = -1
+	})
+	// Four clients that send requests and never read: each holds 360 KB,
+	// under its own MaxSendBacklog.
+	for i := 0; i < 4; i++ {
+		cli, srv := net.Pipe()
+		t.Cleanup(func() { cli.Close() })
+		go s.runSession(newLineConn(srv, s.cfg.MaxRecv), &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("10.9.%d.1", i)), Port: 40000}, TCP)
+		go func() {
+			cli.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["x","1.4"]}` + "\n"))
+			for j := 1; j <= 6; j++ {
+				cli.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"server.banner"}`+"\n", j)))
+			}
+		}()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.backlog.Load() < 4*360_000 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("non-readers hold %d bytes of backlog (total limit %d)", s.backlog.Load(), s.cfg.maxBacklogTotal())
+
+	// A wallet of 1,000 addresses, reading everything.
+	scripts := make([][]byte, 1000)
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i := range scripts {
+		scripts[i] = append([]byte{0x00, 0x14, 0xab, byte(i >> 8), byte(i)}, make([]byte, 17)...)
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`,
+			i+1, indexers.ScriptHashFromScript(scripts[i]))
+	}
+	sb.WriteString("]")
+	w := dial(t, addr)
+	w.negotiate("1.4")
+	w.send(sb.String())
+	select {
+	case <-w.batches:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer to the subscriptions")
+	}
+	// The writer writes in order: once the ping's answer is read, the
+	// subscriptions' answer no longer counts as unread.
+	w.must(nil, "server.ping")
+	// A block pays every one of its addresses.
+	outs := make([]*wire.TxOut, len(scripts))
+	for i, sc := range scripts {
+		outs[i] = wire.NewTxOut(1000, sc)
+	}
+	tx := spend([]wire.OutPoint{{Hash: fx.cb[1].TxHash(), Index: 0}}, outs...)
+	hdr, h, touched := fx.f.mine(fx.a, tx)
+	s.NotifyScriptHashes(touched)
+	s.NotifyTip(hdr, h)
+	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for got < len(scripts) {
+		select {
+		case <-w.notes:
+			got++
+			continue
+		case <-w.done:
+		case <-time.After(10 * time.Second):
+		}
+		break
+	}
+	if got < len(scripts) {
+		for end := time.Now().Add(5 * time.Second); s.Stats().Disconnected["not_reading"] == 0 && time.Now().Before(end); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		t.Fatalf("the reading wallet got %d of %d notifications; sessions disconnected as not reading: %d",
+			got, len(scripts), s.Stats().Disconnected["not_reading"])
+	}
 }
 
 // failingListener fails its first Accept calls with EMFILE, as a process

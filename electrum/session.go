@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -214,8 +215,15 @@ func (ss *session) send(msg []byte) bool { return ss.enqueue(msg, false) }
 // write: a block notifies many subscriptions of a session together. It
 // returns how many it queued before the session ended.
 func (ss *session) sendAll(msgs [][]byte) (queued int) {
+	// Past the server's total backlog the session is judged by what it
+	// left unread before these: a block's notifications for a wallet of
+	// many addresses are all queued before its writer wakes, however fast
+	// the wallet reads.
+	ss.sendMu.Lock()
+	before := ss.queued
+	ss.sendMu.Unlock()
 	for i, m := range msgs {
-		if !ss.enqueueWake(m, false, i == len(msgs)-1) {
+		if !ss.enqueueBefore(outMsg{head: m}, false, i == len(msgs)-1, before) {
 			return i
 		}
 	}
@@ -235,6 +243,12 @@ func (ss *session) enqueueWake(msg []byte, last, wake bool) bool {
 
 // enqueueMsg is enqueueWake for a message in parts.
 func (ss *session) enqueueMsg(m outMsg, last, wake bool) bool {
+	return ss.enqueueBefore(m, last, wake, math.MaxInt)
+}
+
+// enqueueBefore is enqueueMsg for one of a group of messages queued
+// together, before which the session had before bytes queued.
+func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 	size := m.size()
 	ss.sendMu.Lock()
 	if ss.closed() || ss.closeAfter {
@@ -244,8 +258,9 @@ func (ss *session) enqueueMsg(m outMsg, last, wake bool) bool {
 	queued := ss.queued
 	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > 0
 	// Over the server's total, the sessions that have a backlog of their
-	// own go first: a client reading its answers has little or none.
-	overTotal := ss.srv.backlog.Load()+int64(size) > ss.srv.cfg.maxBacklogTotal() && queued >= totalBacklogMinOwn
+	// own go first: a client reading its answers has little or none,
+	// beyond the group being queued.
+	overTotal := ss.srv.backlog.Load()+int64(size) > ss.srv.cfg.maxBacklogTotal() && min(queued, before) >= totalBacklogMinOwn
 	if overOwn || overTotal {
 		ss.sendMu.Unlock()
 		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
