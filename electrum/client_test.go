@@ -302,3 +302,50 @@ func decodeInto(t testing.TB, raw json.RawMessage, out any) {
 		t.Fatalf("decoding %s: %v", raw, err)
 	}
 }
+
+// lineClient is a bare newline connection that hands out whole answer
+// lines, for tests that measure what the server wrote.
+type lineClient struct {
+	t    testing.TB
+	conn net.Conn
+	r    *bufio.Reader
+}
+
+// dialLines connects a lineClient.
+func dialLines(t testing.TB, addr string) *lineClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &lineClient{t: t, conn: c, r: bufio.NewReaderSize(c, 1<<20)}
+}
+
+// send writes one line.
+func (lc *lineClient) send(line string) {
+	lc.t.Helper()
+	if _, err := lc.conn.Write([]byte(line + "\n")); err != nil {
+		lc.t.Fatalf("write: %v", err)
+	}
+}
+
+// line reads the next line, without its newline.
+func (lc *lineClient) line() []byte {
+	lc.t.Helper()
+	lc.conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	b, err := lc.r.ReadBytes('\n')
+	if err != nil {
+		lc.t.Fatalf("read: %v", err)
+	}
+	return b[:len(b)-1]
+}
+
+// negotiate sends server.version and reads its answer.
+func (lc *lineClient) negotiate() {
+	lc.t.Helper()
+	lc.send(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["lines","1.4.2"]}`)
+	if l := lc.line(); !strings.Contains(string(l), `"result"`) {
+		lc.t.Fatalf("server.version: %s", l)
+	}
+}

@@ -3,6 +3,7 @@ package electrum
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 )
 
 // Fast paths of request decoding. A request is decoded in several steps
@@ -84,25 +85,37 @@ func simpleString(raw []byte) (string, bool) {
 // splitArray returns the elements of a valid JSON array, as json.Unmarshal
 // into []json.RawMessage does; false when raw is not an array.
 func splitArray(raw []byte) ([]json.RawMessage, bool) {
+	out, _, ok := splitArrayFirst(raw, math.MaxInt)
+	return out, ok
+}
+
+// splitArrayFirst is splitArray that keeps only the first keep elements
+// and counts the others: params of a method taking two arguments are
+// refused for their number without first holding 24 bytes for each of the
+// half a million elements a request's bytes can spell.
+func splitArrayFirst(raw []byte, keep int) (out []json.RawMessage, n int, ok bool) {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '[' {
-		return nil, false
+		return nil, 0, false
 	}
-	out := make([]json.RawMessage, 0, 4)
+	out = make([]json.RawMessage, 0, min(keep, 4))
 	i = skipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == ']' {
-		return out, true
+		return out, 0, true
 	}
 	for i < len(raw) {
 		end := valueEnd(raw, i)
-		out = append(out, raw[i:end:end])
+		if n < keep {
+			out = append(out, raw[i:end:end])
+		}
+		n++
 		i = skipSpace(raw, end)
 		if i >= len(raw) || raw[i] != ',' {
 			break
 		}
 		i = skipSpace(raw, i+1)
 	}
-	return out, true
+	return out, n, true
 }
 
 // decodeFast fills w from a valid JSON object whose member names are

@@ -342,20 +342,17 @@ func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCErro
 		return out, nil
 	}
 	if raw[0] == '[' {
-		arr, ok := splitArray(raw)
+		// The arity is checked as the array is split: only the
+		// arguments the method takes are kept.
+		arr, n, ok := splitArrayFirst(raw, len(ps.names))
 		if !ok {
-			if err := json.Unmarshal(raw, &arr); err != nil {
-				return nil, rpcErrorf(codeInvalidParams, "invalid params")
-			}
+			return nil, rpcErrorf(codeInvalidParams, "invalid params")
 		}
-		if len(arr) < ps.required {
-			return nil, rpcErrorf(codeInvalidParams, "expected at least %d arguments, got %d", ps.required, len(arr))
+		if n < ps.required {
+			return nil, rpcErrorf(codeInvalidParams, "expected at least %d arguments, got %d", ps.required, n)
 		}
-		if len(arr) > len(ps.names) {
-			if !ps.extraOK {
-				return nil, rpcErrorf(codeInvalidParams, "expected at most %d arguments, got %d", len(ps.names), len(arr))
-			}
-			arr = arr[:len(ps.names)]
+		if n > len(ps.names) && !ps.extraOK {
+			return nil, rpcErrorf(codeInvalidParams, "expected at most %d arguments, got %d", len(ps.names), n)
 		}
 		for i, a := range arr {
 			if string(a) != "null" {

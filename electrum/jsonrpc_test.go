@@ -293,3 +293,35 @@ func TestJoinedWritesInPooledBuffers(t *testing.T) {
 		}
 	}
 }
+
+// TestParamsArityCheckedWhileSplitting: a params array longer than its
+// method takes is refused for its number of arguments as it is split, not
+// after one slot is allocated for each of its elements: a 1 MB request to
+// server.ping whose params hold 500,000 zeros allocated 65 MB, outside the
+// work gate and every memory budget.
+func TestParamsArityCheckedWhileSplitting(t *testing.T) {
+	fx := newFixture(t, nil) // default limits: three such requests stay under the soft cost limit
+	lc := dialLines(t, fx.addr)
+	lc.negotiate()
+	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"server.ping","params":[` + strings.Repeat("0,", 499_000) + "0]}\n")
+	// TotalAlloc counts every goroutine's allocations: the least of three
+	// rounds is the request's own.
+	least := uint64(math.MaxUint64)
+	for try := 0; try < 3; try++ {
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		if _, err := lc.conn.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		ans := lc.line()
+		runtime.ReadMemStats(&m1)
+		if !strings.Contains(string(ans), `"expected at most 0 arguments, got 499001"`) {
+			t.Fatalf("answer %s", ans)
+		}
+		least = min(least, m1.TotalAlloc-m0.TotalAlloc)
+	}
+	t.Logf("a %d-byte request made the process allocate %d bytes (%.1fx)", len(req), least, float64(least)/float64(len(req)))
+	if least > uint64(10*len(req)) {
+		t.Fatalf("a %d-byte request refused for its arity allocated %d bytes (%.0fx)", len(req), least, float64(least)/float64(len(req)))
+	}
+}
