@@ -35,6 +35,24 @@ func rpcErrorf(code int, format string, args ...any) *RPCError {
 	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// maxEcho bounds the client input an error message repeats (a method name,
+// an argument): a repeated megabyte, six times as long once JSON escapes
+// its '<' and '>', made an answer many times the size of its request.
+const maxEcho = 100
+
+// echo returns client input for an error message, cut to maxEcho bytes at
+// the start of a character and marked "..." when cut.
+func echo[T ~string | ~[]byte](s T) string {
+	if len(s) <= maxEcho {
+		return string(s)
+	}
+	n := maxEcho
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return string(s[:n]) + "..."
+}
+
 // badRequest is the application error (code 1) used for invalid arguments.
 func badRequest(format string, args ...any) *RPCError {
 	return rpcErrorf(codeBadRequest, format, args...)
@@ -377,7 +395,7 @@ func (ps paramSpec) positional(raw json.RawMessage) ([]json.RawMessage, *RPCErro
 			}
 		}
 		if !found && !ps.extraOK {
-			return nil, rpcErrorf(codeInvalidParams, "unknown parameter %q", name)
+			return nil, rpcErrorf(codeInvalidParams, "unknown parameter %q", echo(name))
 		}
 	}
 	for i, n := range ps.names {

@@ -127,6 +127,37 @@ func TestResponseAndHistoryLimits(t *testing.T) {
 	c.must(nil, "server.ping")
 }
 
+// TestErrorAnswersWithinMaxSend: an error message repeats at most maxEcho
+// bytes of the client's input, however long the input and however JSON
+// escapes it (each '<' is six bytes in an answer), and an answer whose id
+// alone would take it over MaxSend is the error saying so, with id null.
+func TestErrorAnswersWithinMaxSend(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxSend = minMaxSend })
+	lc := dialLines(t, fx.addr)
+	lc.negotiate()
+	long := strings.Repeat("<", 900_000)
+	for _, req := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"` + long + `"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.get_balance","params":["` + long + `"]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"blockchain.transaction.broadcast","params":["` + long + `"]}`,
+		`{"jsonrpc":"2.0","id":1,"method":"server.ping","params":{"` + long + `":1}}`,
+	} {
+		lc.send(req)
+		ans := lc.line()
+		var resp rpcResponse
+		decodeInto(t, ans, &resp)
+		if resp.Error == nil || len(ans) > 1000 || !strings.Contains(resp.Error.Message, strings.Repeat("<", maxEcho-10)+"...") {
+			t.Fatalf("a %d-byte request answered with %d bytes: %.300s", len(req), len(ans), ans)
+		}
+	}
+	// An id longer than MaxSend (MaxRecv is larger here).
+	lc.send(`{"jsonrpc":"2.0","id":"` + strings.Repeat("i", minMaxSend) + `","method":"server.ping"}`)
+	ans := lc.line()
+	if want := fmt.Sprintf(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"response too large (over %d bytes)"},"id":null}`, minMaxSend); string(ans) != want {
+		t.Fatalf("answer to an id over MaxSend: %.300s (%d bytes)", ans, len(ans))
+	}
+}
+
 // TestRequestTimeout checks that a request slower than RequestTimeout is answered -102 and the session goes on.
 func TestRequestTimeout(t *testing.T) {
 	// A place for the ping beside the slow handler, which keeps its own

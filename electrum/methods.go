@@ -86,11 +86,11 @@ func argInt(raw json.RawMessage, name string) (int64, error) {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	if err := d.Decode(&n); err != nil {
-		return 0, badRequest("%s should be a non-negative integer", raw)
+		return 0, badRequest("%s should be a non-negative integer", echo(raw))
 	}
 	v, err := n.Int64()
 	if err != nil || v < 0 {
-		return 0, badRequest("%s should be a non-negative integer", raw)
+		return 0, badRequest("%s should be a non-negative integer", echo(raw))
 	}
 	return v, nil
 }
@@ -114,7 +114,7 @@ func argBool(raw json.RawMessage, def bool) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, badRequest("%s should be a boolean value", raw)
+	return false, badRequest("%s should be a boolean value", echo(raw))
 }
 
 // argString parses a string argument.
@@ -130,11 +130,11 @@ func argString(raw json.RawMessage, name string) (string, error) {
 func argScriptHash(raw json.RawMessage) (indexers.ScriptHash, error) {
 	s, ok := simpleString(raw)
 	if !ok && (raw == nil || json.Unmarshal(raw, &s) != nil) {
-		return indexers.ScriptHash{}, badRequest("%s is not a valid script hash", raw)
+		return indexers.ScriptHash{}, badRequest("%s is not a valid script hash", echo(raw))
 	}
 	sh, err := indexers.ParseScriptHash(s)
 	if err != nil {
-		return sh, badRequest("%s is not a valid script hash", s)
+		return sh, badRequest("%s is not a valid script hash", echo(s))
 	}
 	return sh, nil
 }
@@ -156,17 +156,17 @@ func spelling(raw json.RawMessage, sh indexers.ScriptHash) string {
 func argTxHash(raw json.RawMessage) (chainhash.Hash, error) {
 	var s string
 	if raw == nil || json.Unmarshal(raw, &s) != nil {
-		return chainhash.Hash{}, badRequest("%s should be a transaction hash", raw)
+		return chainhash.Hash{}, badRequest("%s should be a transaction hash", echo(raw))
 	}
 	if len(s) != 64 {
-		return chainhash.Hash{}, badRequest("%s should be a transaction hash", s)
+		return chainhash.Hash{}, badRequest("%s should be a transaction hash", echo(s))
 	}
 	if _, err := hex.DecodeString(s); err != nil {
-		return chainhash.Hash{}, badRequest("%s should be a transaction hash", s)
+		return chainhash.Hash{}, badRequest("%s should be a transaction hash", echo(s))
 	}
 	h, err := chainhash.NewHashFromStr(s)
 	if err != nil {
-		return chainhash.Hash{}, badRequest("%s should be a transaction hash", s)
+		return chainhash.Hash{}, badRequest("%s should be a transaction hash", echo(s))
 	}
 	return *h, nil
 }
@@ -190,7 +190,7 @@ func hVersion(_ context.Context, ss *session, args []json.RawMessage) (any, erro
 	}
 	v, shown, ok := negotiateVersion(args[1])
 	if !ok {
-		return nil, badRequest("unsupported protocol version: %s", shown)
+		return nil, badRequest("unsupported protocol version: %s", echo(shown))
 	}
 	ss.version = v
 	ss.negotiated.Store(true)
@@ -264,11 +264,11 @@ func hEstimateFee(_ context.Context, ss *session, args []json.RawMessage) (any, 
 	mode := ""
 	if len(args) > 1 && args[1] != nil {
 		if json.Unmarshal(args[1], &mode) != nil {
-			return nil, badRequest("unknown estimatefee mode: %s", args[1])
+			return nil, badRequest("unknown estimatefee mode: %s", echo(args[1]))
 		}
 		mode = strings.ToUpper(mode)
 		if mode != "CONSERVATIVE" && mode != "ECONOMICAL" {
-			return nil, badRequest("unknown estimatefee mode: %s", args[1])
+			return nil, badRequest("unknown estimatefee mode: %s", echo(args[1]))
 		}
 	}
 	fee, err := ss.srv.backend.EstimateFee(int(n), mode)

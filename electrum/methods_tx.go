@@ -22,7 +22,7 @@ const MaxPackageTxs = 25
 
 // rejected formats a broadcast rejection as ElectrumX does.
 func rejected(msg, rawHex string) *RPCError {
-	return badRequest("the transaction was rejected by network rules.\n\n%s\n[%s]", msg, rawHex)
+	return badRequest("the transaction was rejected by network rules.\n\n%s\n[%s]", msg, echo(rawHex))
 }
 
 // decodeTx parses a hex transaction.

@@ -662,15 +662,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			continue
 		}
 		if total+len(resp) > ss.srv.cfg.MaxSend {
-			resp = encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
-			if r.undo != nil {
-				// The client is told the call failed: what it
-				// subscribed is undone.
-				after = r.undo
-			}
-			if mx := ss.srv.mx; mx != nil && !r.failed {
-				mx.failed(ss.srv.methods[r.method])
-			}
+			resp, after = ss.tooLarge(r, after)
 		}
 		if after != nil {
 			afters = append(afters, after)
@@ -740,14 +732,42 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 		}
 		return outMsg{}, false, nil
 	}
-	if rerr != nil {
+	var m outMsg
+	switch {
+	case rerr != nil:
 		ss.charge(errorCost)
-		return outMsg{head: encodeResponse(r.v2, r.id, nil, rerr)}, true, after
+		m = outMsg{head: encodeResponse(r.v2, r.id, nil, rerr)}
+	case len(result) >= partsFrom:
+		m = responseParts(r.id, result)
+	default:
+		m = outMsg{head: encodeResponse(r.v2, r.id, result, nil)}
 	}
-	if len(result) >= partsFrom {
-		return responseParts(r.id, result), true, after
+	if m.size() > ss.srv.cfg.MaxSend {
+		// The id and the envelope count too: no answer is over MaxSend.
+		var head []byte
+		head, after = ss.tooLarge(r, after)
+		m = outMsg{head: head}
 	}
-	return outMsg{head: encodeResponse(r.v2, r.id, result, nil)}, true, after
+	return m, true, after
+}
+
+// tooLarge returns the answer to r that replaces one over MaxSend, and the
+// function to run once it is queued: what the call subscribed is undone,
+// as the client is told it failed. An id too long for even that answer
+// (possible only when MaxRecv is over MaxSend) is answered as null.
+func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
+	resp := encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
+	if len(resp) > ss.srv.cfg.MaxSend {
+		resp = encodeResponse(r.v2, nil, nil, responseTooLarge(ss))
+	}
+	if r.undo != nil {
+		after = r.undo
+	}
+	if mx := ss.srv.mx; mx != nil && !r.failed {
+		mx.failed(ss.srv.methods[r.method])
+	}
+	r.failed = true
+	return resp, after
 }
 
 // builtAnswer is a handler result holding bytes of the server's build
@@ -808,7 +828,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		v = protocolMax
 	}
 	if m == nil || v.less(m.since) || (m.until != protoVersion{} && !v.less(m.until)) {
-		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", r.method), nil, nil, m
+		return nil, rpcErrorf(codeMethodNotFound, "unknown method %q", echo(r.method)), nil, nil, m
 	}
 	args, rerr := m.params(v).positional(r.params)
 	if rerr != nil {
