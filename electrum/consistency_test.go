@@ -19,13 +19,14 @@ func TestBatchOverflowErrorCountedOnce(t *testing.T) {
 	fx := newFixtureChain(t)
 	fx.s, fx.addr = startServerMetrics(t, fx.f, func(c *Config) {
 		c.MaxSend = minMaxSend
-		// The banner's answer is a few dozen bytes under MaxSend: the
-		// next member's error answer takes the batch over it.
-		c.Banner = strings.Repeat("b", minMaxSend-60)
+		// The banner's answer leaves room for the next member's
+		// "response too large" but not for its longer error answer,
+		// which repeats 100 bytes of the argument.
+		c.Banner = strings.Repeat("b", minMaxSend-160)
 	}, reg)
 	c := fx.client(t, "1.4")
 	c.send(`[{"jsonrpc":"2.0","id":1,"method":"server.banner"},` +
-		`{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_balance","params":["zz"]}]`)
+		`{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_balance","params":["` + strings.Repeat("z", 100) + `"]}]`)
 	var rs []rpcResponse
 	select {
 	case rs = <-c.batches:

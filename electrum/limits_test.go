@@ -158,6 +158,49 @@ func TestErrorAnswersWithinMaxSend(t *testing.T) {
 	}
 }
 
+// TestBatchAnswerWithinMaxSend: a batch's answer, brackets, commas and
+// replacement errors included, stays within MaxSend. A member's answer that
+// would leave no room for the error answers of the members after it is
+// replaced by its own error: here the banner's, which alone nearly fills
+// MaxSend, and the 999 pings after it are answered.
+func TestBatchAnswerWithinMaxSend(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.MaxSend = minMaxSend
+		c.Banner = strings.Repeat("b", minMaxSend-60)
+	})
+	lc := dialLines(t, fx.addr)
+	lc.negotiate()
+	var b strings.Builder
+	b.WriteString(`[{"jsonrpc":"2.0","id":1,"method":"server.banner"}`)
+	for i := 2; i <= 1000; i++ {
+		fmt.Fprintf(&b, `,{"jsonrpc":"2.0","id":%d,"method":"server.ping"}`, i)
+	}
+	b.WriteString(`]`)
+	lc.send(b.String())
+	ans := lc.line()
+	if len(ans) > minMaxSend {
+		t.Fatalf("batch answer is %d bytes, over MaxSend %d by %d", len(ans), minMaxSend, len(ans)-minMaxSend)
+	}
+	var rs []rpcResponse
+	decodeInto(t, ans, &rs)
+	if len(rs) != 1000 || rs[0].Error == nil || rs[0].Error.Code != codeInvalidRequest {
+		t.Fatalf("%d answers, the first %+v; want 1000, the banner's response too large", len(rs), rs[0])
+	}
+	for i, r := range rs[1:] {
+		if r.Error != nil || string(r.Result) != "null" {
+			t.Fatalf("ping %d answered %+v", i+2, r)
+		}
+	}
+	// Ids so long that not even the members' errors fit: the batch is
+	// answered with one error, and nothing in it runs.
+	id := `"` + strings.Repeat("i", minMaxSend/2) + `"`
+	lc.send(`[{"jsonrpc":"2.0","id":` + id + `,"method":"server.ping"},{"jsonrpc":"2.0","id":` + id + `,"method":"server.ping"}]`)
+	ans = lc.line()
+	if want := fmt.Sprintf(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"response too large (over %d bytes)"},"id":null}`, minMaxSend); string(ans) != want {
+		t.Fatalf("answer to a batch whose errors do not fit: %.300s (%d bytes)", ans, len(ans))
+	}
+}
+
 // TestRequestTimeout checks that a request slower than RequestTimeout is answered -102 and the session goes on.
 func TestRequestTimeout(t *testing.T) {
 	// A place for the ping beside the slow handler, which keeps its own

@@ -636,7 +636,7 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 }
 
 // runBatch executes batch members in order and sends one array with their
-// answers, keeping the total within MaxSend.
+// answers, keeping the whole array within MaxSend.
 func (ss *session) runBatch(rs []*request, first []byte) {
 	var out [][]byte
 	var afters []func()
@@ -645,12 +645,31 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			f()
 		}
 	}()
-	total := 0
+	// Each answer takes its bytes and a comma; the brackets, less the
+	// comma the first answer does not have, take one more. reserve keeps
+	// room for the error answer of every member still to run, so that an
+	// answer that would leave it none is replaced by its own error, which
+	// fits.
+	total := 1
 	if first != nil {
 		out = append(out, first)
-		total += len(first)
+		total += len(first) + 1
 	}
-	for _, r := range rs {
+	errLen := make([]int, len(rs))
+	reserve := 0
+	for i, r := range rs {
+		if !r.isResponse && !r.isNotification() {
+			errLen[i] = len(ss.tooLargeAnswer(r)) + 1
+			reserve += errLen[i]
+		}
+	}
+	if total+reserve > ss.srv.cfg.MaxSend {
+		// Ids of hundreds of KB: not even the errors fit. Nothing runs.
+		ss.charge(errorCost)
+		ss.deliver(encodeResponse(true, nil, nil, responseTooLarge(ss)))
+		return
+	}
+	for i, r := range rs {
 		if ss.closed() {
 			return
 		}
@@ -661,13 +680,14 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			}
 			continue
 		}
-		if total+len(resp) > ss.srv.cfg.MaxSend {
+		reserve -= errLen[i]
+		if total+len(resp)+1+reserve > ss.srv.cfg.MaxSend {
 			resp, after = ss.tooLarge(r, after)
 		}
 		if after != nil {
 			afters = append(afters, after)
 		}
-		total += len(resp)
+		total += len(resp) + 1
 		out = append(out, resp)
 	}
 	if len(out) > 0 {
@@ -753,13 +773,9 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 
 // tooLarge returns the answer to r that replaces one over MaxSend, and the
 // function to run once it is queued: what the call subscribed is undone,
-// as the client is told it failed. An id too long for even that answer
-// (possible only when MaxRecv is over MaxSend) is answered as null.
+// as the client is told it failed.
 func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
-	resp := encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
-	if len(resp) > ss.srv.cfg.MaxSend {
-		resp = encodeResponse(r.v2, nil, nil, responseTooLarge(ss))
-	}
+	resp := ss.tooLargeAnswer(r)
 	if r.undo != nil {
 		after = r.undo
 	}
@@ -768,6 +784,17 @@ func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
 	}
 	r.failed = true
 	return resp, after
+}
+
+// tooLargeAnswer is the error answer to r saying its answer is over
+// MaxSend. An id too long for even that (possible only when MaxRecv is over
+// MaxSend) is answered as null.
+func (ss *session) tooLargeAnswer(r *request) []byte {
+	resp := encodeResponse(r.v2, r.id, nil, responseTooLarge(ss))
+	if len(resp) > ss.srv.cfg.MaxSend {
+		resp = encodeResponse(r.v2, nil, nil, responseTooLarge(ss))
+	}
+	return resp
 }
 
 // builtAnswer is a handler result holding bytes of the server's build
