@@ -94,9 +94,8 @@ func (b *IndexBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Un
 }
 
 // Balance implements IndexReader.
-func (b *IndexBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error) {
-	_, sum, tip, err := b.Index.UnspentTotals(sh)
-	return sum, tip, err
+func (b *IndexBackend) Balance(sh indexers.ScriptHash) (int, int64, indexers.Tip, error) {
+	return b.Index.UnspentTotals(sh)
 }
 
 // UnspentTotals returns the number and sum of a script's unspent outputs

@@ -158,7 +158,7 @@ func (s *Server) ScriptHashInfo(sh indexers.ScriptHash) (ScriptHashInfo, error) 
 		}
 	}
 	info.UnspentCount += len(b.MempoolUnspent(sh))
-	if info.ConfirmedBalance, _, err = b.Balance(sh); err != nil {
+	if _, info.ConfirmedBalance, _, err = b.Balance(sh); err != nil {
 		return info, err
 	}
 	info.UnconfirmedBalance = b.MempoolBalance(sh)

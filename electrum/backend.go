@@ -62,7 +62,9 @@ type StatusHasher interface {
 type IndexReader interface {
 	History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error)
 	Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Unspent, indexers.Tip, error)
-	Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error)
+	// Balance returns the number and the sum of sh's confirmed unspent
+	// outputs: the number is what reading the sum cost.
+	Balance(sh indexers.ScriptHash) (unspent int, sum int64, tip indexers.Tip, err error)
 	Status(sh indexers.ScriptHash, limit int) (StatusHasher, indexers.Tip, error)
 	// Statuses is Status for many scripts read at one tip; errs[i] belongs
 	// to shs[i], the error to the read as a whole.

@@ -313,13 +313,13 @@ func (f *fakeBackend) Unspent(sh indexers.ScriptHash, limit int) ([]indexers.Uns
 }
 
 // Balance implements Backend by scanning the fake chain.
-func (f *fakeBackend) Balance(sh indexers.ScriptHash) (int64, indexers.Tip, error) {
+func (f *fakeBackend) Balance(sh indexers.ScriptHash) (int, int64, indexers.Tip, error) {
 	us, tip, err := f.Unspent(sh, 0)
 	var sum int64
 	for _, u := range us {
 		sum += u.Value
 	}
-	return sum, tip, err
+	return len(us), sum, tip, err
 }
 
 // Status implements Backend by scanning the fake chain.

@@ -446,6 +446,24 @@ func sessionFrom(t *testing.T, s *Server, ip string) *testClient {
 	return newTestClient(t, cli)
 }
 
+// TestGetBalanceChargedPerUnspent: get_balance sums every confirmed
+// unspent output of its script, and is charged 1 + their number / 50, as
+// ElectrumX charges it and as listunspent is charged here; a flat 1 let a
+// client have a script of 50,000 outputs scanned again and again far under
+// the soft cost limit.
+func TestGetBalanceChargedPerUnspent(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.AnswerCache = -1 })
+	const n = 50_000
+	fx.f.setExtraUnspent(fx.shC, n)
+	c := fx.client(t, "1.4")
+	before := ownCost(fx.s, "127.0.0.1")
+	c.must(nil, "blockchain.scripthash.get_balance", fx.shC.String())
+	after := ownCost(fx.s, "127.0.0.1")
+	if want := 1.0 + float64(n)/50; after-before < want*0.9 {
+		t.Fatalf("get_balance over %d unspent outputs charged %.2f, want about %.0f (1 + n/50)", n, after-before, want)
+	}
+}
+
 // ownCost returns the cost of the session whose address starts with ip.
 func ownCost(s *Server, ip string) float64 {
 	for _, si := range s.Sessions() {

@@ -183,7 +183,9 @@ func gone(ctx context.Context) error {
 	return nil
 }
 
-// hGetBalance returns the confirmed and unconfirmed balance.
+// hGetBalance returns the confirmed and unconfirmed balance. It is charged
+// for the unspent outputs it sums, as listunspent and ElectrumX charge:
+// the sum is a scan of all of them.
 func hGetBalance(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
@@ -194,7 +196,7 @@ func hGetBalance(ctx context.Context, ss *session, args []json.RawMessage) (any,
 		if err := gone(ctx); err != nil {
 			return nil, err
 		}
-		conf, tip, err := b.Balance(sh)
+		n, conf, tip, err := b.Balance(sh)
 		if err != nil {
 			return nil, internal("balance", err)
 		}
@@ -202,6 +204,7 @@ func hGetBalance(ctx context.Context, ss *session, args []json.RawMessage) (any,
 		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
 			continue
 		}
+		ss.charge(float64(n) / 50)
 		return map[string]int64{"confirmed": conf, "unconfirmed": unconf}, nil
 	}
 }
