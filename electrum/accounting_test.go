@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -435,4 +436,66 @@ func headerHexOf(t *testing.T, h wire.BlockHeader) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// heapInUse returns the live heap after two collections.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestSubscriptionMemoryFreedOnDisconnect: once every session that
+// subscribed has gone, the server holds about what it held before. The
+// notifier's registry, a Go map, kept the storage of its largest size: 63
+// bytes for every script ever subscribed at once, for the life of the
+// process.
+func TestSubscriptionMemoryFreedOnDisconnect(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.CostHardLimit = -1 // as for exempt (Tor, proxy) sessions
+		c.MaxSubsPerSession = 1 << 30
+		c.MaxSubsPerIP = 1 << 30
+	})
+	const sessions, per = 4, 25_000
+	base := heapInUse()
+	var lcs []*lineClient
+	for s := 0; s < sessions; s++ {
+		lc := dialLines(t, fx.addr)
+		lc.negotiate()
+		lcs = append(lcs, lc)
+		for b := 0; b < per/1000; b++ {
+			var sb strings.Builder
+			sb.WriteString("[")
+			for i := 0; i < 1000; i++ {
+				if i > 0 {
+					sb.WriteString(",")
+				}
+				fmt.Fprintf(&sb, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`,
+					i+1, scriptHashN(byte(s+1), b*1000+i))
+			}
+			sb.WriteString("]")
+			lc.send(sb.String())
+			lc.line()
+		}
+	}
+	if n := fx.s.SubscriptionCount(); n != sessions*per {
+		t.Fatalf("%d subscriptions, want %d", n, sessions*per)
+	}
+	held := heapInUse()
+	for _, lc := range lcs {
+		lc.conn.Close()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (fx.s.SessionCount() != 0 || fx.s.SubscriptionCount() != 0) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	after := heapInUse()
+	retained := int64(after) - int64(base)
+	t.Logf("%.0f bytes per subscription held; %d bytes (%.0f per former subscription) retained after every session left",
+		float64(held-base)/float64(sessions*per), retained, float64(retained)/float64(sessions*per))
+	if retained > 2<<20 {
+		t.Fatalf("%d bytes retained after %d subscriptions came and went", retained, sessions*per)
+	}
 }

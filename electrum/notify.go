@@ -79,7 +79,17 @@ type notifier struct {
 	// confirms), and those whose last read failed (their subscribers
 	// still hold an older status).
 	recheck map[indexers.ScriptHash]struct{}
+	// peak is the most scripts byHash held since it was last built.
+	peak int
 }
+
+// Go maps keep the storage of their largest size: byHash, at 63 bytes a
+// script, would hold 630 MB for the life of the process once MaxSubs had
+// been subscribed at once. It is rebuilt at its size (recheck, a part of
+// it, with it) when it has shrunk to a quarter of its peak of at least
+// shrinkFrom scripts; each rebuild copies a third as many scripts as were
+// removed since the peak, a constant cost per removal.
+const shrinkFrom = 1024
 
 // newNotifier returns an idle notifier for s.
 func newNotifier(s *Server) *notifier {
@@ -427,6 +437,7 @@ func (n *notifier) addSub(ss *session, sh indexers.ScriptHash, hasMempool bool) 
 		n.byHash[sh] = m
 	}
 	m[ss] = struct{}{}
+	n.peak = max(n.peak, len(n.byHash))
 	if hasMempool {
 		n.recheck[sh] = struct{}{}
 	}
@@ -447,8 +458,23 @@ func (n *notifier) removeSubLocked(ss *session, sh indexers.ScriptHash) {
 		if len(m) == 0 {
 			delete(n.byHash, sh)
 			delete(n.recheck, sh)
+			if n.peak >= shrinkFrom && len(n.byHash) <= n.peak/4 {
+				n.byHash = rebuilt(n.byHash)
+				n.recheck = rebuilt(n.recheck)
+				n.peak = len(n.byHash)
+			}
 		}
 	}
+}
+
+// rebuilt returns a copy of m sized for what it holds (maps.Clone keeps
+// m's capacity).
+func rebuilt[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // addHeaders registers ss for new tips.
