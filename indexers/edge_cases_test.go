@@ -2,6 +2,7 @@ package indexers_test
 
 import (
 	"bytes"
+	"math"
 	"testing"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -132,5 +133,28 @@ func TestMempoolChainToOneScript(t *testing.T) {
 	_, conf, _, _ := r.idx.UnspentTotals(sh)
 	if conf+m.BalanceOf(sh, nil) != ch.TxOut[0].Value {
 		t.Errorf("total %d", conf+m.BalanceOf(sh, nil))
+	}
+}
+
+// TestHistoryPageNonPositiveN checks that a page of n <= 0 entries is
+// empty, as HistoryTxs clamps its from argument, rather than a panic of the
+// caller's goroutine.
+func TestHistoryPageNonPositiveN(t *testing.T) {
+	r := newEdgeRig(t)
+	pk := edgeScript(7)
+	r.mine(pk)
+	r.mine(pk)
+	sh := shOf(pk)
+	if h, _, err := r.idx.History(sh, 0); err != nil || len(h) != 2 {
+		t.Fatalf("history: %d entries, %v", len(h), err)
+	}
+	for _, n := range []int{0, -1, math.MinInt} {
+		page, _, err := r.idx.HistoryPage(sh, nil, n, 0)
+		if err != nil || len(page) != 0 {
+			t.Errorf("HistoryPage(sh, nil, %d, 0): %d entries, %v; want none", n, len(page), err)
+		}
+	}
+	if page, _, err := r.idx.HistoryPage(sh, nil, 1, 0); err != nil || len(page) != 1 {
+		t.Errorf("HistoryPage(sh, nil, 1, 0): %d entries, %v; want 1", len(page), err)
 	}
 }

@@ -270,10 +270,11 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 
 // HistoryPage returns up to n entries of sh's confirmed history that come
 // right before the entry of transaction before (nil: the end of the
-// history), in history order; none when before is not in the history. Only
-// the page's transactions are read, so a page of a long history costs its
-// positions and n entries, not the whole history. With limit > 0, a
-// history of more than limit entries fails with ErrHistoryTooLarge.
+// history), in history order; none when n <= 0 or before is not in the
+// history. Only the page's transactions are read, so a page of a long
+// history costs its positions and n entries, not the whole history. With
+// limit > 0, a history of more than limit entries fails with
+// ErrHistoryTooLarge.
 func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, limit int) ([]HistoryEntry, Tip, error) {
 	var out []HistoryEntry
 	hx := sh.hashX()
@@ -291,7 +292,7 @@ func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, 
 				return nil
 			}
 		}
-		out, err = readHistory(r, c, sh, nums[max(end-n, 0):end], idx.scanSplit)
+		out, err = readHistory(r, c, sh, nums[end-min(max(n, 0), end):end], idx.scanSplit)
 		return err
 	})
 	return out, tip, err
