@@ -55,8 +55,11 @@ type Server struct {
 	// mx holds the Prometheus metrics; nil until RegisterMetrics.
 	mx *metrics
 
-	mu          sync.Mutex
-	started     bool
+	mu      sync.Mutex
+	started bool
+	// closed is set by Shutdown: a shut-down server's context is
+	// cancelled, so it cannot serve again.
+	closed      bool
 	listeners   []Listener
 	httpServers []*http.Server
 	sessions    map[*session]struct{}
@@ -100,10 +103,14 @@ func New(cfg Config, backend Backend) *Server {
 }
 
 // Start opens the configured listeners and begins serving. It returns once
-// every listener is open.
+// every listener is open. A server starts at most once, and not after
+// Shutdown.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("electrum: server shut down")
+	}
 	if s.started {
 		return errors.New("electrum: server already started")
 	}
@@ -179,6 +186,7 @@ func (s *Server) Addrs() map[Transport][]net.Addr {
 // the server's goroutines until ctx is done.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	s.closed = true
 	for _, l := range s.listeners {
 		l.Listener.Close()
 	}

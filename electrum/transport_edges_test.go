@@ -175,3 +175,29 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	return w.w.Write(p)
 }
+
+// TestStartRefusedAfterShutdown checks that a server, started or not, does
+// not start again once shut down: its context is cancelled, so a listener
+// it opened would accept connections it cannot serve.
+func TestStartRefusedAfterShutdown(t *testing.T) {
+	for _, startedBefore := range []bool{false, true} {
+		s := New(Config{TCPListen: []string{"127.0.0.1:0"}}, nil)
+		if startedBefore {
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(); err == nil {
+				t.Errorf("a second Start succeeded")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := s.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err == nil {
+			t.Errorf("started before: %v: Start after Shutdown succeeded, listening on %v", startedBefore, s.Addrs()[TCP])
+			_ = s.Shutdown(ctx)
+		}
+		cancel()
+	}
+}
