@@ -137,6 +137,9 @@ type Server struct {
 	srv       *http.Server
 	listeners []net.Listener
 	done      sync.WaitGroup
+	// closed is set by Shutdown: a shut-down server does not start again,
+	// as the Electrum server does not.
+	closed bool
 }
 
 // New returns a server over the given parts; Start starts listening.
@@ -180,10 +183,17 @@ func New(cfg Config, index Index, chain Chain) *Server {
 }
 
 // Start binds the configured addresses and serves them; it returns an
-// error when an address cannot be bound.
+// error when an address cannot be bound. A server starts at most once, and
+// not after Shutdown.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		return errors.New("esplora: server shut down")
+	case s.srv != nil:
+		return errors.New("esplora: server already started")
+	}
 	ls := append([]net.Listener(nil), s.cfg.Listeners...)
 	fail := func(err error) error {
 		for _, l := range ls[len(s.cfg.Listeners):] {
@@ -211,8 +221,7 @@ func (s *Server) Start() error {
 		}
 		ls = append(ls, l)
 	}
-	s.listeners = ls
-	s.srv = &http.Server{
+	srv := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.cfg.ReadTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
@@ -221,6 +230,7 @@ func (s *Server) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         s.connState,
 	}
+	s.listeners, s.srv = ls, srv
 	for _, u := range s.urls() {
 		s.cfg.Logf("Esplora HTTP API listening on %s", u)
 	}
@@ -228,7 +238,7 @@ func (s *Server) Start() error {
 		s.done.Add(1)
 		go func(l net.Listener) {
 			defer s.done.Done()
-			if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.cfg.Logf("Esplora listener %s: %v", l.Addr(), err)
 			}
 		}(l)
@@ -272,6 +282,7 @@ func (s *Server) Addrs() []net.Addr {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	srv := s.srv
+	s.closed = true
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
