@@ -69,7 +69,9 @@ type Config struct {
 	TLSCertFile    string
 	TLSKeyFile     string
 	// PathPrefix serves the API under a path such as "/api" (as
-	// blockstream.info does); empty serves it at the root.
+	// blockstream.info does); empty serves it at the root. Start refuses
+	// a prefix without a leading slash or with a space, "?" or "#": no
+	// request path would match it.
 	PathPrefix string
 
 	// MaxRequestsPerIP bounds the requests of one client address answered
@@ -188,11 +190,13 @@ func New(cfg Config, index Index, chain Chain) *Server {
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
+	switch p := s.cfg.PathPrefix; {
 	case s.closed:
 		return errors.New("esplora: server shut down")
 	case s.srv != nil:
 		return errors.New("esplora: server already started")
+	case p != "" && (!strings.HasPrefix(p, "/") || strings.ContainsAny(p, " ?#")):
+		return fmt.Errorf("esplora: path prefix %q: want a path such as /api", p)
 	}
 	ls := append([]net.Listener(nil), s.cfg.Listeners...)
 	fail := func(err error) error {

@@ -49,3 +49,26 @@ func TestStartOnce(t *testing.T) {
 		_ = s.Shutdown(ctx)
 	}
 }
+
+// TestPathPrefixWithoutSlashRefused checks that Start refuses a PathPrefix
+// without a leading slash, which no request path matches, as the node
+// refuses such an --esplorapath, and takes one with it.
+func TestPathPrefixWithoutSlashRefused(t *testing.T) {
+	for _, p := range []string{"api", "api/", "/api x"} {
+		s := New(Config{Listen: []string{"127.0.0.1:0"}, PathPrefix: p}, nil, nil)
+		if err := s.Start(); err == nil {
+			t.Errorf("PathPrefix %q: Start succeeded, serving %v", p, s.URLs())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = s.Shutdown(ctx)
+		cancel()
+	}
+	s := New(Config{Listen: []string{"127.0.0.1:0"}, PathPrefix: "/api/"}, nil, nil)
+	if err := s.Start(); err != nil {
+		t.Fatalf("PathPrefix \"/api/\": %v", err)
+	}
+	defer s.Shutdown(context.Background())
+	if u := s.URLs()[0]; u != "http://"+s.Addrs()[0].String()+"/api" {
+		t.Errorf("PathPrefix \"/api/\": URL %q", u)
+	}
+}
