@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -365,4 +366,66 @@ func TestReorgReplacesDoubleSpend(t *testing.T) {
 		t.Fatalf("get_mempool of script 1 = %+v, %v", mp, err)
 	}
 	checkMerkle(t, ctx, ec, b.Client, conflict.TxHash().String(), 102)
+}
+
+// TestDeepReorgDropsCoinbaseSpend: a Fund payment spends a faucet
+// coinbase; Reorg(tip height) replaces every block, that coinbase's too. The
+// payment, put back into the pool from its own replaced block, then spends
+// an output that exists nowhere: the node drops it from btcd's pool, the
+// Electrum server stops listing it, and the faucet, which would otherwise
+// spend the stranded payment's change, funds again.
+func TestDeepReorgDropsCoinbaseSpend(t *testing.T) {
+	ctx := testContext(t)
+	n := StartNode(t, NodeConfig{})
+	addr, script := newWalletAddress(t)
+	sh := ScriptHash(script)
+	op, err := n.Fund(addr, btcutil.Amount(1_000_000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := n.RPC.GetRawTransaction(&op.Hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, height, _ := n.RPC.GetBestBlock()
+	branch, err := n.Reorg(int(height)) // every block but genesis
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, tip, _ := n.RPC.GetBestBlock(); len(branch) != int(height)+1 || tip != height+1 {
+		t.Fatalf("Reorg(%d): branch of %d, tip %d", height, len(branch), tip)
+	}
+	in := tx.MsgTx().TxIn[0].PreviousOutPoint
+	if out, err := n.RPC.GetTxOut(&in.Hash, in.Index, true); err != nil || out != nil {
+		t.Fatalf("the payment's input %v still exists after the reorg (%v)", in, err)
+	}
+	pool, err := n.RPC.GetRawMempool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range pool {
+		if *h == op.Hash {
+			t.Errorf("after Reorg(%d) the payment %v, whose input (a replaced coinbase, %v) exists nowhere, is in the node's mempool", height, op.Hash, in)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, SyncTimeout)
+	defer cancel()
+	var hist []HistoryItem
+	for {
+		hist, err = n.Electrum.GetHistory(ctx, sh)
+		if err == nil && len(hist) == 0 {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Errorf("the Electrum server still lists the payment that spends a replaced coinbase: get_history = %+v (%v)", withoutFees(hist), err)
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A stranded payment's change would be spent by the faucet's next
+	// payment, which no block could confirm.
+	addr2, _ := newWalletAddress(t)
+	if _, err := n.Fund(addr2, btcutil.Amount(1_000_000)); err != nil {
+		t.Errorf("Fund after the deep reorg: %v", err)
+	}
 }

@@ -139,8 +139,10 @@ func (n *Node) dropConfirmed(block *btcutil.Block) {
 // higher block a moment earlier, would stay in the pool spending outputs
 // that exist nowhere, and Electrum clients would be shown them as unconfirmed
 // history and balance. Found by the reorg storm test (docs/RELIABILITY.md).
+// The coinbase never returns to the pool, so after a reorganization deeper
+// than coinbase maturity its spenders go with their descendants.
 func (n *Node) dropOrphaned(block *btcutil.Block) {
-	for _, tx := range block.Transactions()[1:] {
+	for _, tx := range block.Transactions() {
 		if !n.txMemPool.IsTransactionInPool(tx.Hash()) {
 			n.txMemPool.RemoveTransaction(tx, true)
 		}

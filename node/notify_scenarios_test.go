@@ -346,3 +346,61 @@ func TestReorgStatuses(t *testing.T) {
 		t.Fatalf("last notified %v / %v, fresh %v / %v", named1, named2, ok1[f1], ok2[f2])
 	}
 }
+
+// TestDeepReorgDropsCoinbaseSpend: P (pool) spends block 1's coinbase and
+// C spends P paying s1. A branch from genesis, one block longer, replaces
+// every block, its coinbases paying elsewhere: P's input then exists
+// nowhere, and since a coinbase never returns to the pool, P and C leave
+// btcd's pool and the Electrum view, and s1 is notified it has no history.
+func TestDeepReorgDropsCoinbaseSpend(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), true))
+	generate(t, n, 101)
+	c := dialElectrum(t, n)
+	c.call("server.version", "test", "1.4")
+	s1 := scenarioScript(0x71)
+	sh1 := indexers.ScriptHashFromScript(s1).String()
+	c.call("blockchain.scripthash.subscribe", sh1)
+	cb := coinbaseOf(t, n, 1)
+	p := scenarioSpend(t, cb, 0, wire.MaxTxInSequenceNum, wire.NewTxOut(cb.TxOut[0].Value-10_000, cb.TxOut[0].PkScript))
+	ch := scenarioSpend(t, p.MsgTx(), 0, wire.MaxTxInSequenceNum, wire.NewTxOut(p.MsgTx().TxOut[0].Value-10_000, s1))
+	for _, tx := range []*btcutil.Tx{p, ch} {
+		if _, err := n.ProcessTx(tx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := statusNotes(c.pendingNotes(300*time.Millisecond), sh1); len(got) == 0 || got[len(got)-1] != specStatus(ch.Hash().String()+":-1") {
+		t.Fatalf("before the reorganization: %v", short(got))
+	}
+
+	var prev *btcutil.Block
+	elsewhere := []wire.TxOut{{Value: 1e8, PkScript: scenarioScript(0x72)}}
+	for h := n.Chain().BestSnapshot().Height + 1; h > 0; h-- {
+		b, err := rpctest.CreateBlock(prev, nil, 4, time.Time{}, testMiningAddr(t), elsewhere, n.Chain().ChainParams())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := n.Chain().ProcessBlock(b, blockchain.BFNone); err != nil {
+			t.Fatal(err)
+		}
+		prev = b
+	}
+	syncIndex(t, n)
+	if best := n.Chain().BestSnapshot(); best.Hash != *prev.Hash() {
+		t.Fatalf("the branch did not become the chain: tip %v at %d", best.Hash, best.Height)
+	}
+	for _, tx := range []*btcutil.Tx{p, ch} {
+		if n.TxPool().HaveTransaction(tx.Hash()) {
+			t.Fatalf("%v, which spends a replaced coinbase or descends from a spender, is in the pool", tx.Hash())
+		}
+	}
+	var got []any
+	waitFor(t, "s1 notified without history", func() bool {
+		got = append(got, statusNotes(c.pendingNotes(100*time.Millisecond), sh1)...)
+		return len(got) > 0 && got[len(got)-1] == nil
+	})
+	f := dialElectrum(t, n)
+	f.call("server.version", "test", "1.4")
+	if fresh := f.call("blockchain.scripthash.subscribe", sh1); fresh != nil {
+		t.Fatalf("a fresh subscribe to s1: %v, want null", fresh)
+	}
+}
