@@ -159,10 +159,9 @@ func TestErrorAnswersWithinMaxSend(t *testing.T) {
 }
 
 // TestBatchAnswerWithinMaxSend: a batch's answer, brackets, commas and
-// replacement errors included, stays within MaxSend. A member's answer that
-// would leave no room for the error answers of the members after it is
-// replaced by its own error: here the banner's, which alone nearly fills
-// MaxSend, and the 999 pings after it are answered.
+// replacement errors included, stays within MaxSend. The largest answers
+// give way to their errors until it fits: here the banner's, which alone
+// nearly fills MaxSend, and the 999 pings after it are answered.
 func TestBatchAnswerWithinMaxSend(t *testing.T) {
 	fx := newFixture(t, func(c *Config) {
 		c.MaxSend = minMaxSend
@@ -192,7 +191,7 @@ func TestBatchAnswerWithinMaxSend(t *testing.T) {
 		}
 	}
 	// Ids so long that not even the members' errors fit: the batch is
-	// answered with one error, and nothing in it runs.
+	// answered with one error.
 	id := `"` + strings.Repeat("i", minMaxSend/2) + `"`
 	lc.send(`[{"jsonrpc":"2.0","id":` + id + `,"method":"server.ping"},{"jsonrpc":"2.0","id":` + id + `,"method":"server.ping"}]`)
 	ans = lc.line()
@@ -636,5 +635,40 @@ func TestPendingTLSHandshakesBounded(t *testing.T) {
 				t.Fatalf("%d silent connections from one address pending their %s handshake, MaxSessionsPerIP 3", pending, tr)
 			}
 		})
+	}
+}
+
+// A batch whose answer fits in MaxSend is answered whole, however much
+// longer its members' error answers would be: 1000 pings with 300-byte ids
+// answer in about 340 KB, within MaxSend (350,000), where their errors
+// would take about 395 KB.
+func TestBatchOfShortAnswersThatFitsIsAnswered(t *testing.T) {
+	fx := newFixture(t, func(c *Config) { c.MaxSend = minMaxSend })
+	lc := dialLines(t, fx.addr)
+	lc.negotiate()
+	var b strings.Builder
+	b.WriteString("[")
+	want := 1 // brackets less one comma
+	for i := 0; i < 1000; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		id := fmt.Sprintf(`"%0300d"`, i)
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%s,"method":"server.ping"}`, id)
+		want += len(`{"jsonrpc":"2.0","result":null,"id":`+id+`}`) + 1
+	}
+	b.WriteString("]")
+	if want > minMaxSend {
+		t.Fatalf("test setup: the batch's answer would be %d bytes", want)
+	}
+	lc.send(b.String())
+	ans := lc.line()
+	if !strings.HasPrefix(string(ans), "[") {
+		t.Fatalf("a batch whose %d-byte answer fits in MaxSend %d was answered %.200s", want, minMaxSend, ans)
+	}
+	var rs []rpcResponse
+	decodeInto(t, ans, &rs)
+	if len(rs) != 1000 {
+		t.Fatalf("%d answers", len(rs))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -638,57 +639,73 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 // runBatch executes batch members in order and sends one array with their
 // answers, keeping the whole array within MaxSend.
 func (ss *session) runBatch(rs []*request, first []byte) {
-	var out [][]byte
-	var afters []func()
+	var (
+		out    [][]byte
+		afters []func()
+		ran    []*request // the member of each answer in out, nil for first
+	)
 	defer func() {
 		for _, f := range afters {
-			f()
+			if f != nil {
+				f()
+			}
 		}
 	}()
 	// Each answer takes its bytes and a comma; the brackets, less the
-	// comma the first answer does not have, take one more. reserve keeps
-	// room for the error answer of every member still to run, so that an
-	// answer that would leave it none is replaced by its own error, which
-	// fits.
+	// comma the first answer does not have, take one more. An answer that
+	// would take the array past MaxSend is replaced by its error when that
+	// is shorter: a short answer held costs no more than its error would.
 	total := 1
 	if first != nil {
-		out = append(out, first)
+		out, afters, ran = append(out, first), append(afters, nil), append(ran, nil)
 		total += len(first) + 1
 	}
-	errLen := make([]int, len(rs))
-	reserve := 0
-	for i, r := range rs {
-		if !r.isResponse && !r.isNotification() {
-			errLen[i] = len(ss.tooLargeAnswer(r)) + 1
-			reserve += errLen[i]
-		}
-	}
-	if total+reserve > ss.srv.cfg.MaxSend {
-		// Ids of hundreds of KB: not even the errors fit. Nothing runs.
-		ss.charge(errorCost)
-		ss.deliver(encodeResponse(true, nil, nil, responseTooLarge(ss)))
-		return
-	}
-	for i, r := range rs {
+	for _, r := range rs {
 		if ss.closed() {
 			return
 		}
 		resp, ok, after := ss.execute(r)
 		if !ok {
-			if after != nil {
-				afters = append(afters, after)
-			}
+			afters = append(afters, after)
 			continue
 		}
-		reserve -= errLen[i]
-		if total+len(resp)+1+reserve > ss.srv.cfg.MaxSend {
+		if total+len(resp)+1 > ss.srv.cfg.MaxSend && len(ss.tooLargeAnswer(r)) < len(resp) {
 			resp, after = ss.tooLarge(r, after)
 		}
-		if after != nil {
-			afters = append(afters, after)
-		}
 		total += len(resp) + 1
-		out = append(out, resp)
+		out, afters, ran = append(out, resp), append(afters, after), append(ran, r)
+	}
+	if total > ss.srv.cfg.MaxSend {
+		// The largest answers give way to their errors until the array
+		// fits. When even the errors do not fit (ids of hundreds of bytes
+		// each), the batch is refused whole and what it subscribed is
+		// undone.
+		order := make([]int, 0, len(out))
+		for i, r := range ran {
+			if r != nil && !r.failed {
+				order = append(order, i)
+			}
+		}
+		slices.SortFunc(order, func(a, b int) int { return len(out[b]) - len(out[a]) })
+		for _, i := range order {
+			if total <= ss.srv.cfg.MaxSend {
+				break
+			}
+			if e := ss.tooLargeAnswer(ran[i]); len(e) < len(out[i]) {
+				resp, after := ss.tooLarge(ran[i], afters[i])
+				total += len(resp) - len(out[i])
+				out[i], afters[i] = resp, after
+			}
+		}
+		if total > ss.srv.cfg.MaxSend {
+			for i, r := range ran {
+				if r != nil && !r.failed {
+					_, afters[i] = ss.tooLarge(r, afters[i])
+				}
+			}
+			ss.deliver(encodeResponse(true, nil, nil, responseTooLarge(ss)))
+			return
+		}
 	}
 	if len(out) > 0 {
 		ss.deliver(encodeBatch(out))
