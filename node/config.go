@@ -355,9 +355,13 @@ func (cfg *Config) Normalize() error {
 			continue
 		}
 		*p.path = cleanAndExpandPath(*p.path)
-		// The binary creates the file after the log directory: a directory
-		// that is not there is found now, before anything is opened.
+		// The binary creates the file after the log directory (<logdir>/<net>):
+		// any other directory that is not there is found now, before
+		// anything is opened.
 		dir := filepath.Dir(*p.path)
+		if dir == cfg.netLogDir || dir == filepath.Dir(cfg.netLogDir) {
+			continue
+		}
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("--%s=%s: there is no directory %s to write it in", p.option, *p.path, dir)
 		}

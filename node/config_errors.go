@@ -70,11 +70,10 @@ func (cfg *Config) listenOptions() []listenOption {
 	}
 }
 
-// validateListeners checks every listen address option, so that a typo or
-// an address in use is reported at start rather than when the listener
-// opens (after the index, which may take hours to build on an existing
-// datadir): each address must be one a listener can bind, no address may
-// serve two listeners, and the listeners that open must bind now.
+// validateListeners checks every listen address option, so that a typo is
+// reported at start rather than when the listener opens (after the index,
+// which may take hours to build on an existing datadir): each address must
+// be one a listener can bind, and no address may serve two listeners.
 func (cfg *Config) validateListeners() error {
 	var used []listenSpot
 	for _, set := range cfg.listenOptions() {
@@ -99,8 +98,18 @@ func (cfg *Config) validateListeners() error {
 			used = append(used, spot)
 		}
 	}
+	return nil
+}
+
+// CheckListenersFree binds each address of the listeners the node opens
+// and closes it again, so that one another program holds is reported by
+// its option before the node creates its directories and loads the chain
+// (hours, when the index is built). The binary calls it after the options
+// are checked, when the node is to run: not for --debuglevel=show or a
+// --drop*index run, which listen nowhere.
+func (cfg *Config) CheckListenersFree() error {
 	if cfg.DropRequested() {
-		return nil // the node drops indexes and exits, listening nowhere
+		return nil
 	}
 	return cfg.probeListeners(true)
 }

@@ -195,8 +195,11 @@ func TestEsploraPortInUse(t *testing.T) {
 	}
 	cfg := testConfig(t, t.TempDir(), true)
 	cfg.EsploraListeners = []string{addr}
-	if _, err := New(cfg); err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Fatalf("New with the Esplora port taken: %v", err)
+	if err := cfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.CheckListenersFree(); err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("the start-up check with the Esplora port taken: %v", err)
 	}
 	taken.Close()
 

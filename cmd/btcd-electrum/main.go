@@ -51,6 +51,9 @@ func run(args []string) error {
 		fmt.Println("Supported subsystems", node.SupportedSubsystems())
 		return nil
 	}
+	if err := cfg.CheckListenersFree(); err != nil {
+		return err
+	}
 	if err := node.SetLogFile(cfg.LogFile()); err != nil {
 		return err
 	}
