@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -214,21 +215,10 @@ func TestReadingWalletKeptPastTotalBacklog(t *testing.T) {
 	t.Logf("non-readers hold %d bytes of backlog (total limit %d)", s.backlog.Load(), s.cfg.maxBacklogTotal())
 
 	// A wallet of 1,000 addresses, reading everything.
-	scripts := make([][]byte, 1000)
-	var sb strings.Builder
-	sb.WriteString("[")
-	for i := range scripts {
-		scripts[i] = append([]byte{0x00, 0x14, 0xab, byte(i >> 8), byte(i)}, make([]byte, 17)...)
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		fmt.Fprintf(&sb, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`,
-			i+1, indexers.ScriptHashFromScript(scripts[i]))
-	}
-	sb.WriteString("]")
+	scripts, batch := thousandAddresses()
 	w := dial(t, addr)
 	w.negotiate("1.4")
-	w.send(sb.String())
+	w.send(batch)
 	select {
 	case <-w.batches:
 	case <-time.After(30 * time.Second):
@@ -237,18 +227,7 @@ func TestReadingWalletKeptPastTotalBacklog(t *testing.T) {
 	// The writer writes in order: once the ping's answer is read, the
 	// subscriptions' answer no longer counts as unread.
 	w.must(nil, "server.ping")
-	// A block pays every one of its addresses.
-	outs := make([]*wire.TxOut, len(scripts))
-	for i, sc := range scripts {
-		outs[i] = wire.NewTxOut(1000, sc)
-	}
-	tx := spend([]wire.OutPoint{{Hash: fx.cb[1].TxHash(), Index: 0}}, outs...)
-	hdr, h, touched := fx.f.mine(fx.a, tx)
-	s.NotifyScriptHashes(touched)
-	s.NotifyTip(hdr, h)
-	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	payAll(t, fx, s, scripts)
 	got := 0
 	for got < len(scripts) {
 		select {
@@ -266,6 +245,79 @@ func TestReadingWalletKeptPastTotalBacklog(t *testing.T) {
 		}
 		t.Fatalf("the reading wallet got %d of %d notifications; sessions disconnected as not reading: %d",
 			got, len(scripts), s.Stats().Disconnected["not_reading"])
+	}
+}
+
+// TestTotalBacklogBoundedPastTwice: a block's notifications for a session
+// count against it past twice the total backlog, so the total stays
+// bounded however many sessions a block notifies: 60 wallets of the same
+// 1,000 addresses that stop reading once subscribed are sent 135 KB each,
+// 8 MB in all, over twice the total of 1.6 MB.
+func TestTotalBacklogBoundedPastTwice(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) {
+		c.MaxSendBacklog = 400_000 // total 1,600,000
+		c.MaxSessionsPerIP = -1
+		c.MaxSubsPerIP = 1000
+		c.CostHardLimit = -1 // 60,000 subscriptions from one subnet
+	})
+	scripts, batch := thousandAddresses()
+	for i := 0; i < 60; i++ {
+		cli, srv := net.Pipe()
+		t.Cleanup(func() { cli.Close() })
+		go s.runSession(newLineConn(srv, s.cfg.MaxRecv), &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("10.8.%d.1", i)), Port: 40000}, TCP)
+		r := bufio.NewReader(cli)
+		go cli.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["x","1.4"]}` + "\n" + batch + "\n"))
+		for _, what := range []string{"version", "subscriptions"} {
+			line, err := r.ReadBytes('\n')
+			if err != nil || bytes.Contains(line, []byte(`"error"`)) {
+				t.Fatalf("session %d: the %s answer %.200s: %v", i, what, line, err)
+			}
+		}
+	}
+	payAll(t, fx, s, scripts)
+	// The sessions cut give their queues back as they close.
+	most := 2*s.cfg.maxBacklogTotal() + 200_000
+	for end := time.Now().Add(10 * time.Second); s.backlog.Load() > most && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := s.backlog.Load(); n > most {
+		t.Fatalf("%d bytes wait for all sessions, over twice the total and a block's notifications (%d); %d sessions disconnected as not reading",
+			n, most, s.Stats().Disconnected["not_reading"])
+	}
+}
+
+// thousandAddresses returns the scripts of a wallet of 1,000 addresses and
+// the batch that subscribes to them.
+func thousandAddresses() ([][]byte, string) {
+	scripts := make([][]byte, 1000)
+	var sb strings.Builder
+	sb.WriteString("[")
+	for i := range scripts {
+		scripts[i] = append([]byte{0x00, 0x14, 0xab, byte(i >> 8), byte(i)}, make([]byte, 17)...)
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.subscribe","params":["%s"]}`,
+			i+1, indexers.ScriptHashFromScript(scripts[i]))
+	}
+	sb.WriteString("]")
+	return scripts, sb.String()
+}
+
+// payAll mines a block paying every one of scripts and has s notify it.
+func payAll(t *testing.T, fx *fixture, s *Server, scripts [][]byte) {
+	t.Helper()
+	outs := make([]*wire.TxOut, len(scripts))
+	for i, sc := range scripts {
+		outs[i] = wire.NewTxOut(1000, sc)
+	}
+	tx := spend([]wire.OutPoint{{Hash: fx.cb[1].TxHash(), Index: 0}}, outs...)
+	hdr, h, touched := fx.f.mine(fx.a, tx)
+	s.NotifyScriptHashes(touched)
+	s.NotifyTip(hdr, h)
+	if err := s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
+		t.Fatal(err)
 	}
 }
 

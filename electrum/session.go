@@ -260,8 +260,14 @@ func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > 0
 	// Over the server's total, the sessions that have a backlog of their
 	// own go first: a client reading its answers has little or none,
-	// beyond the group being queued.
-	overTotal := ss.srv.backlog.Load()+int64(size) > ss.srv.cfg.maxBacklogTotal() && min(queued, before) >= totalBacklogMinOwn
+	// beyond the group being queued (a block's notifications). Over twice
+	// the total, the group counts too, so the total stays bounded however
+	// many sessions a block notifies.
+	total, limit, own := ss.srv.backlog.Load()+int64(size), ss.srv.cfg.maxBacklogTotal(), min(queued, before)
+	if total > 2*limit {
+		own = queued
+	}
+	overTotal := total > limit && own >= totalBacklogMinOwn
 	if overOwn || overTotal {
 		ss.sendMu.Unlock()
 		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
