@@ -27,7 +27,8 @@
 //     once per process from the module cache (offline).
 //   - ElectrumClient is a small Electrum client over TCP, TLS or WebSocket
 //     (DialElectrum, DialElectrumTLS, DialElectrumWS): calls matched by id
-//     from any goroutine, queued notifications, a context on every wait;
+//     from any goroutine, queued notifications, a context on every wait,
+//     writes included (a write it cuts short closes the connection);
 //     typed helpers for the methods tests use, and Status, ScriptHash and
 //     MerkleRoot computed independently of the server.
 //   - ChainHistory is the reference history of a script, computed from a

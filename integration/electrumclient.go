@@ -27,11 +27,16 @@ const maxElectrumLine = 16 << 20
 // or WebSocket (newline-delimited JSON-RPC 2.0). Calls may be made from several
 // goroutines; responses are matched by id, and notifications are queued
 // until Notification takes them. It is meant for tests: every wait takes a
-// context, so a test bounds it with a deadline.
+// context, so a test bounds it with a deadline. A call whose context ends
+// while its request is being written, or whose write fails, closes the
+// connection (Err says why): a part of the request may have been sent, and
+// the stream of JSON lines cannot be resynchronised.
 type ElectrumClient struct {
 	conn net.Conn
 
-	writeMu sync.Mutex
+	// writeSlot holds a token while a request is written, so that a call
+	// waiting for it can give up when its context ends.
+	writeSlot chan struct{}
 
 	mu      sync.Mutex
 	nextID  int
@@ -43,6 +48,9 @@ type ElectrumClient struct {
 	// done is closed when the read loop ends; err says why.
 	done chan struct{}
 	err  error
+	// writeErr is why a write ended the connection; Err reports it
+	// rather than the read error the closing causes.
+	writeErr error
 }
 
 // Notification is a message the server sent without a request: a method
@@ -89,6 +97,7 @@ func DialElectrum(ctx context.Context, addr string) (*ElectrumClient, error) {
 func newElectrumClient(conn net.Conn) *ElectrumClient {
 	c := &ElectrumClient{
 		conn:       conn,
+		writeSlot:  make(chan struct{}, 1),
 		pending:    map[int]chan electrumResponse{},
 		noteSignal: make(chan struct{}),
 		done:       make(chan struct{}),
@@ -111,6 +120,15 @@ func (c *ElectrumClient) Done() <-chan struct{} { return c.done }
 func (c *ElectrumClient) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.endErr()
+}
+
+// endErr is Err with c.mu held; a failed write ends the connection before
+// the read loop sees it closed.
+func (c *ElectrumClient) endErr() error {
+	if c.writeErr != nil {
+		return c.writeErr
+	}
 	return c.err
 }
 
@@ -193,10 +211,9 @@ func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any)
 	}
 	ch := make(chan electrumResponse, 1)
 	c.mu.Lock()
-	if c.err != nil || isClosed(c.done) {
-		err := c.err
+	if err := c.endErr(); err != nil || isClosed(c.done) {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("connection closed: %v", err)
+		return nil, fmt.Errorf("%s: connection closed: %v", method, err)
 	}
 	c.nextID++
 	id := c.nextID
@@ -208,14 +225,9 @@ func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any)
 		c.forget(id)
 		return nil, err
 	}
-	c.writeMu.Lock()
-	dl, _ := ctx.Deadline() // zero (no deadline) without one
-	_ = c.conn.SetWriteDeadline(dl)
-	_, err = c.conn.Write(append(req, '\n'))
-	c.writeMu.Unlock()
-	if err != nil {
+	if err := c.write(ctx, append(req, '\n')); err != nil {
 		c.forget(id)
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", method, err)
 	}
 	select {
 	case resp, ok := <-ch:
@@ -230,6 +242,51 @@ func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any)
 		c.forget(id)
 		return nil, fmt.Errorf("%s: %w", method, ctx.Err())
 	}
+}
+
+// write sends one request line, waiting for the connection's write slot
+// and for the write itself only as long as ctx lasts. A write that fails,
+// or that ctx's end interrupts (by closing the connection: a server that
+// reads nothing holds a write forever), ends the connection: a part of the
+// line may have been sent, and a next request would be glued to it.
+func (c *ElectrumClient) write(ctx context.Context, line []byte) error {
+	select {
+	case c.writeSlot <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return fmt.Errorf("connection closed: %v", c.Err())
+	}
+	defer func() { <-c.writeSlot }()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ended := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		c.endAfterWrite(fmt.Errorf("a request's write was interrupted: %w", ctx.Err()))
+		close(ended)
+	})
+	_, err := c.conn.Write(line)
+	if !stop() {
+		<-ended // closed before the next request may be written
+		return fmt.Errorf("the request's write was interrupted, which closed the connection: %w", ctx.Err())
+	}
+	if err != nil {
+		c.endAfterWrite(fmt.Errorf("a request's write failed: %w", err))
+		return fmt.Errorf("the request's write failed, which closed the connection: %w", err)
+	}
+	return nil
+}
+
+// endAfterWrite closes the connection after a failed or interrupted write;
+// err becomes the reason Err reports.
+func (c *ElectrumClient) endAfterWrite(err error) {
+	c.mu.Lock()
+	if c.writeErr == nil {
+		c.writeErr = err
+	}
+	c.mu.Unlock()
+	_ = c.conn.Close()
 }
 
 // forget drops a call nobody waits for any more.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -174,5 +176,177 @@ func TestElectrumClientDispatch(t *testing.T) {
 	<-c.Done()
 	if _, err := c.NextHeader(ctx, 0); err == nil {
 		t.Fatal("a wait on a closed connection returned a notification")
+	}
+}
+
+// silentServer accepts one connection and reads nothing from it until
+// release is closed; it then sends each line it reads on lines, which it
+// closes when the connection ends.
+func silentServer(t *testing.T) (addr string, release chan struct{}, lines chan string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	release = make(chan struct{})
+	lines = make(chan string, 16)
+	go func() {
+		defer close(lines)
+		conn, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		<-release
+		r := bufio.NewReaderSize(conn, 1<<20)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+	return l.Addr().String(), release, lines
+}
+
+// startedConn is a connection that closes started when a write of more
+// than 1 MiB begins.
+type startedConn struct {
+	net.Conn
+	once    sync.Once
+	started chan struct{}
+}
+
+func (s *startedConn) Write(p []byte) (int, error) {
+	if len(p) > 1<<20 {
+		s.once.Do(func() { close(s.started) })
+	}
+	return s.Conn.Write(p)
+}
+
+// dialSilent connects a client to a silentServer.
+func dialSilent(t *testing.T) (c *ElectrumClient, conn *startedConn, release chan struct{}, lines chan string) {
+	t.Helper()
+	addr, release, lines := silentServer(t)
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn = &startedConn{Conn: raw, started: make(chan struct{})}
+	c = newElectrumClient(conn)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, conn, release, lines
+}
+
+// bigCall starts a call whose request (64 MiB) a server that reads nothing
+// never takes in full, and returns once its write has begun; done
+// receives the call's result.
+func bigCall(t *testing.T, ctx context.Context, c *ElectrumClient, conn *startedConn) (done chan error) {
+	t.Helper()
+	done = make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, "blockchain.transaction.broadcast", strings.Repeat("a", 64<<20))
+		done <- err
+	}()
+	select {
+	case <-conn.started:
+	case err := <-done:
+		t.Fatalf("the big call returned before writing: %v", err)
+	case <-time.After(testWait):
+		t.Fatal("the big call never began its write")
+	}
+	return done
+}
+
+// TestCallWaitingForWriteHonoursContext: a call whose context ends while
+// another call's write is stuck (a server that stopped reading) returns
+// the context's error instead of waiting for that write.
+func TestCallWaitingForWriteHonoursContext(t *testing.T) {
+	c, conn, _, _ := dialSilent(t)
+	bigCtx, cancelBig := context.WithCancel(context.Background())
+	defer cancelBig()
+	bigCall(t, bigCtx, c, conn)
+
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(short, "server.ping")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("server.ping behind a stuck write returned %v, want its context's error", err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("server.ping behind a stuck write outlived its context: it waits for the write, not its context")
+	}
+}
+
+// TestCallCancelledDuringWrite: cancelling a call's context (one without
+// a deadline) interrupts its stuck write; the call returns the
+// cancellation.
+func TestCallCancelledDuringWrite(t *testing.T) {
+	c, conn, _, _ := dialSilent(t)
+	bigCtx, cancelBig := context.WithCancel(context.Background())
+	done := bigCall(t, bigCtx, c, conn)
+	cancelBig()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("the cancelled call returned %v, want context.Canceled", err)
+		}
+	case <-time.After(testWait):
+		t.Fatal("a call whose context was cancelled stayed blocked in its write")
+	}
+}
+
+// TestInterruptedWriteClosesClient: a call whose context ends in the
+// middle of writing its request leaves a part of it on the connection,
+// which no later request can follow, so the client closes the connection:
+// later calls fail saying why, and the server never receives a line that
+// is not JSON.
+func TestInterruptedWriteClosesClient(t *testing.T) {
+	c, conn, release, lines := dialSilent(t)
+	bigCtx, cancelBig := context.WithCancel(context.Background())
+	done := bigCall(t, bigCtx, c, conn)
+	cancelBig()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the big call succeeded against a server that reads nothing")
+		}
+	case <-time.After(testWait):
+		t.Fatal("a call whose context ended stayed blocked in its write")
+	}
+	close(release)
+	pingCtx, cancelPing := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelPing()
+	_, pingErr := c.Call(pingCtx, "server.ping")
+	ctx := testContext(t)
+	for done := false; !done; {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				done = true // the connection ended with the torn request
+				break
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(line), &v); err != nil {
+				t.Fatalf("after a write was interrupted the server received a line of %d bytes that is not JSON (%v), ending in %q",
+					len(line), err, line[max(0, len(line)-80):])
+			}
+		case <-ctx.Done():
+			t.Fatal("the connection stayed open after a write was interrupted")
+		}
+	}
+	if pingErr == nil || !strings.Contains(pingErr.Error(), "interrupted") {
+		t.Fatalf("a call after an interrupted write returned %v, want an error saying the connection closed after it", pingErr)
+	}
+	if c.Err() == nil {
+		t.Fatal("the client reports no error after an interrupted write")
 	}
 }
