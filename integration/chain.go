@@ -21,8 +21,8 @@ import (
 
 // SyncTimeout bounds how long Mine, MineTo, Fund and the reorgs wait for
 // the Electrum server to report the node's new tip, and each of the node's
-// RPC answers that Mine, MineTo, SendRaw, Faucet, Fund and the reorgs wait
-// for.
+// RPC answers that Mine, MineTo, SendRaw, Faucet, Fund, the reorgs,
+// ChainHistory, SpendCoinbaseAt and ElectrumInfo wait for.
 var SyncTimeout = time.Minute
 
 // answerWithin returns f's result, or an error once ctx ends: the node's RPC
@@ -202,10 +202,13 @@ func (n *Node) ElectrumTLSConfig() (*tls.Config, error) {
 }
 
 // ElectrumInfo calls the node's getelectruminfo extension through c: the
-// index and chain tips, catch-up state, listeners and sessions.
+// index and chain tips, catch-up state, listeners and sessions. The answer
+// is awaited within SyncTimeout.
 func ElectrumInfo(c *rpcclient.Client) (rpcext.ElectrumInfo, error) {
 	var info rpcext.ElectrumInfo
-	raw, err := c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+	raw, err := rpcWithin("getelectruminfo", func() (json.RawMessage, error) {
+		return c.RawRequest(rpcext.GetElectrumInfoMethod, nil)
+	})
 	if err != nil {
 		return info, fmt.Errorf("getelectruminfo: %w", err)
 	}

@@ -12,8 +12,9 @@ import (
 // TestHelpersBoundedOnHungNode: a node that stops answering (here frozen
 // with SIGSTOP, as a deadlocked node or a stuck disk would leave it) makes
 // the helpers fail within their bounds, not hang the test until go test's
-// -timeout: WaitSynced within its context, Mine, SendRaw and the reorgs
-// within SyncTimeout.
+// -timeout: WaitSynced within its context; Mine, the reorgs and the
+// helpers that take an RPC client (ChainHistory, SpendCoinbaseAt,
+// ElectrumInfo) within SyncTimeout.
 func TestHelpersBoundedOnHungNode(t *testing.T) {
 	old := SyncTimeout
 	SyncTimeout = 2 * time.Second
@@ -36,6 +37,9 @@ func TestHelpersBoundedOnHungNode(t *testing.T) {
 		}},
 		{"Mine", func() error { _, err := n.Mine(1); return err }},
 		{"Reorg", func() error { _, err := n.Reorg(1); return err }},
+		{"ChainHistory", func() error { _, err := ChainHistory(n.RPC, MiningScript()); return err }},
+		{"SpendCoinbaseAt", func() error { _, err := SpendCoinbaseAt(n.RPC, 1, MiningScript(), 1000); return err }},
+		{"ElectrumInfo", func() error { _, err := ElectrumInfo(n.RPC); return err }},
 	} {
 		done := make(chan error, 1)
 		go func() { done <- c.call() }()

@@ -7,6 +7,7 @@ import (
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/btcec/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -58,13 +59,14 @@ func SpendMined(prev wire.OutPoint, prevValue int64, pkScript []byte, fee int64)
 
 // SpendCoinbaseAt builds, with SpendMined, a transaction that spends the
 // coinbase of the main-chain block at height of the node c is connected to
-// (a block mined to MiningAddress) to pkScript, minus fee.
+// (a block mined to MiningAddress) to pkScript, minus fee. Each RPC answer
+// is awaited within SyncTimeout.
 func SpendCoinbaseAt(c *rpcclient.Client, height int64, pkScript []byte, fee int64) (*wire.MsgTx, error) {
-	hash, err := c.GetBlockHash(height)
+	hash, err := rpcWithin("getblockhash", func() (*chainhash.Hash, error) { return c.GetBlockHash(height) })
 	if err != nil {
 		return nil, fmt.Errorf("getblockhash %d: %w", height, err)
 	}
-	blk, err := c.GetBlock(hash)
+	blk, err := rpcWithin("getblock", func() (*wire.MsgBlock, error) { return c.GetBlock(hash) })
 	if err != nil {
 		return nil, fmt.Errorf("getblock %v: %w", hash, err)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 
+	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -12,20 +13,20 @@ import (
 // transaction that pays pkScript or spends an output that paid it, in block
 // order, each once, with its height. It is the reference the Electrum
 // index's get_history is compared with; it reads every block, so keep
-// chains short.
+// chains short. Each RPC answer is awaited within SyncTimeout.
 func ChainHistory(c *rpcclient.Client, pkScript []byte) ([]HistoryItem, error) {
-	_, tip, err := c.GetBestBlock()
+	tip, err := rpcWithin("getblockcount", c.GetBlockCount)
 	if err != nil {
 		return nil, err
 	}
 	funded := map[wire.OutPoint]bool{}
 	var history []HistoryItem
-	for height := int32(0); height <= tip; height++ {
-		hash, err := c.GetBlockHash(int64(height))
+	for height := int32(0); int64(height) <= tip; height++ {
+		hash, err := rpcWithin("getblockhash", func() (*chainhash.Hash, error) { return c.GetBlockHash(int64(height)) })
 		if err != nil {
 			return nil, err
 		}
-		block, err := c.GetBlock(hash)
+		block, err := rpcWithin("getblock", func() (*wire.MsgBlock, error) { return c.GetBlock(hash) })
 		if err != nil {
 			return nil, err
 		}
