@@ -80,6 +80,9 @@ func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error
 	if count <= 0 {
 		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
 	}
+	if nilAddress(addr) {
+		return nil, errors.New("mine to a nil address")
+	}
 	hashes, err := rpcWithin("generatetoaddress", func() ([]*chainhash.Hash, error) {
 		return n.RPC.GenerateToAddress(int64(count), addr, nil)
 	})

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -53,6 +54,45 @@ func TestMineTo(t *testing.T) {
 	}
 	if _, err := n.MineTo(MiningAddressOn(&chaincfg.SimNetParams), 1); err == nil {
 		t.Fatal("MineTo a simnet address on regtest succeeded")
+	}
+}
+
+// TestNilAddressesRefused: MineTo, Faucet and Fund given a nil address
+// (nil, or a nil pointer: an address a test failed to decode) return an
+// error. The calls run in a child test process, as a panic in a goroutine
+// of the RPC client would end every test of the binary.
+func TestNilAddressesRefused(t *testing.T) {
+	if os.Getenv("HARNESS_NIL_ADDRESS_CHILD") == "" {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestNilAddressesRefused$", "-test.count=1")
+		cmd.Env = append(os.Environ(), "HARNESS_NIL_ADDRESS_CHILD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("the nil-address calls failed their test process (%v):\n%s", err, out)
+		}
+		return
+	}
+	n := StartNode(t, NodeConfig{})
+	var typedNil *address.AddressPubKeyHash
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"MineTo(nil)", func() error { _, err := n.MineTo(nil, 1); return err }},
+		{"MineTo(nil pointer)", func() error { _, err := n.MineTo(typedNil, 1); return err }},
+		{"Faucet(nil)", func() error { _, err := n.Faucet(nil, 1000); return err }},
+		{"Faucet(nil pointer)", func() error { _, err := n.Faucet(typedNil, 1000); return err }},
+		{"Fund(nil)", func() error { _, err := n.Fund(nil, 1000); return err }},
+		{"Fund(nil pointer)", func() error { _, err := n.Fund(typedNil, 1000); return err }},
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s panicked: %v", c.name, r)
+				}
+			}()
+			if err := c.call(); err == nil {
+				t.Errorf("%s succeeded", c.name)
+			}
+		}()
 	}
 }
 
