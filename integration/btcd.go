@@ -138,7 +138,8 @@ type BtcdProcess struct {
 	// DataDir is btcd's --datadir; the block database is in
 	// <DataDir>/<network>/blocks_ffldb.
 	DataDir string
-	// LogDir is btcd's --logdir.
+	// LogDir is btcd's --logdir, <DataDir>/btcd-logs; what btcd writes to
+	// stdout and stderr goes to <DataDir>/btcd-output.log.
 	LogDir string
 	// P2PAddr and RPCAddr are the listeners; RPC is a client (HTTP POST,
 	// no TLS).
@@ -154,7 +155,9 @@ type BtcdProcess struct {
 
 // BtcdProcessConfig says how StartBtcdProcess runs btcd.
 type BtcdProcessConfig struct {
-	// DataDir is btcd's --datadir (required).
+	// DataDir is btcd's --datadir (required); btcd's logs and output go
+	// inside it, so that processes on different datadirs keep theirs
+	// apart.
 	DataDir string
 	// Net is regtest (nil) or simnet.
 	Net *chaincfg.Params
@@ -173,6 +176,10 @@ type BtcdProcessConfig struct {
 // simnet datadirs survive.
 func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 	t.Helper()
+	if cfg.DataDir == "" {
+		// btcd would take the working directory (--datadir=.).
+		t.Fatal("StartBtcdProcess: BtcdProcessConfig.DataDir is required")
+	}
 	exe, err := BtcdBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +192,7 @@ func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 	if mining == "" {
 		mining = MiningAddressOn(params).EncodeAddress()
 	}
-	p := &BtcdProcess{DataDir: cfg.DataDir, LogDir: filepath.Join(filepath.Dir(cfg.DataDir), "btcd-logs")}
+	p := &BtcdProcess{DataDir: cfg.DataDir, LogDir: filepath.Join(cfg.DataDir, "btcd-logs")}
 	addrs, err := freeAddrs(2)
 	if err != nil {
 		t.Fatal(err)
@@ -197,8 +204,11 @@ func StartBtcdProcess(t testing.TB, cfg BtcdProcessConfig) *BtcdProcess {
 		"--trickleinterval=50ms"}, cfg.Args...)
 	p.cmd = exec.Command(exe, all...)
 	p.cmd.SysProcAttr = childAttrs()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// btcd says why it stops on stderr, before its log is set up.
-	outPath := filepath.Join(filepath.Dir(cfg.DataDir), "btcd-output.log")
+	outPath := filepath.Join(cfg.DataDir, "btcd-output.log")
 	out, err := os.Create(outPath)
 	if err != nil {
 		t.Fatal(err)
