@@ -173,7 +173,8 @@ type NodeConfig struct {
 	// whose addresses the Node reports. --miningaddr is refused: the node
 	// would pay each block to one of its addresses at random; set
 	// MiningAddr. An in-process node applies --debuglevel to the whole
-	// process's log.
+	// process's log. A --datadir or --logdir here is the one the node
+	// uses, and Node.DataDir and LogDir report it.
 	Args []string
 }
 
@@ -208,8 +209,9 @@ type Node struct {
 	RPCAddr string
 	RPC     *rpcclient.Client
 
-	// Dir, DataDir and LogDir are the directories the node was started
-	// with; LogFile is a binary node's log (an in-process node logs as
+	// Dir is the harness's directory for the node; DataDir and LogDir are
+	// the node's --datadir and --logdir, those of Args when they give
+	// them; LogFile is a binary node's log (an in-process node logs as
 	// LogStdout says).
 	Dir, DataDir, LogDir, LogFile string
 
@@ -361,6 +363,12 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 		args = append(args, "--esploralisten="+esp)
 	}
 	n.Args = append(args, cfg.Args...)
+	// A --datadir or --logdir in Args is what the node uses. Args the
+	// node refuses are left for it to report.
+	if c, _, err := node.LoadConfig(n.Args); err == nil {
+		n.DataDir, n.LogDir = filepath.Dir(c.NetDataDir()), filepath.Dir(c.NetLogDir())
+		n.LogFile = c.LogFile()
+	}
 
 	if cfg.Binary {
 		if err := n.startProcess(); err != nil {

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,24 @@ func TestStartFailureSaysWhy(t *testing.T) {
 	_, err := Start(NodeConfig{Binary: true, Args: []string{"--nosuchflag"}})
 	if err == nil || !strings.Contains(err.Error(), "nosuchflag") {
 		t.Fatalf("a node with an unknown flag: %v, want its complaint about the flag", err)
+	}
+}
+
+// TestArgsDataDirReported: a --datadir and --logdir given in Args take
+// precedence over the harness's, and the Node reports them: DataDir holds
+// the chain, and Log reads the node's log.
+func TestArgsDataDirReported(t *testing.T) {
+	dir := t.TempDir()
+	data, logs := filepath.Join(dir, "mydata"), filepath.Join(dir, "mylogs")
+	n := StartNode(t, NodeConfig{Binary: true, Args: []string{"--datadir=" + data, "--logdir=" + logs}})
+	if _, err := os.Stat(filepath.Join(data, "regtest")); err != nil {
+		t.Fatalf("the node did not use --datadir from Args: %v", err)
+	}
+	if n.DataDir != data || n.LogDir != logs {
+		t.Fatalf("the node runs on --datadir=%s --logdir=%s (Args), but Node.DataDir=%s, Node.LogDir=%s",
+			data, logs, n.DataDir, n.LogDir)
+	}
+	if _, err := n.Log(); err != nil {
+		t.Fatalf("Log: %v", err)
 	}
 }
