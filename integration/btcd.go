@@ -95,7 +95,10 @@ type BtcdConfig struct {
 // harness (rpctest): TLS RPC, a websocket client, an in-memory wallet that
 // mines to itself, loopback ports. Transactions are relayed to peers
 // within 50 ms (--trickleinterval). The harness is torn down (SIGINT) when
-// the test ends. Set-up is bounded by StartTimeout.
+// the test ends. rpctest starts the process, with no way to have it die
+// with the test process: a test killed by go test's -timeout, which runs no
+// cleanup, leaves it running (StartBtcdProcess's does not). Set-up is
+// bounded by StartTimeout.
 func StartBtcd(t testing.TB, cfg BtcdConfig) *rpctest.Harness {
 	t.Helper()
 	useFreePorts()
