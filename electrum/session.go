@@ -647,11 +647,12 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 func (ss *session) runBatch(rs []*request, first []byte) {
 	var (
 		out    [][]byte
-		afters []func()
+		afters []func()   // what to run once out[i] is queued
 		ran    []*request // the member of each answer in out, nil for first
+		others []func()   // what to run for the members without an answer
 	)
 	defer func() {
-		for _, f := range afters {
+		for _, f := range append(afters, others...) {
 			if f != nil {
 				f()
 			}
@@ -672,7 +673,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		}
 		resp, ok, after := ss.execute(r)
 		if !ok {
-			afters = append(afters, after)
+			others = append(others, after)
 			continue
 		}
 		if total+len(resp)+1 > ss.srv.cfg.MaxSend && len(ss.tooLargeAnswer(r)) < len(resp) {
