@@ -261,14 +261,26 @@ func (c *ElectrumClient) write(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	ended := make(chan struct{})
+	// mu orders the write's end and the context's: a context that ends
+	// once the line is written in full leaves the connection open.
+	var (
+		mu                   sync.Mutex
+		written, interrupted bool
+	)
 	stop := context.AfterFunc(ctx, func() {
-		c.endAfterWrite(fmt.Errorf("a request's write was interrupted: %w", ctx.Err()))
-		close(ended)
+		mu.Lock()
+		defer mu.Unlock()
+		if !written {
+			interrupted = true
+			c.endAfterWrite(fmt.Errorf("a request's write was interrupted: %w", ctx.Err()))
+		}
 	})
+	defer stop()
 	_, err := c.conn.Write(line)
-	if !stop() {
-		<-ended // closed before the next request may be written
+	mu.Lock()
+	written = true
+	mu.Unlock()
+	if interrupted {
 		return fmt.Errorf("the request's write was interrupted, which closed the connection: %w", ctx.Err())
 	}
 	if err != nil {
