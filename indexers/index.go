@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/syndtr/goleveldb/leveldb"
+	lerrors "github.com/syndtr/goleveldb/leveldb/errors"
 )
 
 // ElectrumIndexName is the human-readable name of the index.
@@ -118,17 +120,31 @@ func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 	if opts.ProgressInterval <= 0 {
 		opts.ProgressInterval = DefaultProgressInterval
 	}
-	store, err := openStore(opts.Dir, opts.CacheMiB)
-	if err != nil {
-		return nil, fmt.Errorf("electrum index: open store %s: %w", opts.Dir, err)
+	for remade := false; ; remade = true {
+		store, err := openStore(opts.Dir, opts.CacheMiB)
+		damaged := lerrors.IsCorrupted(err)
+		if err == nil {
+			idx := &ElectrumIndex{db: db, opts: opts, store: store,
+				statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
+			if err = idx.prepareStore(); err == nil {
+				return idx, nil
+			}
+			store.Close()
+			damaged = lerrors.IsCorrupted(err)
+		} else {
+			err = fmt.Errorf("electrum index: open store %s: %w", opts.Dir, err)
+		}
+		// A store whose files fail goleveldb's checks (a torn manifest, a
+		// table's checksum) is made anew and the index built again, as
+		// any index that fails verification: the chain is intact.
+		if remade || !damaged {
+			return nil, err
+		}
+		log.Warnf("Electrum index store %s is damaged (%v): deleting it to build the index again", opts.Dir, err)
+		if err := os.RemoveAll(opts.Dir); err != nil {
+			return nil, fmt.Errorf("electrum index: delete damaged store %s: %w", opts.Dir, err)
+		}
 	}
-	idx := &ElectrumIndex{db: db, opts: opts, store: store,
-		statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
-	if err := idx.prepareStore(); err != nil {
-		store.Close()
-		return nil, err
-	}
-	return idx, nil
 }
 
 // Close stops the writer and closes the store. Call it before btcd's

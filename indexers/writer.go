@@ -98,6 +98,7 @@ type writer struct {
 	passed   *sync.Cond
 	started  uint64 // passes begun
 	finished uint64 // passes ended
+	events   uint64 // commits and ends of passes, for Sync
 	lastErr  error
 	handoff  map[chainhash.Hash]handed
 	order    []chainhash.Hash
@@ -148,10 +149,7 @@ func (w *writer) loop() {
 		if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errStoreFailed) {
 			log.Errorf("Electrum index: %v", err)
 		}
-		w.mu.Lock()
-		w.finished, w.lastErr = n, err
-		w.passed.Broadcast()
-		w.mu.Unlock()
+		w.signal(func() { w.finished, w.lastErr = n, err })
 	}
 }
 
@@ -159,11 +157,7 @@ func (w *writer) loop() {
 func (w *writer) stop() {
 	close(w.quit)
 	<-w.done
-	w.mu.Lock()
-	w.finished = ^uint64(0)
-	w.lastErr = errInterrupted
-	w.passed.Broadcast()
-	w.mu.Unlock()
+	w.signal(func() { w.finished, w.lastErr = ^uint64(0), errInterrupted })
 }
 
 // poke wakes the writer; it never blocks.
@@ -207,33 +201,57 @@ func (w *writer) take(hash *chainhash.Hash) (handed, bool) {
 	return hb, ok
 }
 
-// Sync waits until the writer has run a whole pass that began after the
-// call: the index then holds the chain's tip as of the call, unless the
-// chain moved again meanwhile. It returns that pass's error.
+// Sync waits until the index holds the chain's tip as of the call: a
+// main-chain block at least that high, or, should the chain have become
+// shorter, the chain's tip once a pass that began after the call ends. It
+// returns the error of a pass that began after the call and failed first.
+// Blocks arriving meanwhile do not hold it up.
 func (idx *ElectrumIndex) Sync() error {
 	w := idx.w
 	if w == nil {
 		return errors.New("electrum index: not started")
 	}
+	want := w.chain.BestSnapshot().Height
 	for {
 		w.mu.Lock()
 		target := w.started + 1
 		w.mu.Unlock()
 		w.poke()
-		w.mu.Lock()
-		for w.finished < target {
-			w.passed.Wait()
-		}
-		err := w.lastErr
-		w.mu.Unlock()
-		if err != nil {
-			return err
-		}
-		best := w.chain.BestSnapshot()
-		if t, _ := idx.LatestTip(); t.Hash == best.Hash {
-			return nil
+		for {
+			w.mu.Lock()
+			seen, ended, err := w.events, w.finished >= target, w.lastErr
+			w.mu.Unlock()
+			t, _ := idx.LatestTip()
+			if t.Height >= want && w.chain.MainChainHasBlock(&t.Hash) {
+				return nil
+			}
+			if ended {
+				if err != nil {
+					return err
+				}
+				if t.Hash == w.chain.BestSnapshot().Hash {
+					return nil
+				}
+				break
+			}
+			w.mu.Lock()
+			for w.events == seen {
+				w.passed.Wait()
+			}
+			w.mu.Unlock()
 		}
 	}
+}
+
+// signal wakes Sync's waiters after a commit or the end of a pass.
+func (w *writer) signal(f func()) {
+	w.mu.Lock()
+	if f != nil {
+		f()
+	}
+	w.events++
+	w.passed.Broadcast()
+	w.mu.Unlock()
 }
 
 // pass reconciles the index with the chain: undo while the tip is off the
@@ -301,6 +319,9 @@ func (idx *ElectrumIndex) committed(c Commit) {
 	idx.publish(c.Tip)
 	if idx.opts.OnCommit != nil {
 		idx.opts.OnCommit(c)
+	}
+	if w := idx.w; w != nil {
+		w.signal(nil)
 	}
 }
 
