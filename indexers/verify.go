@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -808,89 +807,6 @@ func (v *verifier) report() {
 	if v.opts.Progress != nil {
 		v.opts.Progress(v.prog)
 	}
-}
-
-// VerifyJob runs verifications of a live node's index one at a time, in the
-// background, and keeps the progress of the running one and the result of
-// the last one for the operator's RPC.
-type VerifyJob struct {
-	db    database.DB
-	chain *blockchain.BlockChain
-	idx   *ElectrumIndex
-	ctx   context.Context
-
-	mu       sync.Mutex
-	running  bool
-	started  time.Time
-	progress VerifyProgress
-	result   *VerifyResult
-	err      error
-	done     chan struct{}
-}
-
-// VerifyStatus is a VerifyJob's state.
-type VerifyStatus struct {
-	// Running is true while a verification runs; Progress is its
-	// progress.
-	Running  bool
-	Started  time.Time
-	Progress VerifyProgress
-	// Result and Err are the outcome of the last finished verification
-	// (both nil before the first one ends).
-	Result *VerifyResult
-	Err    error
-}
-
-// NewVerifyJob returns a job verifying the index idx in db against chain
-// (idx as VerifyOptions.Index); ctx ends a running verification (the
-// node's shutdown).
-func NewVerifyJob(ctx context.Context, db database.DB, chain *blockchain.BlockChain, idx *ElectrumIndex) *VerifyJob {
-	return &VerifyJob{db: db, chain: chain, idx: idx, ctx: ctx}
-}
-
-// Start starts a verification unless one is running, and returns the
-// job's state.
-func (j *VerifyJob) Start() VerifyStatus {
-	j.mu.Lock()
-	if !j.running {
-		j.running, j.started = true, time.Now()
-		j.progress = VerifyProgress{}
-		j.done = make(chan struct{})
-		go j.run(j.done)
-	}
-	j.mu.Unlock()
-	return j.Status()
-}
-
-// run is the verification's goroutine.
-func (j *VerifyJob) run(done chan struct{}) {
-	res, err := Verify(j.ctx, j.db, j.chain, VerifyOptions{Index: j.idx, Progress: func(p VerifyProgress) {
-		j.mu.Lock()
-		j.progress = p
-		j.mu.Unlock()
-	}})
-	LogVerifyResult(res, err)
-	j.mu.Lock()
-	j.running, j.result, j.err = false, res, err
-	j.mu.Unlock()
-	close(done)
-}
-
-// Wait waits for the running verification, if any, to end.
-func (j *VerifyJob) Wait() {
-	j.mu.Lock()
-	done := j.done
-	j.mu.Unlock()
-	if done != nil {
-		<-done
-	}
-}
-
-// Status returns the job's state.
-func (j *VerifyJob) Status() VerifyStatus {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return VerifyStatus{Running: j.running, Started: j.started, Progress: j.progress, Result: j.result, Err: j.err}
 }
 
 // LogVerifyResult logs a verification's outcome, as the job does: one

@@ -78,7 +78,7 @@ type Node struct {
 
 	// verifyJob runs verifyelectrumindex (nil without the Electrum index);
 	// verifyCancel ends its verification at shutdown.
-	verifyJob    *indexers.VerifyJob
+	verifyJob    *verifyJob
 	verifyCancel context.CancelFunc
 
 	generateMu sync.Mutex

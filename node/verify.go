@@ -5,6 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
+
+	"github.com/btcsuite/btcd/blockchain"
+	"github.com/btcsuite/btcd/database"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
@@ -22,7 +27,7 @@ func (n *Node) setupVerification() error {
 	}
 	var ctx context.Context
 	ctx, n.verifyCancel = context.WithCancel(context.Background())
-	n.verifyJob = indexers.NewVerifyJob(ctx, n.db, n.chain, n.index.electrum)
+	n.verifyJob = newVerifyJob(ctx, n.db, n.chain, n.index.electrum)
 	if !n.cfg.ElectrumVerify {
 		return nil
 	}
@@ -69,7 +74,7 @@ func (b rpcBackend) VerifyIndex(start bool) (*rpcext.VerifyIndexInfo, error) {
 	if j == nil {
 		return nil, errors.New("the Electrum index is not enabled (--electrumindex)")
 	}
-	var st indexers.VerifyStatus
+	var st verifyStatus
 	if start {
 		st = j.Start()
 	} else {
@@ -79,7 +84,7 @@ func (b rpcBackend) VerifyIndex(start bool) (*rpcext.VerifyIndexInfo, error) {
 }
 
 // verifyIndexInfo converts a verification job's state for the RPC.
-func verifyIndexInfo(st indexers.VerifyStatus) *rpcext.VerifyIndexInfo {
+func verifyIndexInfo(st verifyStatus) *rpcext.VerifyIndexInfo {
 	info := &rpcext.VerifyIndexInfo{
 		Running: st.Running, Phase: st.Progress.Phase, Height: st.Progress.Height,
 		TipHeight: st.Progress.TipHeight, Rows: st.Progress.Rows,
@@ -114,4 +119,87 @@ func hexOrEmpty(b []byte) string {
 		return ""
 	}
 	return hex.EncodeToString(b)
+}
+
+// verifyJob runs verifications of a live node's index one at a time, in the
+// background, and keeps the progress of the running one and the result of
+// the last one for the operator's RPC.
+type verifyJob struct {
+	db    database.DB
+	chain *blockchain.BlockChain
+	idx   *indexers.ElectrumIndex
+	ctx   context.Context
+
+	mu       sync.Mutex
+	running  bool
+	started  time.Time
+	progress indexers.VerifyProgress
+	result   *indexers.VerifyResult
+	err      error
+	done     chan struct{}
+}
+
+// verifyStatus is a verifyJob's state.
+type verifyStatus struct {
+	// Running is true while a verification runs; Progress is its
+	// progress.
+	Running  bool
+	Started  time.Time
+	Progress indexers.VerifyProgress
+	// Result and Err are the outcome of the last finished verification
+	// (both nil before the first one ends).
+	Result *indexers.VerifyResult
+	Err    error
+}
+
+// newVerifyJob returns a job verifying the index idx in db against chain
+// (idx as indexers.VerifyOptions.Index); ctx ends a running verification (the
+// node's shutdown).
+func newVerifyJob(ctx context.Context, db database.DB, chain *blockchain.BlockChain, idx *indexers.ElectrumIndex) *verifyJob {
+	return &verifyJob{db: db, chain: chain, idx: idx, ctx: ctx}
+}
+
+// Start starts a verification unless one is running, and returns the
+// job's state.
+func (j *verifyJob) Start() verifyStatus {
+	j.mu.Lock()
+	if !j.running {
+		j.running, j.started = true, time.Now()
+		j.progress = indexers.VerifyProgress{}
+		j.done = make(chan struct{})
+		go j.run(j.done)
+	}
+	j.mu.Unlock()
+	return j.Status()
+}
+
+// run is the verification's goroutine.
+func (j *verifyJob) run(done chan struct{}) {
+	res, err := indexers.Verify(j.ctx, j.db, j.chain, indexers.VerifyOptions{Index: j.idx, Progress: func(p indexers.VerifyProgress) {
+		j.mu.Lock()
+		j.progress = p
+		j.mu.Unlock()
+	}})
+	indexers.LogVerifyResult(res, err)
+	j.mu.Lock()
+	j.running, j.result, j.err = false, res, err
+	j.mu.Unlock()
+	close(done)
+}
+
+// Wait waits for the running verification, if any, to end.
+func (j *verifyJob) Wait() {
+	j.mu.Lock()
+	done := j.done
+	j.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// Status returns the job's state.
+func (j *verifyJob) Status() verifyStatus {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return verifyStatus{Running: j.running, Started: j.started, Progress: j.progress, Result: j.result, Err: j.err}
 }
