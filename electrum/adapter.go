@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -444,15 +443,21 @@ func (r *PoolRelay) Broadcast(tx *wire.MsgTx) error {
 // EstimateFee asks btcd's fee estimator; mode is not distinguished (btcd has
 // one estimator). No estimate yields -1.
 func (r *PoolRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	if r.Fees == nil || blocks <= 0 || blocks > math.MaxUint32 {
+	if r.Fees == nil {
 		return -1, nil
 	}
-	fee, err := r.Fees.EstimateFee(uint32(blocks))
+	// btcd's estimator answers 1 to 25 blocks. As ElectrumX asks bitcoind,
+	// a target below 1 is 1 block; a fee that confirms within 25 blocks
+	// confirms within any longer target (wallets ask for 50 or 144).
+	fee, err := r.Fees.EstimateFee(uint32(min(max(blocks, 1), maxFeeTarget)))
 	if err != nil || fee <= 0 {
 		return -1, nil
 	}
 	return float64(fee), nil
 }
+
+// maxFeeTarget is the longest target btcd's fee estimator answers.
+const maxFeeTarget = 25
 
 // minRelay is the minimum relay fee in satoshis per kvB.
 func (r *PoolRelay) minRelay() btcutil.Amount {

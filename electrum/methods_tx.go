@@ -210,10 +210,33 @@ func hTxGet(_ context.Context, ss *session, args []json.RawMessage) (any, error)
 	return res, nil
 }
 
+// verboseResult is the getrawtransaction-style description of a
+// transaction: btcd's, with inputs written as bitcoind writes them.
+type verboseResult struct {
+	btcjson.TxRawResult
+	Vin []verboseVin `json:"vin"`
+}
+
+// verboseVin is an input. btcd names a coinbase input's witness "witness",
+// bitcoind (and so ElectrumX) "txinwitness", as for any other input.
+type verboseVin struct{ btcjson.Vin }
+
+func (v verboseVin) MarshalJSON() ([]byte, error) {
+	if !v.IsCoinBase() {
+		return v.Vin.MarshalJSON()
+	}
+	return json.Marshal(struct {
+		Coinbase    string   `json:"coinbase"`
+		Txinwitness []string `json:"txinwitness,omitempty"`
+		Sequence    uint32   `json:"sequence"`
+	}{v.Coinbase, v.Witness, v.Sequence})
+}
+
 // verboseTx builds the getrawtransaction-style description of tx.
-func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *btcjson.TxRawResult {
+func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *verboseResult {
 	weight := blockchain.GetTransactionWeight(btcutil.NewTx(tx))
-	res := &btcjson.TxRawResult{
+	res := &verboseResult{Vin: make([]verboseVin, len(tx.TxIn))}
+	res.TxRawResult = btcjson.TxRawResult{
 		Hex:      hex.EncodeToString(raw),
 		Txid:     tx.TxHash().String(),
 		Hash:     tx.WitnessHash().String(),
@@ -222,7 +245,6 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *btcjson.TxR
 		Weight:   int32(weight),
 		Version:  uint32(tx.Version),
 		LockTime: tx.LockTime,
-		Vin:      make([]btcjson.Vin, len(tx.TxIn)),
 		Vout:     make([]btcjson.Vout, len(tx.TxOut)),
 	}
 	coinbase := blockchain.IsCoinBaseTx(tx)
@@ -232,11 +254,11 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *btcjson.TxR
 			wit = append(wit, hex.EncodeToString(w))
 		}
 		if coinbase {
-			res.Vin[i] = btcjson.Vin{Coinbase: hex.EncodeToString(in.SignatureScript), Sequence: in.Sequence, Witness: wit}
+			res.Vin[i].Vin = btcjson.Vin{Coinbase: hex.EncodeToString(in.SignatureScript), Sequence: in.Sequence, Witness: wit}
 			continue
 		}
 		asm, _ := txscript.DisasmString(in.SignatureScript)
-		res.Vin[i] = btcjson.Vin{
+		res.Vin[i].Vin = btcjson.Vin{
 			Txid:      in.PreviousOutPoint.Hash.String(),
 			Vout:      in.PreviousOutPoint.Index,
 			ScriptSig: &btcjson.ScriptSig{Asm: asm, Hex: hex.EncodeToString(in.SignatureScript)},
