@@ -224,6 +224,7 @@ type Node struct {
 	syncConn *ElectrumClient // WaitSynced's connection
 	ownDir   bool            // Dir was created by Start and is removed by Stop
 	inproc   *node.Node
+	stopped  chan struct{} // closed by Stop of an in-process node
 	cmd      *exec.Cmd
 	exited   chan struct{}
 	exitErr  error
@@ -395,9 +396,10 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 	conn := &rpcclient.ConnConfig{Host: n.RPCAddr, User: RPCUser, Pass: RPCPass,
 		HTTPPostMode: true, DisableTLS: !cfg.RPCTLS}
 	if err := n.waitRPC(conn, certFile); err != nil {
+		// Read before Stop, which removes a directory Start created.
+		out, rerr := os.ReadFile(filepath.Join(n.Dir, "stdout.log"))
 		_ = n.Stop()
-		if out, rerr := os.ReadFile(filepath.Join(n.Dir, "stdout.log")); rerr == nil && cfg.Binary &&
-			bytes.Contains(out, []byte("address already in use")) {
+		if rerr == nil && cfg.Binary && bytes.Contains(out, []byte("address already in use")) {
 			return nil, fmt.Errorf("%w: %v", errAddrInUse, err)
 		}
 		return nil, err
@@ -523,6 +525,15 @@ func (n *Node) startInProcess() error {
 		return err
 	}
 	n.inproc = nd
+	// The RPC stop command stops the node, as it ends the binary.
+	n.stopped = make(chan struct{})
+	go func() {
+		select {
+		case <-nd.StopRequested():
+			_ = nd.Stop()
+		case <-n.stopped:
+		}
+	}()
 	if a := nd.P2PAddrs(); len(a) > 0 {
 		n.P2PAddr = a[0].String()
 	}
@@ -698,6 +709,7 @@ func (n *Node) Stop() error {
 			n.RPC.Shutdown()
 		}
 		if n.inproc != nil {
+			close(n.stopped)
 			n.stopErr = n.inproc.Stop()
 			return
 		}

@@ -23,6 +23,7 @@ import (
 	flags "github.com/jessevdk/go-flags"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/netparams"
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
@@ -327,6 +328,8 @@ func (cfg *Config) Normalize() error {
 		numNets++
 		cfg.params, cfg.rpcPort = &chaincfg.SigNetParams, "38332"
 	}
+	// Nodes of one process (the integration harness) each get their own.
+	cfg.params = netparams.Own(cfg.params)
 	if numNets > 1 {
 		return errors.New("the testnet, testnet4, regtest, signet and simnet options can not be used together -- choose one of the five")
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/netparams"
 	"github.com/btcsuite/btcd/blockchain"
 	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -70,23 +71,9 @@ type Harness struct {
 	byScript  map[string]*Script
 }
 
-// RegtestParams returns a copy of chaincfg.RegressionNetParams whose
-// deployment starters and enders are private to the copy: btcd points their
-// clocks at the chain it is opened with, so chains sharing the global
-// parameters would share mutable state.
-func RegtestParams() *chaincfg.Params {
-	p := chaincfg.RegressionNetParams
-	for i := range p.Deployments {
-		d := &p.Deployments[i]
-		if s, ok := d.DeploymentStarter.(*chaincfg.MedianTimeDeploymentStarter); ok {
-			d.DeploymentStarter = chaincfg.NewMedianTimeDeploymentStarter(s.StartTime())
-		}
-		if e, ok := d.DeploymentEnder.(*chaincfg.MedianTimeDeploymentEnder); ok {
-			d.DeploymentEnder = chaincfg.NewMedianTimeDeploymentEnder(e.EndTime())
-		}
-	}
-	return &p
-}
+// RegtestParams returns a copy of chaincfg.RegressionNetParams with
+// deployment clocks of its own (netparams.Own).
+func RegtestParams() *chaincfg.Params { return netparams.Own(&chaincfg.RegressionNetParams) }
 
 // Create makes a new regtest chain in dir (which may exist but must not hold
 // a database yet) with the index manager index builds (nil for none).
