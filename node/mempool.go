@@ -63,13 +63,18 @@ func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc, confir
 	if mp == nil || (!blocks && len(accepted) == 0) {
 		return
 	}
+	// One update at a time: a reconciliation works from a snapshot of the
+	// pool, and would take out a transaction ProcessTx adds meanwhile.
+	n.viewMu.Lock()
 	full := blocks
 	if !full {
 		spent := make(map[wire.OutPoint]struct{})
 	check:
 		for _, d := range accepted {
 			for _, in := range d.Tx.MsgTx().TxIn {
-				_, seen := mp.SpentBy(in.PreviousOutPoint)
+				// Spent by the transaction itself: ProcessTx added it.
+				by, seen := mp.SpentBy(in.PreviousOutPoint)
+				seen = seen && by != *d.Tx.Hash()
 				if _, dup := spent[in.PreviousOutPoint]; dup || seen {
 					full = true
 					break check
@@ -88,6 +93,7 @@ func (n *Node) updateMempoolView(blocks bool, accepted []*mempool.TxDesc, confir
 	} else {
 		touched = mp.Add(accepted...)
 	}
+	n.viewMu.Unlock()
 	n.srv.electrumMempool(touched)
 }
 

@@ -51,6 +51,7 @@ type Node struct {
 	tmplGen      *mining.BlkTmplGenerator
 	cpuMiner     *cpuminer.CPUMiner
 	mempoolView  *indexers.Mempool // nil without the Electrum index
+	viewMu       sync.Mutex        // serializes updateMempoolView
 
 	addrManager *addrmgr.AddrManager
 	connManager *connmgr.ConnManager
