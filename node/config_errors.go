@@ -73,7 +73,8 @@ func (cfg *Config) listenOptions() []listenOption {
 // validateListeners checks every listen address option, so that a typo is
 // reported at start rather than when the listener opens (after the index,
 // which may take hours to build on an existing datadir): each address must
-// be one a listener can bind, and no address may serve two listeners.
+// be one a listener can bind, no address may serve two listeners, and two
+// addresses of one listener must not overlap.
 func (cfg *Config) validateListeners() error {
 	var used []listenSpot
 	for _, set := range cfg.listenOptions() {
@@ -90,9 +91,19 @@ func (cfg *Config) validateListeners() error {
 			}
 			spot := listenSpotOf(set.option, a)
 			for _, other := range used {
-				if other.option != set.option && other.overlaps(spot) {
+				if !other.overlaps(spot) {
+					continue
+				}
+				if other.option != set.option {
 					return fmt.Errorf("--%s=%s: the address is --%s's already (--%s=%s); one address serves one listener",
 						set.option, a, other.option, other.option, other.addr)
+				}
+				// The P2P listener skips an address that does not bind,
+				// as btcd's does; every other listener fails to start on
+				// it, once the chain has loaded.
+				if set.option != "listen" {
+					return fmt.Errorf("--%s=%s overlaps --%s=%s: the two addresses cannot both be bound; give one of them",
+						set.option, a, other.option, other.addr)
 				}
 			}
 			used = append(used, spot)
