@@ -52,21 +52,33 @@ func (c *certStore) load(cfg *Config) error {
 
 // reloadLocked reads the pair again and puts it in use if it is valid.
 func (c *certStore) reloadLocked() error {
-	pair, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	pair, err := LoadKeyPair(c.certFile, c.keyFile)
 	if err != nil {
-		return fmt.Errorf("electrum: loading TLS key pair %s, %s: %w", c.certFile, c.keyFile, err)
-	}
-	if pair.Leaf == nil {
-		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
-			return fmt.Errorf("electrum: parsing TLS certificate %s: %w", c.certFile, err)
-		}
-	}
-	if now := time.Now(); now.After(pair.Leaf.NotAfter) {
-		return fmt.Errorf("electrum: TLS certificate %s expired on %s", c.certFile,
-			pair.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		return fmt.Errorf("electrum: %w", err)
 	}
 	c.cur.Store(&pair)
 	return nil
+}
+
+// LoadKeyPair reads a certificate and its key as the TLS and WSS listeners
+// take them, at start and on every reload: the pair must load and match,
+// and the certificate must not have expired. A program that embeds the
+// server can check its options with it before anything opens.
+func LoadKeyPair(certFile, keyFile string) (tls.Certificate, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("loading TLS key pair %s, %s: %w", certFile, keyFile, err)
+	}
+	if pair.Leaf == nil {
+		if pair.Leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return tls.Certificate{}, fmt.Errorf("parsing TLS certificate %s: %w", certFile, err)
+		}
+	}
+	if now := time.Now(); now.After(pair.Leaf.NotAfter) {
+		return tls.Certificate{}, fmt.Errorf("TLS certificate %s expired on %s", certFile,
+			pair.Leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return pair, nil
 }
 
 // tlsConfig returns a server configuration that uses whatever certificate

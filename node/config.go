@@ -507,12 +507,12 @@ func (cfg *Config) Normalize() error {
 		return err
 	}
 	if len(cfg.ElectrumTLSListeners)+len(cfg.ElectrumWSSListeners)+len(cfg.EsploraTLSListeners) > 0 {
-		if err := checkCertPair("electrumcert", cfg.ElectrumCert, "electrumkey", cfg.ElectrumKey); err != nil {
+		if err := checkCertPair("electrumcert", cfg.ElectrumCert, "electrumkey", cfg.ElectrumKey, loadElectrumPair); err != nil {
 			return err
 		}
 	}
 	if !cfg.DisableRPC && !cfg.DisableTLS {
-		if err := checkCertPair("rpccert", cfg.RPCCert, "rpckey", cfg.RPCKey); err != nil {
+		if err := checkCertPair("rpccert", cfg.RPCCert, "rpckey", cfg.RPCKey, loadRPCPair); err != nil {
 			return err
 		}
 	}

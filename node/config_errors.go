@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	flags "github.com/jessevdk/go-flags"
+
+	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
 
 // configFileError describes an error in the config file on one line that
@@ -238,10 +240,10 @@ func nonEmpty(s string) []string {
 }
 
 // checkCertPair checks a TLS certificate and key at start, not once the
-// index has caught up and the listeners open: both files load as a pair,
-// or both are missing (a self-signed pair is then made). certOpt and keyOpt
-// name the options in the message.
-func checkCertPair(certOpt, certFile, keyOpt, keyFile string) error {
+// index has caught up and the listeners open: both files load as a pair
+// with load, or both are missing (a self-signed pair is then made). certOpt
+// and keyOpt name the options in the message.
+func checkCertPair(certOpt, certFile, keyOpt, keyFile string, load func(certFile, keyFile string) error) error {
 	_, certErr := os.Stat(certFile)
 	_, keyErr := os.Stat(keyFile)
 	switch {
@@ -251,8 +253,23 @@ func checkCertPair(certOpt, certFile, keyOpt, keyFile string) error {
 		return fmt.Errorf("--%s=%s, --%s=%s: only one of them exists (both, or neither for a self-signed pair)",
 			certOpt, certFile, keyOpt, keyFile)
 	}
-	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
+	if err := load(certFile, keyFile); err != nil {
 		return fmt.Errorf("--%s=%s, --%s=%s: %v", certOpt, certFile, keyOpt, keyFile, err)
 	}
 	return nil
+}
+
+// loadElectrumPair loads the Electrum pair by the rule its listeners and
+// reloads apply, so that a certificate they would refuse (one that has
+// expired, say) is refused before the chain loads.
+func loadElectrumPair(certFile, keyFile string) error {
+	_, err := electrum.LoadKeyPair(certFile, keyFile)
+	return err
+}
+
+// loadRPCPair loads the RPC server's pair as the server does, which, like
+// btcd's, takes a certificate whatever its dates.
+func loadRPCPair(certFile, keyFile string) error {
+	_, err := tls.LoadX509KeyPair(certFile, keyFile)
+	return err
 }
