@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -241,13 +242,19 @@ func nonEmpty(s string) []string {
 
 // checkCertPair checks a TLS certificate and key at start, not once the
 // index has caught up and the listeners open: both files load as a pair
-// with load, or both are missing (a self-signed pair is then made). certOpt
-// and keyOpt name the options in the message.
+// with load, or both are missing and can be created (a self-signed pair is
+// then made). certOpt and keyOpt name the options in the message.
 func checkCertPair(certOpt, certFile, keyOpt, keyFile string, load func(certFile, keyFile string) error) error {
 	_, certErr := os.Stat(certFile)
 	_, keyErr := os.Stat(keyFile)
 	switch {
 	case certErr != nil && keyErr != nil:
+		for _, f := range []string{certFile, keyFile} {
+			if err := checkCreatable(f); err != nil {
+				return fmt.Errorf("--%s=%s, --%s=%s: the self-signed pair cannot be created: %v",
+					certOpt, certFile, keyOpt, keyFile, err)
+			}
+		}
 		return nil
 	case certErr != nil || keyErr != nil:
 		return fmt.Errorf("--%s=%s, --%s=%s: only one of them exists (both, or neither for a self-signed pair)",
@@ -272,4 +279,29 @@ func loadElectrumPair(certFile, keyFile string) error {
 func loadRPCPair(certFile, keyFile string) error {
 	_, err := tls.LoadX509KeyPair(certFile, keyFile)
 	return err
+}
+
+// checkCreatable says why file could not be created, its directory made
+// first when missing, or nil. It creates nothing: the options are checked
+// before anything is written. The nearest existing directory on the path
+// must be one the node may write in.
+func checkCreatable(file string) error {
+	dir := filepath.Dir(file)
+	for {
+		st, err := os.Stat(dir)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a directory", dir)
+			}
+			if err := checkWritableDir(dir); err != nil {
+				return fmt.Errorf("cannot write in %s: %v", dir, err)
+			}
+			return nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return err
+		}
+		dir = parent
+	}
 }
