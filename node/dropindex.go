@@ -52,8 +52,9 @@ func DropIndexes(cfg *Config) error {
 }
 
 // checkIndexesAgainstPruning refuses, as btcd, to start a pruning node on a
-// database that holds indexes needing every block, and to build such
-// indexes on a database that was pruned.
+// database that holds indexes needing every block (the Electrum index's
+// store beside it included), and to build such indexes on a database that
+// was pruned.
 func checkIndexesAgainstPruning(db database.DB, cfg *Config) error {
 	var beenPruned bool
 	if err := db.View(func(dbTx database.Tx) error {
@@ -79,6 +80,18 @@ func checkIndexesAgainstPruning(db database.DB, cfg *Config) error {
 	case cfg.Prune != 0 && btcdindexers.TxIndexInitialized(db):
 		return errors.New("--prune may not be given when the transaction index has been initialized; " +
 			"drop it with --droptxindex first")
+	case cfg.Prune != 0 && electrumIndexExists(cfg.netDataDir):
+		// The index, turned on again, catches up from the blocks it
+		// missed, which pruning would have deleted.
+		return fmt.Errorf("--prune may not be given when the Electrum index exists (%s); "+
+			"drop it with --dropelectrumindex first", ElectrumIndexPath(cfg.netDataDir))
 	}
 	return nil
+}
+
+// electrumIndexExists reports whether netDataDir holds the Electrum index's
+// store, whether or not --electrumindex is given.
+func electrumIndexExists(netDataDir string) bool {
+	_, err := os.Stat(ElectrumIndexPath(netDataDir))
+	return err == nil
 }
