@@ -566,7 +566,7 @@ func normalizeAddresses(addrs []string, defaultPort string) []string {
 	out := make([]string, 0, len(addrs))
 	for _, a := range addrs {
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			a = net.JoinHostPort(a, defaultPort)
+			a = net.JoinHostPort(unbracket(a), defaultPort)
 		}
 		if !seen[a] {
 			seen[a] = true
@@ -574,6 +574,15 @@ func normalizeAddresses(addrs []string, defaultPort string) []string {
 		}
 	}
 	return out
+}
+
+// unbracket removes one pair of brackets around host, as an IPv6 address
+// is written without a port ("[::1]"): net.JoinHostPort adds its own.
+func unbracket(host string) string {
+	if len(host) >= 2 && host[0] == '[' && host[len(host)-1] == ']' {
+		return host[1 : len(host)-1]
+	}
+	return host
 }
 
 // isLoopback reports whether a host:port address names the local host only.

@@ -106,7 +106,13 @@ func loadConfig(args []string) (*config, []string, error) {
 		cfg.RPCServer = "localhost"
 	}
 	if _, _, err := net.SplitHostPort(cfg.RPCServer); err != nil {
-		cfg.RPCServer = net.JoinHostPort(cfg.RPCServer, port)
+		// An IPv6 address without a port is written in brackets
+		// ("[::1]"); net.JoinHostPort adds its own.
+		host := cfg.RPCServer
+		if len(host) >= 2 && host[0] == '[' && host[len(host)-1] == ']' {
+			host = host[1 : len(host)-1]
+		}
+		cfg.RPCServer = net.JoinHostPort(host, port)
 	}
 	cfg.RPCCert = expandPath(cfg.RPCCert)
 	return cfg, rest, nil
