@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 )
@@ -80,21 +81,78 @@ func (b *answerBudget) give(n int) {
 	b.mu.Unlock()
 }
 
+// openConns counts the open connections of the clients not exempt, by
+// address and in all.
+type openConns struct {
+	mu    sync.Mutex
+	by    map[string]int
+	total int
+	// refused counts the connections closed at the total bound since
+	// logged, the last time they were logged.
+	refused int
+	logged  time.Time
+}
+
+// fullLogEvery spaces the log lines about connections closed at the total
+// bound: they come in floods, from clients retrying in a loop.
+const fullLogEvery = time.Minute
+
+// acquire counts a connection from key; false when key has perAddr open
+// already or all clients have total (a bound of 0 or less is none). full
+// is the number of connections closed at the total bound to log now, 0
+// while the last line is recent.
+func (o *openConns) acquire(key string, perAddr, total int) (ok bool, full int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.by == nil {
+		o.by = make(map[string]int)
+	}
+	if perAddr > 0 && o.by[key] >= perAddr {
+		return false, 0
+	}
+	if total > 0 && o.total >= total {
+		o.refused++
+		if now := time.Now(); now.Sub(o.logged) >= fullLogEvery {
+			full, o.refused, o.logged = o.refused, 0, now
+		}
+		return false, full
+	}
+	o.by[key]++
+	o.total++
+	return true, 0
+}
+
+func (o *openConns) release(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.total--
+	if o.by[key]--; o.by[key] <= 0 {
+		delete(o.by, key)
+	}
+}
+
 // connState bounds the open connections of one client address to twice
 // the requests it may have answered at once (keep-alive connections wait
-// between requests): each holds a goroutine and a descriptor until the
-// timeouts, so one past the bound is closed at once.
+// between requests), and those of all clients to MaxConnections: each
+// holds a goroutine and a descriptor until the timeouts, so one past a
+// bound is closed at once. Exempt addresses (a reverse proxy, the
+// operator's tools) count against neither bound.
 func (s *Server) connState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
 		host, _, err := net.SplitHostPort(c.RemoteAddr().String())
 		ip := net.ParseIP(host)
-		if err != nil || s.cfg.MaxRequestsPerIP <= 0 || (ip != nil && s.exempt(ip)) {
+		if err != nil || (s.cfg.MaxRequestsPerIP <= 0 && s.cfg.MaxConnections <= 0) || (ip != nil && s.exempt(ip)) {
 			return
 		}
 		key := addrKey(host, ip)
-		if !s.conns.acquire(key, 2*s.cfg.MaxRequestsPerIP) {
+		ok, full := s.conns.acquire(key, 2*s.cfg.MaxRequestsPerIP, s.cfg.MaxConnections)
+		if !ok {
 			c.Close()
+			if full > 0 {
+				s.cfg.Logf("Esplora: closed %d new connections: %d are open, the most --esploramaxconnections allows",
+					full, s.cfg.MaxConnections)
+			}
 			return
 		}
 		s.connKeys.Store(c, key)

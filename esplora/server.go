@@ -41,6 +41,10 @@ const (
 	// to all clients at once, as the Electrum server bounds its sessions'
 	// backlog (four times its per-session 16,000,000).
 	DefaultMaxAnswerBytes = 64_000_000
+	// DefaultMaxConnections bounds the open connections of all clients
+	// together, as the Electrum server's DefaultMaxSessions bounds its
+	// sessions.
+	DefaultMaxConnections = 1000
 )
 
 // Esplora's paging and caching constants (electrs' rest.rs).
@@ -80,6 +84,11 @@ type Config struct {
 	// with X-Forwarded-For counts against the forwarded address.
 	MaxRequestsPerIP int
 	ExemptNets       []*net.IPNet
+	// MaxConnections bounds the open connections of all clients not in
+	// ExemptNets together (DefaultMaxConnections when zero; negative: no
+	// bound): each holds a goroutine and a descriptor until the timeouts,
+	// and the per-address bound alone does not limit many addresses.
+	MaxConnections int
 
 	// CostSoftLimit, CostHardLimit, RequestSleep and BandwidthUnit are the
 	// Electrum server's cost limits (cost.go), applied per client address;
@@ -122,9 +131,10 @@ type Server struct {
 	histories historyCache
 	inFlight  inFlight
 	answers   answerBudget
-	// conns counts the open connections by client address, connKeys the
-	// address each counted connection is counted against (connState).
-	conns    inFlight
+	// conns counts the open connections by client address and in all,
+	// connKeys the address each counted connection is counted against
+	// (connState).
+	conns    openConns
 	connKeys sync.Map
 	// limits and costs are the cost limits and the clients' accounts
 	// (cost.go).
@@ -154,6 +164,9 @@ func New(cfg Config, index Index, chain Chain) *Server {
 	}
 	if cfg.MaxRequestsPerIP == 0 {
 		cfg.MaxRequestsPerIP = DefaultMaxRequestsPerIP
+	}
+	if cfg.MaxConnections == 0 {
+		cfg.MaxConnections = DefaultMaxConnections
 	}
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody

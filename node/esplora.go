@@ -10,6 +10,10 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/esplora"
 )
 
+// maxEsploraConnections bounds --esploramaxconnections: Linux's default
+// ceiling on one process's descriptors (fs.nr_open).
+const maxEsploraConnections = 1 << 20
+
 // defaultEsploraPort is electrs' HTTP port, used for --esploralisten
 // addresses without one; defaultEsploraTLSPort is for --esploratlslisten.
 const (
@@ -26,6 +30,7 @@ type EsploraOptions struct {
 	EsploraMaxUtxos         int      `long:"esploramaxutxos" description:"Largest unspent set the Esplora /utxo endpoint returns; a larger one is refused as electrs' --utxos-limit refuses it (default 50000; Blockstream's public servers use 500)"`
 	EsploraMaxHistory       int      `long:"esploramaxhistory" description:"Longest confirmed history the Esplora address and scripthash endpoints read; a longer one is refused as electrs refuses it (default 1000000)"`
 	EsploraMaxRequestsPerIP int      `long:"esploramaxrequestsperip" description:"Esplora requests of one client address answered at once; more are answered 429 (default 16; negative: no bound). Addresses in --electrumexemptnets are not bounded, and a request from them with X-Forwarded-For counts against the forwarded address"`
+	EsploraMaxConnections   int      `long:"esploramaxconnections" description:"Esplora connections open at once from all clients not in --electrumexemptnets; one more is closed at once (default 1000; at most 1048576)"`
 	EsploraCORS             string   `long:"esploracors" description:"Send Access-Control-Allow-Origin with this value on every Esplora answer, so web pages of that origin may call the API (* for any; default none)"`
 }
 
@@ -50,6 +55,10 @@ func (cfg *Config) normalizeEsplora() error {
 	if o.EsploraMaxHistory < 0 {
 		return fmt.Errorf("--esploramaxhistory=%d: must not be negative", o.EsploraMaxHistory)
 	}
+	if o.EsploraMaxConnections < 0 || o.EsploraMaxConnections > maxEsploraConnections {
+		return fmt.Errorf("--esploramaxconnections=%d: must be from 0 (the default, %d) to %d",
+			o.EsploraMaxConnections, esplora.DefaultMaxConnections, maxEsploraConnections)
+	}
 	return nil
 }
 
@@ -71,6 +80,7 @@ func (s *servers) setupEsplora(n *Node) error {
 		// The Electrum server's exempt networks: the same proxies
 		// and the operator's own tools.
 		MaxRequestsPerIP: o.EsploraMaxRequestsPerIP,
+		MaxConnections:   o.EsploraMaxConnections,
 		ExemptNets:       n.cfg.Electrum.exemptNets,
 		// The Electrum server's cost limits, per client address.
 		CostSoftLimit:  n.cfg.Electrum.CostSoftLimit,

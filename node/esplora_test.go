@@ -137,6 +137,8 @@ func TestEsploraOptions(t *testing.T) {
 		{func(c *Config) { c.EsploraListeners = []string{"127.0.0.1:http x"} }, "--esploralisten"},
 		{func(c *Config) { c.EsploraMaxUtxos = -1 }, "must not be negative"},
 		{func(c *Config) { c.EsploraMaxHistory = -1 }, "must not be negative"},
+		{func(c *Config) { c.EsploraMaxConnections = -1 }, "--esploramaxconnections=-1: must be from 0"},
+		{func(c *Config) { c.EsploraMaxConnections = maxEsploraConnections + 1 }, "--esploramaxconnections=1048577: must be from 0"},
 	} {
 		cfg := testConfig(t, t.TempDir(), true)
 		cfg.EsploraListeners = []string{"127.0.0.1"}

@@ -286,7 +286,7 @@ var limitFlags = []string{
 	"electrumconcurrency", "electrumworkers", "electrumcostsoftlimit", "electrumcosthardlimit", "electrumrequestsleep",
 	"electrumbandwidthunit", "electrumanswercache", "electrumexemptnets", "electrumthrottleexempt",
 	"rpcmaxclients", "rpcmaxconcurrentreqs", "rpcmaxwebsockets", "rpcmaxrequestbytes", "rpcmaxbatch",
-	"maxpeers", "banthreshold", "banduration", "maxorphantx",
+	"maxpeers", "banthreshold", "banduration", "maxorphantx", "esploramaxconnections",
 }
 
 // TestLimitsDocumented checks that every limit is an option with a default
