@@ -1,7 +1,10 @@
 package esplora
 
 import (
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -81,3 +84,70 @@ func TestOpenConnectionsBoundedAcrossAddresses(t *testing.T) {
 			open, addrs, perAddr, maxOpenConnections)
 	}
 }
+
+// TestAnswersHeldForSlowClientsBoundedInTotal: answers of a 64th of
+// MaxAnswerBytes or less are never refused, so clients from many addresses
+// that take their answers' headers and then stop reading hold any number of
+// them until the write timeout (60 s): the bytes held for slow clients
+// together pass MaxAnswerBytes without limit. With the default bound,
+// 16 requests from each of N addresses for answers just under 1,000,000
+// bytes (a raw block, the pool's txids) hold 16 MB per address.
+func TestAnswersHeldForSlowClientsBoundedInTotal(t *testing.T) {
+	n := newTestNode(t, "")
+	tip := n.h.Chain.BestSnapshot()
+	var raw string
+	for h := tip.Height; h > 0 && raw == ""; h-- {
+		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
+			raw = "/block/" + b.Hash().String() + "/raw"
+		}
+	}
+	code, body := n.get(raw)
+	if code != http.StatusOK {
+		t.Fatalf("GET %s: %d", raw, code)
+	}
+	size := len(body)
+	// The answer is exactly a 64th of the bound, as an answer of 1,000,000
+	// bytes is of the default 64,000,000.
+	max := int64(64 * size)
+	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1}, n.backend, n.h.Chain)
+	const clients = 128 // 8 addresses' worth of DefaultMaxRequestsPerIP
+	var held []*stalledWriter
+	t.Cleanup(func() {
+		for _, w := range held {
+			w.free()
+		}
+	})
+	for i := 0; i < clients; i++ {
+		w := newStalledWriter()
+		held = append(held, w)
+		done := make(chan struct{})
+		go func(i int) {
+			defer close(done)
+			r := httptest.NewRequest(http.MethodGet, raw, nil)
+			r.RemoteAddr = fmt.Sprintf("198.51.100.%d:1234", i/DefaultMaxRequestsPerIP+1)
+			s.ServeHTTP(w, r)
+		}(i)
+		select {
+		case <-w.writing:
+		case <-done:
+			if w.code == http.StatusServiceUnavailable {
+				t.Logf("answer %d refused with 503 at %d bytes held", i, s.answers.held)
+				return
+			}
+			t.Fatalf("answer %d: %d", i, w.code)
+		}
+	}
+	s.answers.mu.Lock()
+	total := s.answers.held
+	s.answers.mu.Unlock()
+	t.Logf("%d slow clients on %d addresses hold %d bytes of answers (MaxAnswerBytes %d)",
+		clients, clients/DefaultMaxRequestsPerIP, total, max)
+	if total > max {
+		t.Fatalf("answers held for clients that do not read: %d bytes, %.1f times MaxAnswerBytes (%d)",
+			total, float64(total)/float64(max), max)
+	}
+}
+
+// historyReads is the test node's Index counting the confirmed histories
+// read at once. Each read waits (up to a second, a pacing guard) for the
+// others to start, so that reads the server lets run together are seen

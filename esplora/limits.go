@@ -53,21 +53,21 @@ var errBusy = &httpError{http.StatusServiceUnavailable, "Service Unavailable: to
 // clients together: an answer is held until the client has taken it (or
 // the write timeout ends it), so slow readers of large answers (the pool's
 // txids, raw blocks, long unspent lists) would otherwise hold any amount of
-// memory between them. Answers of at most a 64th of the bound, which
-// the sockets' buffers mostly take at once, are counted but never
-// refused, so that large answers alone are refused while it is full.
+// memory between them. Every answer counts, small ones too: clients that
+// never read can ask for any number of them.
 type answerBudget struct {
 	mu   sync.Mutex
 	held int64
 }
 
-// take counts an answer of n bytes; false when it is large and would take
-// the bytes held past max. The first answer is never refused, however
-// large.
+// take counts an answer of n bytes; false when it would take the bytes
+// held past max. An answer while nothing is held is never refused, however
+// large: there is one such answer at a time, so the exception cannot be
+// multiplied.
 func (b *answerBudget) take(n int, max int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if int64(n) > max/64 && b.held > 0 && b.held+int64(n) > max {
+	if b.held > 0 && b.held+int64(n) > max {
 		return false
 	}
 	b.held += int64(n)

@@ -208,8 +208,8 @@ func (w *stalledWriter) Write(b []byte) (int, error) {
 
 // TestAnswerBudget: clients that stop reading hold their answers until the
 // write timeout; past MaxAnswerBytes of them a large answer is refused with
-// 503, while small ones are still answered, and once a client has taken
-// its answer the next large one is answered again.
+// 503, while small ones that fit are still answered, and once a client has
+// taken its answer the next large one is answered again.
 func TestAnswerBudget(t *testing.T) {
 	n := newTestNode(t, "")
 	tip := n.h.Chain.BestSnapshot()
@@ -224,7 +224,7 @@ func TestAnswerBudget(t *testing.T) {
 		t.Fatalf("GET %s: %d", raw, code)
 	}
 	size := len(body)
-	// Room for three of them; small answers are a 64th of it at most.
+	// Room for three of them, and half of one for small answers.
 	max := int64(3*size + size/2)
 	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain)
 	ask := func(path string, w http.ResponseWriter) chan struct{} {
