@@ -306,23 +306,106 @@ func (c *historyCache) put(sh indexers.ScriptHash, h cachedHistory) {
 	}
 }
 
+// historyKey names a read of a script's history at an index tip.
+type historyKey struct {
+	sh  indexers.ScriptHash
+	tip indexers.Tip
+}
+
+// historyFlight is a read of a history under way; done closes when it
+// ends, ok set when it read (else its waiters read for themselves).
+type historyFlight struct {
+	done chan struct{}
+	ok   bool
+	hist []indexers.HistoryEntry
+	tip  indexers.Tip
+	err  error
+}
+
+// historyFlights are the reads of histories under way.
+type historyFlights struct {
+	mu sync.Mutex
+	m  map[historyKey]*historyFlight
+}
+
+// join returns the read under way of key, or a new one that the caller
+// makes (lead true) and ends with finish.
+func (fs *historyFlights) join(key historyKey) (f *historyFlight, lead bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f, ok := fs.m[key]; ok {
+		return f, false
+	}
+	if fs.m == nil {
+		fs.m = make(map[historyKey]*historyFlight)
+	}
+	f = &historyFlight{done: make(chan struct{})}
+	fs.m[key] = f
+	return f, true
+}
+
+func (fs *historyFlights) finish(key historyKey, f *historyFlight) {
+	fs.mu.Lock()
+	delete(fs.m, key)
+	fs.mu.Unlock()
+	close(f.done)
+}
+
 // history reads a script's confirmed history within the server's limit;
 // a long one comes from the cache while the index tip is the one it was
-// read at. The slice is shared: callers do not modify it.
-func (s *Server) history(sh indexers.ScriptHash) ([]indexers.HistoryEntry, indexers.Tip, error) {
-	if h, ok := s.histories.get(sh); ok {
-		if tip, err := s.index.ChainTip(); err == nil && tip == h.tip {
-			return h.hist, h.tip, nil
-		}
+// read at. The slice is shared: callers do not modify it. A read takes one
+// of the server's reader places, and requests for the same script at the
+// same tip wait for the read under way and share its slice, so the server
+// reads no more histories at once than it has reader places, however many
+// clients ask.
+func (s *Server) history(q *request, sh indexers.ScriptHash) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	now, err := s.index.ChainTip()
+	if err != nil {
+		return nil, indexers.Tip{}, err
 	}
-	hist, tip, err := s.index.History(sh, s.cfg.MaxHistory)
+	if h, ok := s.histories.get(sh); ok && h.tip == now {
+		return h.hist, h.tip, nil
+	}
+	key := historyKey{sh, now}
+	for {
+		f, lead := s.flights.join(key)
+		if lead {
+			s.readHistory(q, key, f)
+		} else {
+			select {
+			case <-f.done:
+			case <-q.ctx.Done():
+				return nil, indexers.Tip{}, q.ctx.Err()
+			}
+		}
+		if f.ok {
+			return f.hist, f.tip, f.err
+		}
+		if err := q.ctx.Err(); err != nil {
+			return nil, indexers.Tip{}, err
+		}
+		// The request that led the read went before it had a reader
+		// place: this one reads, or waits for another that does.
+	}
+}
+
+// readHistory makes the read f of a history, within a reader place.
+func (s *Server) readHistory(q *request, key historyKey, f *historyFlight) {
+	defer s.flights.finish(key, f)
+	select {
+	case s.readers <- struct{}{}:
+		defer func() { <-s.readers }()
+	case <-q.ctx.Done():
+		return
+	}
+	hist, tip, err := s.index.History(key.sh, s.cfg.MaxHistory)
 	if errors.Is(err, indexers.ErrHistoryTooLarge) {
-		return nil, tip, errTooPopular
+		hist, err = nil, errTooPopular
 	}
 	if err == nil && len(hist) >= historyCacheMin {
-		s.histories.put(sh, cachedHistory{tip: tip, hist: hist})
+		s.histories.put(key.sh, cachedHistory{tip: tip, hist: hist})
 	}
-	return hist, tip, err
+	f.hist, f.tip, f.err, f.ok = hist, tip, err, true
 }
 
 // chainStats derives a script's confirmed stats from its history and its
@@ -339,10 +422,13 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 				return cached.stats, nil
 			}
 		}
-		hist, tip, err := s.history(sh)
+		hist, tip, err := s.history(q, sh)
 		if err != nil {
 			return scriptStats{}, err
 		}
+		// The length is taken now so that the slice is not held while
+		// fundedIn waits for a reader place.
+		txCount := len(hist)
 		unspentCount, unspentSum, tip2, err := s.index.UnspentTotals(sh)
 		if err != nil {
 			return scriptStats{}, err
@@ -383,7 +469,7 @@ func (s *Server) chainStats(q *request, sh indexers.ScriptHash, script []byte) (
 		st := scriptStats{
 			FundedTxoCount: funded.count, FundedTxoSum: funded.sum,
 			SpentTxoCount: funded.count - unspentCount, SpentTxoSum: funded.sum - unspentSum,
-			TxCount: len(hist),
+			TxCount: txCount,
 		}
 		s.stats.put(sh, fundedTotals{height: tip.Height, hash: tip.Hash, script: m.script,
 			count: funded.count, sum: funded.sum, stats: st})

@@ -1,6 +1,7 @@
 package esplora
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
 
 // maxOpenConnections is a bound on the connections the server holds open
@@ -151,3 +154,90 @@ func TestAnswersHeldForSlowClientsBoundedInTotal(t *testing.T) {
 // historyReads is the test node's Index counting the confirmed histories
 // read at once. Each read waits (up to a second, a pacing guard) for the
 // others to start, so that reads the server lets run together are seen
+// together.
+type historyReads struct {
+	Index
+	mu      sync.Mutex
+	now     int
+	most    int
+	arrived chan struct{}
+}
+
+func (h *historyReads) History(sh indexers.ScriptHash, limit int) ([]indexers.HistoryEntry, indexers.Tip, error) {
+	h.mu.Lock()
+	h.now++
+	h.most = max(h.most, h.now)
+	h.mu.Unlock()
+	select {
+	case h.arrived <- struct{}{}:
+	default:
+	}
+	deadline := time.After(time.Second)
+wait:
+	for {
+		h.mu.Lock()
+		all := h.now >= cap(h.arrived)
+		h.mu.Unlock()
+		if all {
+			break
+		}
+		select {
+		case <-deadline:
+			break wait
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	defer func() {
+		h.mu.Lock()
+		h.now--
+		h.mu.Unlock()
+	}()
+	return h.Index.History(sh, limit)
+}
+
+// TestLongHistoryReadsBoundedAcrossAddresses: the stats of a script
+// (/scripthash/:hash, /address/:address) read its whole confirmed history,
+// up to MaxHistory entries (1,000,000 by default, 36 MB), into memory.
+// Only the reading of the history's transactions afterwards takes one of
+// the server's reader places (2 per processor); the history itself is read
+// by every request at once, and requests for the same script that arrive
+// together each read it again. Clients on many addresses, each within its
+// 16 requests, make the server hold as many copies as they send requests.
+func TestLongHistoryReadsBoundedAcrossAddresses(t *testing.T) {
+	n := newTestNode(t, "")
+	var script []byte
+	for _, c := range n.h.Coins() {
+		script = c.Script.PkScript
+		break
+	}
+	sh := indexers.ScriptHashFromScript(script)
+	const requests = 64 // four addresses' worth of DefaultMaxRequestsPerIP
+	idx := &historyReads{Index: n.backend, arrived: make(chan struct{}, requests)}
+	s := New(Config{CostHardLimit: -1}, idx, n.h.Chain)
+	path := "/scripthash/" + hex.EncodeToString(sh[:])
+	var wg sync.WaitGroup
+	codes := make([]int, requests)
+	for i := 0; i < requests; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			r := httptest.NewRequest(http.MethodGet, path, nil)
+			r.RemoteAddr = fmt.Sprintf("198.51.100.%d:1234", i/DefaultMaxRequestsPerIP+1)
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, r)
+			codes[i] = w.Code
+		}(i)
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Fatalf("request %d: %d", i, c)
+		}
+	}
+	t.Logf("%d requests for the stats of one script from %d addresses: %d histories read at once (reader places %d)",
+		requests, requests/DefaultMaxRequestsPerIP, idx.most, cap(s.readers))
+	if idx.most > cap(s.readers) {
+		t.Fatalf("%d copies of one script's history read at once, from %d addresses; want at most %d (the server's reader places)",
+			idx.most, requests/DefaultMaxRequestsPerIP, cap(s.readers))
+	}
+}

@@ -129,8 +129,11 @@ type Server struct {
 	stats  *statsCache
 	// histories is the cache of long histories (address.go).
 	histories historyCache
-	inFlight  inFlight
-	answers   answerBudget
+	// flights are the history reads under way, which requests for the
+	// same script at the same tip share (address.go).
+	flights  historyFlights
+	inFlight inFlight
+	answers  answerBudget
 	// conns counts the open connections by client address and in all,
 	// connKeys the address each counted connection is counted against
 	// (connState).
@@ -141,8 +144,9 @@ type Server struct {
 	limits costLimits
 	costs  costAccounts
 	mx     *metrics
-	// readers bounds the goroutines reading the transactions of long
-	// histories for their stats, across all requests.
+	// readers bounds the goroutines reading scripts' histories, and the
+	// transactions of long histories for their stats, across all
+	// requests.
 	readers chan struct{}
 
 	mu        sync.Mutex

@@ -95,7 +95,7 @@ func (s *Server) confirmedSpenders(q *request, c *cachedTx, sh indexers.ScriptHa
 		if len(wanted) == 0 {
 			return nil
 		}
-		hist, at, err := s.history(sh)
+		hist, at, err := s.history(q, sh)
 		if err != nil {
 			return err
 		}
