@@ -76,8 +76,9 @@ type Config struct {
 	// DefaultMaxBatchRequests); a larger batch is refused as a whole.
 	MaxBatchRequests int
 
-	// MaxWebsockets bounds connected websocket clients; more are refused
-	// with 503.
+	// MaxWebsockets bounds websocket clients that have authenticated;
+	// more are refused with 503. Those still to authenticate are bounded
+	// apart, as many in all and 4 from one address.
 	MaxWebsockets int
 
 	// Version is the getinfo "version".

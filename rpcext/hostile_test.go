@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -194,51 +195,194 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 // TestSilentUnauthenticatedWebsocketsClosed: a websocket opened without
-// credentials must authenticate within the read timeout or is closed, so
-// clients that send nothing cannot hold every slot of MaxWebsockets.
+// credentials waits among the unauthenticated clients, at most
+// wsMaxPendingPerIP from one address and MaxWebsockets in all, apart from
+// the slots of MaxWebsockets; it must authenticate within the read timeout
+// or is closed, and takes a slot only once it has authenticated.
 func TestSilentUnauthenticatedWebsocketsClosed(t *testing.T) {
 	t.Parallel()
-	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = 4 })
-	for i := 0; i < 3; i++ {
+	const slots = 6
+	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = slots })
+	refused := func(what string, conn *websocket.Conn, resp *http.Response, err error) {
+		t.Helper()
+		if err == nil {
+			conn.Close()
+		}
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("%s: %v, want 503", what, err)
+		}
+	}
+	var silent []*websocket.Conn
+	for i := 0; i < wsMaxPendingPerIP-1; i++ {
 		conn, _, err := wsDial(t, ts, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer conn.Close()
+		silent = append(silent, conn)
 	}
-	// A fourth authenticates in-band in time, and then may stay idle.
+	// Another authenticates in-band in time, and then may stay idle.
 	authed, _, err := wsDial(t, ts, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer authed.Close()
-	call := func(req string) {
+	call := func(conn *websocket.Conn, req string) []byte {
 		t.Helper()
-		authed.SetReadDeadline(time.Now().Add(time.Minute))
-		if err := authed.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		if err := conn.WriteMessage(websocket.TextMessage, []byte(req)); err != nil {
 			t.Fatal(err)
 		}
-		if _, msg, err := authed.ReadMessage(); err != nil || !bytes.Contains(msg, []byte(`"error":null`)) {
-			t.Fatalf("%s: %s %v", req, msg, err)
+		_, msg, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("%s: %v", req, err)
+		}
+		return msg
+	}
+	authenticate := `{"method":"authenticate","params":["` + testUser + `","` + testPass + `"],"id":1}`
+	if msg := call(authed, authenticate); !bytes.Contains(msg, []byte(`"error":null`)) {
+		t.Fatalf("authenticate: %s", msg)
+	}
+	// It left the unauthenticated clients: one more of this address may
+	// wait among them, and no more.
+	conn, _, err := wsDial(t, ts, false)
+	if err != nil {
+		t.Fatalf("an unauthenticated websocket after another authenticated: %v", err)
+	}
+	defer conn.Close()
+	silent = append(silent, conn)
+	conn, resp, err := wsDial(t, ts, false)
+	refused(fmt.Sprintf("unauthenticated websocket %d of one address", wsMaxPendingPerIP+1), conn, resp, err)
+
+	// Those waiting hold no slot of MaxWebsockets: the authenticated
+	// upgrades take the slots left, and the next is refused.
+	for i := 1; i < slots; i++ {
+		conn, _, err := wsDial(t, ts, true)
+		if err != nil {
+			t.Fatalf("authenticated websocket %d while %d unauthenticated ones wait: %v", i+1, len(silent), err)
+		}
+		defer conn.Close()
+	}
+	conn, resp, err = wsDial(t, ts, true)
+	refused(fmt.Sprintf("authenticated websocket %d", slots+1), conn, resp, err)
+	// An unauthenticated one that authenticates now finds no slot.
+	msg := call(silent[0], authenticate)
+	if !bytes.Contains(msg, []byte(`Too many websocket clients`)) {
+		t.Fatalf("authenticate with every slot taken: %s", msg)
+	}
+	silent[0].SetReadDeadline(time.Now().Add(time.Minute))
+	if _, _, err := silent[0].ReadMessage(); err == nil {
+		t.Fatal("a websocket refused a slot stays open")
+	}
+
+	// The silent ones are closed once their time to authenticate is up.
+	for i, conn := range silent[1:] {
+		conn.SetReadDeadline(time.Now().Add(requestReadTimeout + 20*time.Second)) // a hang guard
+		if _, _, err := conn.ReadMessage(); err == nil {
+			t.Fatalf("silent websocket %d was answered", i)
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("silent websocket %d still open after %v", i, requestReadTimeout+20*time.Second)
 		}
 	}
-	call(`{"method":"authenticate","params":["` + testUser + `","` + testPass + `"],"id":1}`)
-	if _, resp, err := wsDial(t, ts, true); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
-		t.Fatalf("a fourth websocket: %v, want 503 while three hold the slots", err)
-	}
-	deadline := time.Now().Add(requestReadTimeout + 10*time.Second)
+	// Their places are free again, and the authenticated one is served.
+	deadline := time.Now().Add(time.Minute) // a hang guard
 	for {
-		conn, _, err := wsDial(t, ts, true)
+		conn, _, err := wsDial(t, ts, false)
 		if err == nil {
 			conn.Close()
-			call(`{"method":"getblockcount","id":2}`)
-			return
+			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("an authenticated websocket still refused %v after three silent ones opened: %v",
-				requestReadTimeout+10*time.Second, err)
+			t.Fatalf("the places of closed unauthenticated websockets are not free: %v", err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		// The server forgets a closed client just after closing it.
+		time.Sleep(10 * time.Millisecond)
+	}
+	if msg := call(authed, `{"method":"getblockcount","id":2}`); !bytes.Contains(msg, []byte(`"error":null`)) {
+		t.Fatalf("getblockcount: %s", msg)
+	}
+}
+
+// TestUnauthenticatedWebsocketsBoundedInAll: the unauthenticated clients of
+// all addresses together are at most MaxWebsockets.
+func TestUnauthenticatedWebsocketsBoundedInAll(t *testing.T) {
+	t.Parallel()
+	const slots = wsMaxPendingPerIP + 2
+	ts := startServer(t, newTestNode(t), func(c *Config) { c.MaxWebsockets = slots })
+	dial := func(local string) (*websocket.Conn, *http.Response, error) {
+		d := websocket.Dialer{TLSClientConfig: ts.tlsConfig(t),
+			NetDial: func(network, addr string) (net.Conn, error) {
+				nd := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
+				return nd.Dial(network, addr)
+			}}
+		return d.Dial("wss://"+ts.addr+"/ws", nil)
+	}
+	for i := 0; i < wsMaxPendingPerIP; i++ {
+		conn, _, err := dial("127.0.0.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+	}
+	for i := wsMaxPendingPerIP; i < slots; i++ {
+		conn, resp, err := dial("127.0.0.2")
+		if err != nil && resp == nil {
+			t.Skipf("no second loopback address: %v", err)
+		}
+		if err != nil {
+			t.Fatalf("unauthenticated websocket %d, from another address: %v", i+1, err)
+		}
+		defer conn.Close()
+	}
+	conn, resp, err := dial("127.0.0.3")
+	if err == nil {
+		conn.Close()
+	}
+	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("unauthenticated websocket %d: %v, want 503", slots+1, err)
+	}
+	// The slots of MaxWebsockets are all free.
+	conn, _, err = wsDial(t, ts, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+}
+
+// TestUnauthenticatedWebsocketReadLimit: before authenticating a client may
+// send a message of wsPendingReadLimit bytes at most.
+func TestUnauthenticatedWebsocketReadLimit(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, newTestNode(t), nil)
+	conn, _, err := wsDial(t, ts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	big := `{"method":"authenticate","params":["` + testUser + `","` + strings.Repeat("x", wsPendingReadLimit) + `"],"id":1}`
+	conn.WriteMessage(websocket.TextMessage, []byte(big))
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	_, msg, err := conn.ReadMessage()
+	if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Fatalf("a message over the limit before authenticating: %s %v, want closed with 1009", msg, err)
+	}
+	// After authenticating, messages up to MaxRequestBytes are read.
+	conn, _, err = wsDial(t, ts, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for i, req := range []string{
+		`{"method":"authenticate","params":["` + testUser + `","` + testPass + `"],"id":1}`,
+		`{"method":"help","params":["` + strings.Repeat("x", 2*wsPendingReadLimit) + `"],"id":2}`,
+	} {
+		conn.WriteMessage(websocket.TextMessage, []byte(req))
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, msg, err := conn.ReadMessage(); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		} else if i == 0 && !bytes.Contains(msg, []byte(`"error":null`)) {
+			t.Fatalf("authenticate: %s", msg)
+		}
 	}
 }
 

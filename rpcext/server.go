@@ -48,6 +48,12 @@ type Server struct {
 	servers   []*http.Server
 	ws        map[*wsClient]struct{}
 	closing   bool
+	// wsAuthed counts the websocket clients holding a slot of
+	// MaxWebsockets; wsPending and wsPendingIP count those that have not
+	// authenticated yet, which hold none, in all and by address.
+	wsAuthed    int
+	wsPending   int
+	wsPendingIP map[string]int
 
 	// wsWG tracks websocket client goroutines, which the HTTP servers do
 	// not wait for once a connection is upgraded.
@@ -94,6 +100,7 @@ func New(cfg *Config) (*Server, error) {
 		requestSlots: make(chan struct{}, c.MaxConcurrentRequests),
 		quit:         make(chan struct{}),
 		ws:           make(map[*wsClient]struct{}),
+		wsPendingIP:  make(map[string]int),
 	}
 	if c.User != "" || c.Pass != "" {
 		s.authOn = true

@@ -3,6 +3,7 @@ package rpcext
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -25,6 +26,15 @@ const (
 	// rather than holding memory or stalling notifications for others.
 	wsMaxQueuedMessages = 10000
 	wsMaxQueuedBytes    = 64 << 20
+
+	// wsMaxPendingPerIP bounds the websocket clients of one address that
+	// have not authenticated yet (all of them together are bounded by
+	// MaxWebsockets), so one client cannot fill their pool alone.
+	wsMaxPendingPerIP = 4
+
+	// wsPendingReadLimit bounds a message before authentication: only
+	// authenticate, a few hundred bytes, is expected then.
+	wsPendingReadLimit = 8 << 10
 )
 
 // wsUpgrader upgrades /ws requests. Clients are programs, not browsers, so
@@ -45,6 +55,12 @@ type wsClient struct {
 	// only touched by the reading goroutine.
 	authenticated bool
 	limited       bool
+
+	// pending is set while the client has not authenticated and holds a
+	// place among the unauthenticated clients of pendingIP instead of a
+	// slot of MaxWebsockets; both guarded by the server's mu.
+	pending   bool
+	pendingIP string
 
 	mu       sync.Mutex
 	out      [][]byte
@@ -80,13 +96,8 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
 		return
 	}
-	if len(s.ws) >= s.cfg.MaxWebsockets {
-		s.mu.Unlock()
-		http.Error(w, "503 Service Unavailable: too many websocket clients.", http.StatusServiceUnavailable)
-		return
-	}
-	// Reserve the slot before upgrading so concurrent upgrades cannot
-	// exceed the limit.
+	// Reserve the place before upgrading so concurrent upgrades cannot
+	// exceed the limits.
 	c := &wsClient{
 		s:             s,
 		authenticated: authed,
@@ -94,15 +105,16 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 		signal:        make(chan struct{}, 1),
 		quit:          make(chan struct{}),
 	}
+	if why := s.reserveWebsocket(c, r.RemoteAddr); why != "" {
+		s.mu.Unlock()
+		http.Error(w, "503 Service Unavailable: "+why+".", http.StatusServiceUnavailable)
+		return
+	}
 	s.ws[c] = struct{}{}
 	s.wsWG.Add(1)
 	s.mu.Unlock()
 	defer s.wsWG.Done()
-	defer func() {
-		s.mu.Lock()
-		delete(s.ws, c)
-		s.mu.Unlock()
-	}()
+	defer s.releaseWebsocket(c)
 
 	conn, err := wsUpgrader.Upgrade(w, r, nil)
 	if err != nil {
@@ -112,14 +124,15 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	c.conn = conn
 	c.mu.Unlock()
-	conn.SetReadLimit(s.cfg.MaxRequestBytes)
 	// The HTTP server's read deadline for the upgrade request holds on
 	// the connection: an authenticated client reads without one, another
-	// must authenticate within it or is closed, for it holds a slot of
-	// MaxWebsockets.
+	// must authenticate within it, in a message of a few KiB, or is
+	// closed, for it holds a place among the unauthenticated clients.
 	if authed {
+		conn.SetReadLimit(s.cfg.MaxRequestBytes)
 		conn.SetReadDeadline(time.Time{})
 	} else {
+		conn.SetReadLimit(wsPendingReadLimit)
 		conn.SetReadDeadline(time.Now().Add(requestReadTimeout))
 	}
 	// Shutdown may have picked this client before conn was set.
@@ -139,6 +152,77 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	c.close()
 	<-writerDone
 	log.Debugf("Websocket client %s disconnected", r.RemoteAddr)
+}
+
+// reserveWebsocket takes a place for a new client, or returns why there is
+// none. An authenticated client takes a slot of MaxWebsockets; one that is
+// still to authenticate takes a place among the unauthenticated clients,
+// bounded apart in all and by address, so clients that never authenticate
+// cannot keep those with credentials out. Called with s.mu held.
+func (s *Server) reserveWebsocket(c *wsClient, remote string) string {
+	if c.authenticated {
+		if s.wsAuthed >= s.cfg.MaxWebsockets {
+			return "too many websocket clients"
+		}
+		s.wsAuthed++
+		return ""
+	}
+	key := ipKey(remote)
+	if s.wsPending >= s.cfg.MaxWebsockets || s.wsPendingIP[key] >= wsMaxPendingPerIP {
+		return "too many unauthenticated websocket clients"
+	}
+	s.wsPending++
+	s.wsPendingIP[key]++
+	c.pending, c.pendingIP = true, key
+	return ""
+}
+
+// unpend gives up c's place among the unauthenticated clients. Called
+// with s.mu held.
+func (s *Server) unpend(c *wsClient) {
+	s.wsPending--
+	if s.wsPendingIP[c.pendingIP]--; s.wsPendingIP[c.pendingIP] <= 0 {
+		delete(s.wsPendingIP, c.pendingIP)
+	}
+	c.pending = false
+}
+
+// releaseWebsocket forgets a client that has disconnected.
+func (s *Server) releaseWebsocket(c *wsClient) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.ws, c)
+	if c.pending {
+		s.unpend(c)
+	} else {
+		s.wsAuthed--
+	}
+}
+
+// promoteWebsocket moves a client that has just authenticated in-band to a
+// slot of MaxWebsockets; false when none is free.
+func (s *Server) promoteWebsocket(c *wsClient) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.wsAuthed >= s.cfg.MaxWebsockets {
+		return false
+	}
+	s.unpend(c)
+	s.wsAuthed++
+	return true
+}
+
+// ipKey groups remote addresses for the per-address bound: the IP, and
+// for IPv6 its /64, which one home or server is given.
+func ipKey(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.To4() == nil {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
 }
 
 // readLoop answers requests until the connection fails or closes. Once
@@ -170,10 +254,20 @@ func (c *wsClient) readLoop() {
 				return
 			}
 			reply := c.s.processBody(msg, c)
-			if c.authenticated {
-				// Authenticated in time: no deadline from now on.
-				c.conn.SetReadDeadline(time.Time{})
+			if !c.authenticated {
+				// Refused (wrong credentials, a malformed
+				// authenticate, no slot of MaxWebsockets free):
+				// the answer is the last word, written at once
+				// as nothing else is queued yet.
+				if reply != nil {
+					c.writeNow(reply)
+				}
+				return
 			}
+			// Authenticated in time: no deadline from now on, and
+			// requests up to MaxRequestBytes.
+			c.conn.SetReadDeadline(time.Time{})
+			c.conn.SetReadLimit(c.s.cfg.MaxRequestBytes)
 			if reply != nil && !c.queue(reply) {
 				return
 			}
@@ -255,10 +349,14 @@ func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 		c.close()
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Already authenticated")
 	}
+	// A refusal leaves the client unauthenticated, which ends the
+	// connection once the answer is written (readLoop).
 	ok, limited := c.s.credentialsLevel(a.Username, a.Passphrase)
 	if c.s.authOn && !ok {
-		c.close()
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code, "Authentication failed")
+	}
+	if !c.s.promoteWebsocket(c) {
+		return nil, btcjson.NewRPCError(btcjson.ErrRPCMisc, "Too many websocket clients")
 	}
 	c.authenticated = true
 	c.limited = limited
