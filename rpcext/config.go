@@ -22,6 +22,11 @@ const (
 	// --rpcmaxwebsockets is 25).
 	DefaultMaxWebsockets = 25
 
+	// DefaultMaxWebsocketSubscriptions bounds one websocket client's
+	// subscriptions, as the Electrum server bounds a session's
+	// (--electrummaxsubspersession).
+	DefaultMaxWebsocketSubscriptions = 75000
+
 	// DefaultVersion is the "version" reported by getinfo, in btcd's
 	// numbering (major*10000 + minor*100 + patch). rpcclient classes
 	// servers at or above 240100 as current btcd.
@@ -80,6 +85,14 @@ type Config struct {
 	// more are refused with 503. Those still to authenticate are bounded
 	// apart, as many in all and 4 from one address.
 	MaxWebsockets int
+
+	// MaxWebsocketSubscriptions bounds the subscriptions of one websocket
+	// client: notifyreceived addresses, notifyspent outpoints and the
+	// addresses and outpoints of its loadtxfilter filter, the outpoints
+	// watched for having paid its addresses included. A request past it
+	// is answered -8 (ErrRPCInvalidParameter); a client that payments to
+	// its addresses would take past it is disconnected.
+	MaxWebsocketSubscriptions int
 
 	// Version is the getinfo "version".
 	Version int32

@@ -1,8 +1,15 @@
 package rpcext
 
 import (
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/btcsuite/btcd/address/v2"
+	"github.com/gorilla/websocket"
 )
 
 // TestUnauthenticatedWebsocketsDoNotLockOutClients: a client without
@@ -63,5 +70,75 @@ func TestUnauthenticatedWebsocketsDoNotLockOutClients(t *testing.T) {
 				round, err, status, slots)
 		}
 		conn.Close()
+	}
+}
+
+// TestWebsocketSubscriptionsBounded: notifyreceived (open to the limited
+// user) adds every address of every message to the client's subscriptions
+// and nothing bounds them: a client sending message after message, each
+// within MaxRequestBytes, makes the server hold any number of them (about
+// 100 bytes each). A client's subscriptions are bounded, as an Electrum
+// session's are (--electrummaxsubspersession, 75,000).
+func TestWebsocketSubscriptionsBounded(t *testing.T) {
+	t.Parallel()
+	const bound = 75_000
+	ts := startServer(t, newTestNode(t), func(c *Config) {
+		c.LimitUser, c.LimitPass = "lim", "limpass"
+	})
+	d := websocket.Dialer{TLSClientConfig: ts.tlsConfig(t)}
+	h := http.Header{}
+	req, _ := http.NewRequest(http.MethodGet, "/", nil)
+	req.SetBasicAuth("lim", "limpass")
+	h.Set("Authorization", req.Header.Get("Authorization"))
+	conn, _, err := d.Dial("wss://"+ts.addr+"/ws", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	const messages, perMessage = 4, 30_000
+	next := uint64(0)
+	accepted := 0
+	for m := 0; m < messages; m++ {
+		addrs := make([]string, perMessage)
+		for i := range addrs {
+			var h160 [20]byte
+			next++
+			binary.BigEndian.PutUint64(h160[:], next)
+			a, err := address.NewAddressPubKeyHash(h160[:], ts.node.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addrs[i] = a.EncodeAddress()
+		}
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "1.0", "id": m, "method": "notifyreceived",
+			"params": []any{addrs}})
+		conn.SetWriteDeadline(time.Now().Add(time.Minute)) // hang guards
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		if err := conn.WriteMessage(websocket.TextMessage, body); err != nil {
+			t.Logf("message %d: %v (disconnected)", m, err)
+			break
+		}
+		_, reply, err := conn.ReadMessage()
+		if err != nil {
+			t.Logf("message %d: %v (disconnected)", m, err)
+			break
+		}
+		if !strings.Contains(string(reply), `"error":null`) {
+			t.Logf("message %d refused: %.200s", m, reply)
+			break
+		}
+		accepted += perMessage
+	}
+	held := 0
+	ts.srv.mu.Lock()
+	for c := range ts.srv.ws {
+		c.mu.Lock()
+		held += len(c.watch.received) + len(c.watch.spent)
+		c.mu.Unlock()
+	}
+	ts.srv.mu.Unlock()
+	t.Logf("%d addresses sent in %d messages of %d: %d subscriptions held", messages*perMessage, messages, perMessage, held)
+	if held > bound {
+		t.Fatalf("one websocket client holds %d subscriptions (%d accepted), want at most %d", held, accepted, bound)
 	}
 }

@@ -267,10 +267,16 @@ func (s *Server) sendBlockEvent(ev blockEvent) {
 			continue
 		}
 		var matched []string
+		full := false
 		c.mu.Lock()
 		if c.filter != nil {
 			for i, tx := range block.Transactions() {
-				if !c.filter.matchAndUpdate(tx, s.cfg.Params) {
+				m, over := c.filter.matchAndUpdate(tx, s.cfg.Params, c.subscriptionRoom())
+				if over {
+					full = true
+					break
+				}
+				if !m {
 					continue
 				}
 				h, ok := txHexes[i]
@@ -285,6 +291,10 @@ func (s *Server) sendBlockEvent(ev blockEvent) {
 			}
 		}
 		c.mu.Unlock()
+		if full {
+			c.closeOverSubscribed()
+			continue
+		}
 		msg, err := btcjson.MarshalCmd(btcjson.RpcVersion1, nil,
 			btcjson.NewFilteredBlockConnectedNtfn(height, headerHex, matched))
 		if err != nil {
@@ -321,9 +331,9 @@ func addressKey(a address.Address) string {
 
 // matchAndUpdate reports whether tx spends a watched outpoint or pays a
 // watched address, adding the outputs paying watched addresses to the
-// watched outpoints.
-func (f *txFilter) matchAndUpdate(tx *btcutil.Tx, params *chaincfg.Params) bool {
-	matched := false
+// watched outpoints, at most room of them: full reports one left out, of
+// which the client would miss the spend.
+func (f *txFilter) matchAndUpdate(tx *btcutil.Tx, params *chaincfg.Params, room int) (matched, full bool) {
 	msg := tx.MsgTx()
 	for _, in := range msg.TxIn {
 		if _, ok := f.outpoints[in.PreviousOutPoint]; ok {
@@ -337,14 +347,23 @@ func (f *txFilter) matchAndUpdate(tx *btcutil.Tx, params *chaincfg.Params) bool 
 			continue
 		}
 		for _, a := range addrs {
-			if _, ok := f.addrs[addressKey(a)]; ok {
-				matched = true
-				f.outpoints[wire.OutPoint{Hash: *tx.Hash(), Index: uint32(i)}] = struct{}{}
-				break
+			if _, ok := f.addrs[addressKey(a)]; !ok {
+				continue
 			}
+			matched = true
+			op := wire.OutPoint{Hash: *tx.Hash(), Index: uint32(i)}
+			if _, ok := f.outpoints[op]; !ok {
+				if room <= 0 {
+					full = true
+					break
+				}
+				f.outpoints[op] = struct{}{}
+				room--
+			}
+			break
 		}
 	}
-	return matched
+	return matched, full
 }
 
 // handleLoadTxFilter answers loadtxfilter: it replaces (reload) or extends
@@ -372,7 +391,22 @@ func handleLoadTxFilter(c *wsClient, cmd interface{}) (interface{}, error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if lc.Reload || c.filter == nil {
+	// The entries it adds count against the subscription limit (those
+	// of the filter it replaces do not).
+	room, add := c.subscriptionRoom(), 0
+	replace := lc.Reload || c.filter == nil
+	if replace {
+		if c.filter != nil {
+			room += len(c.filter.addrs) + len(c.filter.outpoints)
+		}
+		add = newKeys[string](nil, keys) + newKeys[wire.OutPoint](nil, ops)
+	} else {
+		add = newKeys(c.filter.addrs, keys) + newKeys(c.filter.outpoints, ops)
+	}
+	if add > room {
+		return nil, c.errSubscriptionLimit()
+	}
+	if replace {
 		c.filter = newTxFilter()
 	}
 	for _, k := range keys {

@@ -49,6 +49,17 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 			keys.addrs[addr.EncodeAddress()] = struct{}{}
 		}
 	}
+	// Through the tip the keys stay as subscriptions: a rescan they would
+	// take past the limit is refused before it scans.
+	if rc.EndBlock == nil {
+		addrs, ops := keys.lists()
+		c.mu.Lock()
+		over := newKeys(c.watch.received, addrs)+newKeys(c.watch.spent, ops) > c.subscriptionRoom()
+		c.mu.Unlock()
+		if over {
+			return nil, c.errSubscriptionLimit()
+		}
+	}
 	begin, err := chainhash.NewHashFromStr(rc.BeginBlock)
 	if err != nil {
 		return nil, decodeHexError(rc.BeginBlock)
@@ -145,18 +156,26 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 }
 
 // watchKeys has the client told of later transactions paying the
-// rescan's addresses or spending its outputs.
+// rescan's addresses or spending its outputs; a client they would take
+// past its subscription limit is disconnected, as it would miss them.
 func (c *wsClient) watchKeys(keys *rescanKeys) {
-	addrs := make([]string, 0, len(keys.addrs))
-	for a := range keys.addrs {
+	addrs, ops := keys.lists()
+	if !c.subscribe(addrs, ops) {
+		c.closeOverSubscribed()
+	}
+}
+
+// lists returns the keys' addresses and outpoints.
+func (k *rescanKeys) lists() ([]string, []wire.OutPoint) {
+	addrs := make([]string, 0, len(k.addrs))
+	for a := range k.addrs {
 		addrs = append(addrs, a)
 	}
-	ops := make([]wire.OutPoint, 0, len(keys.unspent))
-	for op := range keys.unspent {
+	ops := make([]wire.OutPoint, 0, len(k.unspent))
+	for op := range k.unspent {
 		ops = append(ops, op)
 	}
-	c.watchReceived(addrs)
-	c.watchSpent(ops)
+	return addrs, ops
 }
 
 // queueNtfn marshals and queues a notification; false when the client is

@@ -91,6 +91,9 @@ func New(cfg *Config) (*Server, error) {
 	if c.MaxWebsockets <= 0 {
 		c.MaxWebsockets = DefaultMaxWebsockets
 	}
+	if c.MaxWebsocketSubscriptions <= 0 {
+		c.MaxWebsocketSubscriptions = DefaultMaxWebsocketSubscriptions
+	}
 	if c.Version == 0 {
 		c.Version = DefaultVersion
 	}

@@ -1,7 +1,9 @@
 package rpcext
 
 import (
+	"bytes"
 	"encoding/json"
+	"net"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/btcsuite/btcd/rpcclient"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/gorilla/websocket"
 )
 
 // filtered is one filteredblockconnected/disconnected notification.
@@ -273,5 +276,177 @@ func TestNotificationHeightFromChain(t *testing.T) {
 	d := receive(t, notes.disconnected, "filteredblockdisconnected")
 	if d.height != 2 || d.header.BlockHash() != *hashes[1] {
 		t.Fatalf("disconnected %d %v", d.height, d.header.BlockHash())
+	}
+}
+
+// TestWebsocketSubscriptionLimitCountsEverything: notifyreceived addresses,
+// notifyspent outpoints and loadtxfilter entries count against one limit, a
+// request past it is refused as a whole with -8, and a client that payments
+// to its addresses would take past it is disconnected.
+func TestWebsocketSubscriptionLimitCountsEverything(t *testing.T) {
+	t.Parallel()
+	const limit = 5
+	node := newTestNode(t)
+	ts := startServer(t, node, func(c *Config) { c.MaxWebsocketSubscriptions = limit })
+	miner := ts.httpClient(t, testUser, testPass)
+	seen := map[*wsClient]bool{}
+	// open connects a client and finds it in the server.
+	open := func() (*websocket.Conn, *wsClient) {
+		conn, _, err := wsDial(t, ts, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		ts.srv.mu.Lock()
+		defer ts.srv.mu.Unlock()
+		for c := range ts.srv.ws {
+			if !seen[c] {
+				seen[c] = true
+				return conn, c
+			}
+		}
+		t.Fatal("the client is not in the server")
+		return nil, nil
+	}
+	held := func(c *wsClient) int {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return limit - c.subscriptionRoom()
+	}
+	id := 0
+	// call answers a request's error code, 0 for none, skipping
+	// notifications.
+	call := func(conn *websocket.Conn, method string, params ...interface{}) int {
+		t.Helper()
+		id++
+		body, _ := json.Marshal(map[string]interface{}{"jsonrpc": "1.0", "id": id, "method": method, "params": params})
+		conn.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard
+		if err := conn.WriteMessage(websocket.TextMessage, body); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				t.Fatalf("%s: %v", method, err)
+			}
+			var reply struct {
+				ID    *int
+				Error *btcjson.RPCError
+			}
+			if json.Unmarshal(msg, &reply) != nil || reply.ID == nil || *reply.ID != id {
+				continue
+			}
+			if reply.Error == nil {
+				return 0
+			}
+			return int(reply.Error.Code)
+		}
+	}
+	// payUntilFull mines blocks paying payee, each adding an outpoint to
+	// the client's subscriptions, and checks that the client is
+	// disconnected at the block that would take it past the limit.
+	payUntilFull := func(conn *websocket.Conn, c *wsClient, payee string) {
+		t.Helper()
+		a, err := address.DecodeAddress(payee, node.params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := held(c); n <= limit; n++ {
+			if _, err := miner.GenerateToAddress(1, a, nil); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(time.Minute)) // a hang guard
+			for {
+				_, msg, err := conn.ReadMessage()
+				if n == limit && err != nil {
+					if ne, ok := err.(net.Error); ok && ne.Timeout() {
+						t.Fatal("the client is still connected past its subscription limit")
+					}
+					if h := held(c); h != limit {
+						t.Fatalf("disconnected holding %d subscriptions, want %d", h, limit)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("disconnected holding %d subscriptions, limit %d: %v", held(c), limit, err)
+				}
+				if bytes.Contains(msg, []byte(`"filteredblockconnected"`)) {
+					break
+				}
+			}
+			if h := held(c); h != n+1 {
+				t.Fatalf("%d subscriptions held after a payment, want %d", h, n+1)
+			}
+		}
+		t.Fatal("the client is still connected past its subscription limit")
+	}
+
+	addrs := make([]string, 4)
+	for i := range addrs {
+		a, _ := newAddress(t, node)
+		addrs[i] = a.EncodeAddress()
+	}
+	outpoint := func(i uint32) btcjson.OutPoint {
+		return btcjson.OutPoint{Hash: chainhash.Hash{1}.String(), Index: i}
+	}
+	refused := int(btcjson.ErrRPCInvalidParameter)
+	conn, c := open()
+	for i, step := range []struct {
+		method string
+		params []interface{}
+		code   int
+		held   int
+	}{
+		{"notifyreceived", []interface{}{addrs[:2]}, 0, 2},
+		{"notifyspent", []interface{}{[]btcjson.OutPoint{outpoint(0)}}, 0, 3},
+		// Three would be six: none is added.
+		{"loadtxfilter", []interface{}{false, addrs[2:4], []btcjson.OutPoint{outpoint(1)}}, refused, 3},
+		{"notifyreceived", []interface{}{addrs[:2]}, 0, 3}, // held already
+		{"loadtxfilter", []interface{}{false, addrs[2:3], []btcjson.OutPoint{}}, 0, 4},
+		{"notifyspent", []interface{}{[]btcjson.OutPoint{outpoint(1), outpoint(2)}}, refused, 4},
+		// A reload replaces the filter's entries rather than adding.
+		{"loadtxfilter", []interface{}{true, addrs[3:4], []btcjson.OutPoint{}}, 0, 4},
+		{"stopnotifyreceived", []interface{}{addrs[1:2]}, 0, 3},
+		{"notifyblocks", nil, 0, 3},
+	} {
+		if code := call(conn, step.method, step.params...); code != step.code {
+			t.Fatalf("step %d, %s: code %d, want %d", i, step.method, code, step.code)
+		}
+		if n := held(c); n != step.held {
+			t.Fatalf("step %d, %s: %d subscriptions held, want %d", i, step.method, n, step.held)
+		}
+	}
+	// The outputs paying a notifyreceived address count.
+	payUntilFull(conn, c, addrs[0])
+
+	// So do those paying a filter's address.
+	conn, c = open()
+	for _, step := range []struct {
+		method string
+		params []interface{}
+	}{
+		{"loadtxfilter", []interface{}{true, addrs[3:4], []btcjson.OutPoint{}}},
+		{"notifyblocks", nil},
+	} {
+		if code := call(conn, step.method, step.params...); code != 0 {
+			t.Fatalf("%s: code %d", step.method, code)
+		}
+	}
+	payUntilFull(conn, c, addrs[3])
+
+	// A rescan through the tip keeps its keys: refused before it scans
+	// when they are too many; one up to a block keeps none.
+	conn, _ = open()
+	keys := []btcjson.OutPoint{outpoint(0), outpoint(1)}
+	genesis := node.params.GenesisHash.String()
+	if code := call(conn, "rescan", genesis, addrs, keys); code != refused {
+		t.Fatalf("rescan through the tip of %d keys: code %d, want %d", len(addrs)+len(keys), code, refused)
+	}
+	tip, err := miner.GetBestBlockHash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := call(conn, "rescan", genesis, addrs, keys, tip.String()); code != 0 {
+		t.Fatalf("rescan up to a block: code %d", code)
 	}
 }

@@ -31,6 +31,43 @@ type wsWatch struct {
 	session    uint64
 }
 
+// subscriptionRoom is how many more subscriptions the client may have
+// (Config.MaxWebsocketSubscriptions). Called with c.mu held.
+func (c *wsClient) subscriptionRoom() int {
+	n := len(c.watch.received) + len(c.watch.spent)
+	if c.filter != nil {
+		n += len(c.filter.addrs) + len(c.filter.outpoints)
+	}
+	return c.s.cfg.MaxWebsocketSubscriptions - n
+}
+
+// errSubscriptionLimit answers a request that would take the client past
+// its subscription limit.
+func (c *wsClient) errSubscriptionLimit() error {
+	return btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter,
+		fmt.Sprintf("subscription limit reached: at most %d addresses and outpoints per client",
+			c.s.cfg.MaxWebsocketSubscriptions))
+}
+
+// closeOverSubscribed disconnects a client that payments to its addresses
+// would take past its subscription limit: without the outpoints they add
+// it would miss their spends unknowingly.
+func (c *wsClient) closeOverSubscribed() {
+	log.Warnf("Disconnecting websocket client: over %d subscriptions", c.s.cfg.MaxWebsocketSubscriptions)
+	c.close()
+}
+
+// newKeys counts the distinct keys that have is without.
+func newKeys[K comparable](have map[K]struct{}, keys []K) int {
+	fresh := make(map[K]struct{})
+	for _, k := range keys {
+		if _, ok := have[k]; !ok {
+			fresh[k] = struct{}{}
+		}
+	}
+	return len(fresh)
+}
+
 // active reports whether the client wants transaction notifications.
 func (w *wsWatch) active() bool {
 	return w.txs || len(w.received) > 0 || len(w.spent) > 0
@@ -105,21 +142,34 @@ func handleNotifyReceived(c *wsClient, cmd interface{}) (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.watchReceived(keys)
+	if !c.subscribe(keys, nil) {
+		return nil, c.errSubscriptionLimit()
+	}
 	return nil, nil
 }
 
-// watchReceived adds addresses (EncodeAddress keys) to those whose
-// payments the client is told of.
-func (c *wsClient) watchReceived(keys []string) {
+// subscribe adds addresses (EncodeAddress keys) to those whose payments the
+// client is told of and outpoints to those whose spends it is told of,
+// all or, when they would take it past its subscription limit, none.
+func (c *wsClient) subscribe(keys []string, ops []wire.OutPoint) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.watch.received == nil {
+	if newKeys(c.watch.received, keys)+newKeys(c.watch.spent, ops) > c.subscriptionRoom() {
+		return false
+	}
+	if c.watch.received == nil && len(keys) > 0 {
 		c.watch.received = make(map[string]struct{})
 	}
 	for _, k := range keys {
 		c.watch.received[k] = struct{}{}
 	}
+	if c.watch.spent == nil && len(ops) > 0 {
+		c.watch.spent = make(map[wire.OutPoint]struct{})
+	}
+	for _, op := range ops {
+		c.watch.spent[op] = struct{}{}
+	}
+	return true
 }
 
 // handleStopNotifyReceived answers stopnotifyreceived.
@@ -143,7 +193,9 @@ func handleNotifySpent(c *wsClient, cmd interface{}) (interface{}, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.watchSpent(ops)
+	if !c.subscribe(nil, ops) {
+		return nil, c.errSubscriptionLimit()
+	}
 	// As btcd: a spend already in the mempool is told at once, with
 	// redeemingtx alone.
 	if pool, err := c.s.pool(); err == nil {
@@ -162,18 +214,6 @@ func handleNotifySpent(c *wsClient, cmd interface{}) (interface{}, error) {
 		}
 	}
 	return nil, nil
-}
-
-// watchSpent adds outpoints to those whose spends the client is told of.
-func (c *wsClient) watchSpent(ops []wire.OutPoint) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.watch.spent == nil {
-		c.watch.spent = make(map[wire.OutPoint]struct{})
-	}
-	for _, op := range ops {
-		c.watch.spent[op] = struct{}{}
-	}
 }
 
 // handleStopNotifySpent answers stopnotifyspent.
@@ -239,7 +279,12 @@ func handleRescanBlocks(c *wsClient, cmd interface{}) (interface{}, error) {
 		var txs []string
 		c.mu.Lock()
 		for _, tx := range block.Transactions() {
-			if c.filter.matchAndUpdate(tx, c.s.cfg.Params) {
+			matched, full := c.filter.matchAndUpdate(tx, c.s.cfg.Params, c.subscriptionRoom())
+			if full {
+				c.mu.Unlock()
+				return nil, c.errSubscriptionLimit()
+			}
+			if matched {
 				if h, err := txHex(tx.MsgTx()); err == nil {
 					txs = append(txs, h)
 				}
@@ -331,6 +376,7 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 			}
 		}
 	}
+	full := false
 	if len(c.watch.received) > 0 {
 		paid := false
 		for i, out := range tx.MsgTx().TxOut {
@@ -339,23 +385,40 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 				continue
 			}
 			for _, a := range addrs {
-				if _, ok := c.watch.received[a.EncodeAddress()]; ok {
-					paid = true
-					if c.watch.spent == nil {
-						c.watch.spent = make(map[wire.OutPoint]struct{})
-					}
-					c.watch.spent[wire.OutPoint{Hash: *tx.Hash(), Index: uint32(i)}] = struct{}{}
+				if _, ok := c.watch.received[a.EncodeAddress()]; !ok {
+					continue
 				}
+				paid = true
+				op := wire.OutPoint{Hash: *tx.Hash(), Index: uint32(i)}
+				if _, ok := c.watch.spent[op]; ok {
+					continue
+				}
+				if c.subscriptionRoom() <= 0 {
+					full = true
+					continue
+				}
+				if c.watch.spent == nil {
+					c.watch.spent = make(map[wire.OutPoint]struct{})
+				}
+				c.watch.spent[op] = struct{}{}
 			}
 		}
 		if paid {
 			marshal(btcjson.NewRecvTxNtfn(hexOf(), details))
 		}
 	}
-	if block == nil && c.filter != nil && c.filter.matchAndUpdate(tx, params) {
-		marshal(btcjson.NewRelevantTxAcceptedNtfn(hexOf()))
+	if block == nil && c.filter != nil {
+		matched, over := c.filter.matchAndUpdate(tx, params, c.subscriptionRoom())
+		full = full || over
+		if matched {
+			marshal(btcjson.NewRelevantTxAcceptedNtfn(hexOf()))
+		}
 	}
 	c.mu.Unlock()
+	if full {
+		c.closeOverSubscribed()
+		return
+	}
 	for _, m := range msgs {
 		if !c.queue(m) {
 			return
