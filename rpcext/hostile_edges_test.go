@@ -1,10 +1,14 @@
 package rpcext
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,5 +144,128 @@ func TestWebsocketSubscriptionsBounded(t *testing.T) {
 	t.Logf("%d addresses sent in %d messages of %d: %d subscriptions held", messages*perMessage, messages, perMessage, held)
 	if held > bound {
 		t.Fatalf("one websocket client holds %d subscriptions (%d accepted), want at most %d", held, accepted, bound)
+	}
+}
+
+// smallReceiveBuffer dials with a small socket receive buffer, as a client
+// that reads slowly has: the server's writes block soon after it stops
+// reading, instead of filling megabytes of kernel buffers.
+func smallReceiveBuffer(ctx context.Context, network, addr string) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	return d.DialContext(ctx, network, addr)
+}
+
+// TestUnreadWebsocketMessagesBounded: a websocket client that lets more
+// than 10,000 messages wait unread is disconnected (docs/OPERATIONS.md).
+// The writer takes the whole queue at once and sets its count back to zero
+// before it writes it, so the messages it has taken and not yet written
+// count for nothing: a client that reads a little at the right moment has
+// twice the bound (and twice the 64 MiB) waiting for it, and stays.
+func TestUnreadWebsocketMessagesBounded(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, newTestNode(t), func(c *Config) { c.DisableTLS = true })
+	d := websocket.Dialer{NetDialContext: smallReceiveBuffer, ReadBufferSize: 4096}
+	h := http.Header{}
+	req, _ := http.NewRequest(http.MethodGet, "/", nil)
+	req.SetBasicAuth(testUser, testPass)
+	h.Set("Authorization", req.Header.Get("Authorization"))
+	conn, _, err := d.Dial("ws://"+ts.addr+"/ws", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var client *wsClient
+	for client == nil {
+		ts.srv.mu.Lock()
+		for c := range ts.srv.ws {
+			client = c
+		}
+		ts.srv.mu.Unlock()
+	}
+	queued := func() int {
+		client.mu.Lock()
+		defer client.mu.Unlock()
+		return len(client.out)
+	}
+	// Each answer echoes its 2,000-byte id: the kernel's buffers take a
+	// few hundred of them at most.
+	id := strings.Repeat("x", 2000)
+	const burst = 9000 // under the bound of 10,000
+	sent := 0
+	disconnected := func() bool {
+		select {
+		case <-client.quit:
+			return true
+		default:
+			return false
+		}
+	}
+	// send reports false once the server has disconnected the client.
+	send := func(n int) bool {
+		for i := 0; i < n; i++ {
+			conn.SetWriteDeadline(time.Now().Add(time.Minute))
+			msg := fmt.Sprintf(`{"jsonrpc":"1.0","id":"%s%d","method":"getblockcount","params":[]}`, id, sent)
+			if err := conn.WriteMessage(websocket.TextMessage, []byte(msg)); err != nil {
+				if disconnected() {
+					return false
+				}
+				t.Fatalf("request %d: %v", sent, err)
+			}
+			sent++
+		}
+		return true
+	}
+	// settled waits until the server has answered every request sent (the
+	// queue no longer grows) and returns the queue's length.
+	settled := func() int {
+		deadline := time.Now().Add(time.Minute) // a hang guard
+		last, same := -1, 0
+		for same < 5 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the queue still grows: %d", queued())
+			}
+			time.Sleep(100 * time.Millisecond)
+			if q := queued(); q == last {
+				same++
+			} else {
+				last, same = q, 0
+			}
+		}
+		return last
+	}
+	send(burst)
+	// What is not queued was written: it waits in the kernel's buffers.
+	inKernel := burst - settled()
+	// Read until the writer has taken the queue; then stop reading.
+	read := 0
+	for queued() > 0 {
+		conn.SetReadDeadline(time.Now().Add(time.Minute))
+		if _, _, err := conn.ReadMessage(); err != nil {
+			t.Fatalf("reading answer %d: %v", read, err)
+		}
+		read++
+	}
+	if !send(burst) {
+		return // disconnected: the bound holds
+	}
+	q := settled()
+	inServer := sent - read - inKernel
+	t.Logf("%d requests, %d answers read, about %d in the kernel's buffers; in the server: %d queued, %d taken by the writer",
+		sent, read, inKernel, q, inServer-q)
+	if disconnected() {
+		return // the bound holds
+	}
+	if inServer > wsMaxQueuedMessages {
+		t.Fatalf("%d answers wait in the server for a connected client that does not read (%d counted in its queue), bound %d",
+			inServer, q, wsMaxQueuedMessages)
 	}
 }

@@ -62,7 +62,8 @@ type wsClient struct {
 	pending   bool
 	pendingIP string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// out holds the messages not yet written, outBytes their size.
 	out      [][]byte
 	outBytes int
 	// blocks is set by notifyblocks; filter by loadtxfilter.
@@ -396,7 +397,10 @@ func (c *wsClient) queue(msg []byte) bool {
 	return true
 }
 
-// writeLoop sends queued messages in order until the client closes.
+// writeLoop sends queued messages in order until the client closes. A
+// message leaves the queue, and stops counting against wsMaxQueuedMessages
+// and wsMaxQueuedBytes, only once written, so the bounds hold for all that
+// waits for the client, the message being written included.
 func (c *wsClient) writeLoop() {
 	for {
 		select {
@@ -404,17 +408,27 @@ func (c *wsClient) writeLoop() {
 			return
 		case <-c.signal:
 		}
-		c.mu.Lock()
-		batch := c.out
-		c.out = nil
-		c.outBytes = 0
-		c.mu.Unlock()
-		for _, msg := range batch {
+		for {
+			c.mu.Lock()
+			if len(c.out) == 0 {
+				// Drop the emptied array rather than keep its
+				// capacity for a client that seldom needs it.
+				c.out = nil
+				c.mu.Unlock()
+				break
+			}
+			msg := c.out[0]
+			c.mu.Unlock()
 			c.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
 			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.close()
 				return
 			}
+			c.mu.Lock()
+			c.out[0] = nil
+			c.out = c.out[1:]
+			c.outBytes -= len(msg)
+			c.mu.Unlock()
 		}
 	}
 }
