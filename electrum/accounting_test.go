@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"fmt"
 	"math/rand"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcsuite/btcd/wire/v2"
+	"github.com/gorilla/websocket"
 )
 
 // TestBatchOverflowSubscribeNotKept: a subscribe inside a batch whose
@@ -498,4 +500,48 @@ func TestSubscriptionMemoryFreedOnDisconnect(t *testing.T) {
 	if retained > 2<<20 {
 		t.Fatalf("%d bytes retained after %d subscriptions came and went", retained, sessions*per)
 	}
+}
+
+// TestUnfinishedWebSocketMessageCharged: over WebSocket as over TCP, a
+// message's bytes are charged to the session as they are read, before its
+// last frame arrives.
+func TestUnfinishedWebSocketMessageCharged(t *testing.T) {
+	fx := newFixture(t, nil)
+	s := New(Config{WSListen: []string{"127.0.0.1:0"}}, fx.f)
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	ws, _, err := websocket.DefaultDialer.Dial("ws://"+s.Addrs()[WS][0].String()+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["x","1.4"]}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	before := openSessionFrom(s, "127.0.0.1")
+	// The writer sends a frame each time its buffer fills; the message's
+	// last frame is never sent.
+	w, err := ws.NextWriter(websocket.TextMessage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := unfinishedLine()
+	if _, err := w.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	want := float64(len(line)) / float64(s.cfg.BandwidthUnit)
+	var info *SessionInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if info = openSessionFrom(s, "127.0.0.1"); info != nil && info.Cost-before.Cost >= want*0.9 {
+			return
+		}
+	}
+	t.Fatalf("%d bytes of an unfinished message sent: the session's cost went from %.2f to %.2f (bytes in %d), want at least %.0f more",
+		len(line), before.Cost, info.Cost, info.BytesIn, want*0.9)
 }

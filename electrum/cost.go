@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -60,6 +61,10 @@ func (ss *session) currentCost() float64 {
 	return c
 }
 
+// errCostLimit ends the reading of a session at the hard cost limit
+// (received).
+var errCostLimit = errors.New("excessive resource usage")
+
 // checkHardLimit disconnects a session at the hard limit with -101; false
 // means it was disconnected.
 func (ss *session) checkHardLimit() bool {
@@ -71,13 +76,18 @@ func (ss *session) checkHardLimit() bool {
 	if cost < cfg.CostHardLimit {
 		return true
 	}
+	ss.cutOff(cost)
+	return false
+}
+
+// cutOff answers -101 and closes the session once the answer is written.
+func (ss *session) cutOff(cost float64) {
 	if !ss.cutLogged.Swap(true) {
 		ss.srv.logf("electrum: session %d (%s) disconnected: excessive resource usage (cost %.0f, hard limit %.0f)",
-			ss.id, ss.ipKey, cost, cfg.CostHardLimit)
+			ss.id, ss.ipKey, cost, ss.srv.cfg.CostHardLimit)
 	}
 	ss.setCloseReason(reasonCost)
 	ss.sendAndClose(encodeResponse(true, nil, nil, rpcErrorf(codeExcessiveUsage, "excessive resource usage")))
-	return false
 }
 
 // throttle delays a request in proportion to how far the session's cost

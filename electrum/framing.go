@@ -38,6 +38,10 @@ type msgConn interface {
 	SetWriteDeadline(time.Time) error
 	Close() error
 	RemoteAddr() net.Addr
+	// countReads makes every read of the client's bytes call onRead with
+	// their number as it is made, before their message is complete; an
+	// error onRead returns ends the reading with that error.
+	countReads(onRead func(n int) error)
 }
 
 // lineConn frames messages with a single '\n' (docs/PROTOCOL.md §2.1).
@@ -53,8 +57,10 @@ type lineConn struct {
 	pendingBuf *[]byte
 	maxRecv    int
 	buf        []byte
-	// skipped is the length of the last line reported errFrameTooLarge.
-	skipped int
+	// onRead is told of every read from src (countReads); stop is the
+	// error it returned, which every later read returns too.
+	onRead func(n int) error
+	stop   error
 }
 
 // lineReadBuffer is the read buffer of a newline connection. It is small
@@ -178,18 +184,31 @@ func newLineReader(src io.Reader, size, maxRecv int) *lineConn {
 	return lc
 }
 
+func (c *lineConn) countReads(onRead func(n int) error) { c.onRead = onRead }
+
 // lineSource reads a lineConn's pending bytes, then its source.
 type lineSource struct{ c *lineConn }
 
 // A read takes from pending alone while it has bytes, so that unread can
-// put back what a read took past a newline.
+// put back what a read took past a newline. Only reads from src are
+// counted: pending bytes were counted when src gave them.
 func (s lineSource) Read(p []byte) (int, error) {
-	if len(s.c.pending) > 0 {
-		n := copy(p, s.c.pending)
-		s.c.pending = s.c.pending[n:]
+	c := s.c
+	if len(c.pending) > 0 {
+		n := copy(p, c.pending)
+		c.pending = c.pending[n:]
 		return n, nil
 	}
-	return s.c.src.Read(p)
+	if c.stop != nil {
+		return 0, c.stop
+	}
+	n, err := c.src.Read(p)
+	if n > 0 && c.onRead != nil {
+		if c.stop = c.onRead(n); c.stop != nil {
+			err = c.stop
+		}
+	}
+	return n, err
 }
 
 // unread puts back rest, the end of a read that went past a line's
@@ -223,7 +242,7 @@ func (c *lineConn) dropPending() {
 // reads once the reader's buffer is empty, and keeps what follows the
 // line's newline for the next message. It reports whether the newline
 // was found; if not, the error that ended the reading.
-func (c *lineConn) skipLine() (skipped int, found bool, err error) {
+func (c *lineConn) skipLine() (found bool, err error) {
 	bp := skipBuffers.Get().(*[]byte)
 	defer skipBuffers.Put(bp)
 	b := *bp
@@ -233,11 +252,10 @@ func (c *lineConn) skipLine() (skipped int, found bool, err error) {
 		n, err := src.Read(b)
 		if i := bytes.IndexByte(b[:n], '\n'); i >= 0 {
 			c.unread(b[i+1:n], was)
-			return skipped + i, true, nil
+			return true, nil
 		}
-		skipped += n
 		if err != nil {
-			return skipped, false, err
+			return false, err
 		}
 	}
 }
@@ -289,14 +307,12 @@ func (c *lineConn) readLine() ([]byte, error) {
 	switch {
 	case err == nil:
 		if len(chunk) > c.maxRecv+1 {
-			c.skipped = len(chunk) - 1
 			return nil, errFrameTooLarge
 		}
 		return chunk[:len(chunk)-1], nil
 	case err == io.EOF && len(chunk) > 0:
 		// A final message without its newline is still a message.
 		if len(chunk) > c.maxRecv {
-			c.skipped = len(chunk)
 			return nil, errFrameTooLarge
 		}
 		return chunk, nil
@@ -306,7 +322,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 	// The reader's buffer is full and now empty: the rest of the line
 	// comes from src.
 	if len(chunk) > c.maxRecv+1 {
-		return nil, c.skipRest(len(chunk))
+		return nil, c.skipRest()
 	}
 	c.buf = appendLong(c.buf, chunk)
 	src := lineSource{c}
@@ -314,9 +330,8 @@ func (c *lineConn) readLine() ([]byte, error) {
 		// room is what the line may still have, counting its '\n'.
 		room := c.maxRecv + 1 - len(c.buf)
 		if room <= 0 {
-			read := len(c.buf)
 			c.buf = c.buf[:0]
-			return nil, c.skipRest(read)
+			return nil, c.skipRest()
 		}
 		if len(c.buf) == cap(c.buf) {
 			c.buf = growLong(c.buf, len(c.buf)+1)
@@ -332,7 +347,6 @@ func (c *lineConn) readLine() ([]byte, error) {
 		}
 		if err == io.EOF && len(c.buf) > 0 {
 			if len(c.buf) > c.maxRecv {
-				c.skipped = len(c.buf)
 				return nil, errFrameTooLarge
 			}
 			return c.buf, nil
@@ -343,13 +357,11 @@ func (c *lineConn) readLine() ([]byte, error) {
 	}
 }
 
-// skipRest skips the rest of a line over the limit, of which read bytes
-// were read and nothing is left in the reader's buffer, and returns the
-// error to report.
-func (c *lineConn) skipRest(read int) error {
-	n, found, err := c.skipLine()
+// skipRest skips the rest of a line over the limit, of which nothing is
+// left in the reader's buffer, and returns the error to report.
+func (c *lineConn) skipRest() error {
+	found, err := c.skipLine()
 	if found || err == io.EOF {
-		c.skipped = read + n
 		return errFrameTooLarge
 	}
 	return err
@@ -411,6 +423,8 @@ type wsConn struct {
 	*websocket.Conn
 	// msg is the message last read, until released.
 	msg []byte
+	// onRead is told of every read of a message's bytes (countReads).
+	onRead func(n int) error
 }
 
 // newWSConn wraps c, answering its pings through a ponger.
@@ -536,11 +550,32 @@ func (c *wsConn) ReadMessage() ([]byte, error) {
 			return nil, wsReadError(err)
 		}
 		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
-			msg, err := readAllLong(r)
+			msg, err := readAllLong(countedReader{r, c.onRead})
 			c.msg = msg
 			return msg, wsReadError(err)
 		}
 	}
+}
+
+// countReads counts a message's payload as it is read: the frames'
+// headers and control frames are the library's to read.
+func (c *wsConn) countReads(onRead func(n int) error) { c.onRead = onRead }
+
+// countedReader tells onRead (when set) of every read from r; an error
+// onRead returns ends the reading.
+type countedReader struct {
+	r      io.Reader
+	onRead func(n int) error
+}
+
+func (c countedReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 && c.onRead != nil {
+		if e := c.onRead(n); e != nil {
+			return n, e
+		}
+	}
+	return n, err
 }
 
 // errWSProtocol marks a WebSocket read that failed because the client
@@ -555,7 +590,7 @@ func wsReadError(err error) error {
 	var ce *websocket.CloseError
 	var ne net.Error
 	if err == nil || errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, websocket.ErrReadLimit) {
+		errors.Is(err, net.ErrClosed) || errors.Is(err, websocket.ErrReadLimit) || errors.Is(err, errCostLimit) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errWSProtocol, err)

@@ -405,6 +405,7 @@ func (nopConn) SetReadDeadline(time.Time) error  { return nil }
 func (nopConn) SetWriteDeadline(time.Time) error { return nil }
 func (nopConn) Close() error                     { return nil }
 func (nopConn) RemoteAddr() net.Addr             { return pipeAddr{} }
+func (nopConn) countReads(func(int) error)       {}
 
 // fuzzVersions are the protocol versions the direct targets negotiate.
 var fuzzVersions = []protoVersion{version14, version142, {1, 5, 0}, version16}

@@ -2,6 +2,7 @@ package electrum
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -317,6 +318,28 @@ func TestCostThrottling(t *testing.T) {
 		t.Fatal("session at the hard limit left open")
 	}
 	good.must(nil, "server.ping")
+}
+
+// TestEmptyLinesCutAtHardLimit: a client sending nothing but empty lines
+// sends no request for the throttle to refuse; the bytes it is charged as
+// they are read take it to the hard limit, where it is answered -101 and
+// disconnected as any session is.
+func TestEmptyLinesCutAtHardLimit(t *testing.T) {
+	fx := newFixture(t, func(c *Config) {
+		c.CostSoftLimit = 50
+		c.CostHardLimit = 250
+	})
+	c := sessionFrom(t, fx.s, "10.60.0.1")
+	c.negotiate("1.4")
+	cut := c.expectNullID()
+	// 2 MB of newlines cost 400; the write ends when the session closes.
+	go c.conn.Write(bytes.Repeat([]byte("\n"), 2_000_000))
+	if r := c.await(cut); r.Error == nil || r.Error.Code != codeExcessiveUsage {
+		t.Fatalf("a stream of empty lines past the hard limit answered %+v, want -101", r)
+	}
+	if !c.closedByServer() {
+		t.Fatal("session at the hard limit left open")
+	}
 }
 
 // TestIdleTimeout checks that a session that sends nothing is disconnected.

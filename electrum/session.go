@@ -42,7 +42,8 @@ type session struct {
 	// is logged and counted once).
 	slowed atomic.Bool
 
-	// bytesIn and bytesOut count the frame bytes read and written.
+	// bytesIn counts the bytes read from the client (received), bytesOut
+	// the message bytes written.
 	bytesIn, bytesOut atomic.Uint64
 	// closeReason is a DisconnectReason plus one; 0 until one is
 	// recorded (refusals.go).
@@ -155,6 +156,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		costStamp: now,
 	}
 	ss.ctx, ss.cancel = context.WithCancel(s.ctx)
+	c.countReads(ss.received)
 	if rerr, why := s.admit(ss); rerr != nil {
 		ss.cancel()
 		s.refused(why, ss.remote)
@@ -426,19 +428,28 @@ func (ss *session) readLoop() {
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
 		if errors.Is(err, errFrameTooLarge) {
-			// The line was read to its end, past MaxRecv bytes.
-			n := ss.srv.cfg.MaxRecv
-			if lc, ok := ss.conn.(*lineConn); ok {
-				n = lc.skipped
-			}
-			ss.bytesIn.Add(uint64(n))
-			ss.srv.counters.bytesIn[ss.transport].Add(uint64(n))
-			ss.charge(errorCost + float64(n)/float64(ss.srv.cfg.BandwidthUnit))
+			// The line was read to its end, past MaxRecv bytes, and
+			// its bytes charged as they were read.
+			ss.charge(errorCost)
 			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
 			if !ss.checkHardLimit() || !ss.pauseReading() {
 				return
 			}
 			continue
+		}
+		if errors.Is(err, errCostLimit) {
+			// The requests read before are answered first: the
+			// throttle refuses them, and the first refused closes the
+			// session once its -101 is written.
+			for range cap(ss.sem) {
+				if !ss.acquire() {
+					return
+				}
+			}
+			if !ss.overLimit.Load() {
+				ss.cutOff(ss.currentCost())
+			}
+			return
 		}
 		if err != nil {
 			var ne net.Error
@@ -455,9 +466,6 @@ func (ss *session) readLoop() {
 			}
 			return
 		}
-		ss.bytesIn.Add(uint64(len(frame)))
-		ss.srv.counters.bytesIn[ss.transport].Add(uint64(len(frame)))
-		ss.charge(float64(len(frame)) / float64(ss.srv.cfg.BandwidthUnit))
 		m := decodeMessageLimit(frame, ss.srv.cfg.MaxBatch)
 		m.detach()
 		ss.conn.ReleaseMessage()
@@ -468,6 +476,22 @@ func (ss *session) readLoop() {
 			return
 		}
 	}
+}
+
+// received counts and charges n bytes read from the client as they are
+// read, not once their message is complete: a line that is never finished
+// (held until the idle timeout, or cut by a reset) and empty lines, which
+// are skipped, cost what the same bytes in requests do. It returns
+// errCostLimit, which ends the reading, once the session is at the hard
+// cost limit: a client sending no request would otherwise never meet it.
+func (ss *session) received(n int) error {
+	ss.bytesIn.Add(uint64(n))
+	ss.srv.counters.bytesIn[ss.transport].Add(uint64(n))
+	ss.charge(float64(n) / float64(ss.srv.cfg.BandwidthUnit))
+	if !ss.free && ss.currentCost() >= ss.srv.cfg.CostHardLimit {
+		return errCostLimit
+	}
+	return nil
 }
 
 // finishAnswers ends a session whose client closed its sending side (as

@@ -1,0 +1,146 @@
+package electrum
+
+import (
+	"bytes"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pipeSession runs a session of s over net.Pipe from the address ip. A
+// write to the returned end returns once the session has read all of it,
+// so a test knows what the server holds without sleeping.
+func pipeSession(t *testing.T, s *Server, ip string) net.Conn {
+	t.Helper()
+	cli, srv := net.Pipe()
+	t.Cleanup(func() { cli.Close() })
+	remote := &net.TCPAddr{IP: net.ParseIP(ip), Port: 40000}
+	go s.runSession(newLineConn(srv, s.cfg.MaxRecv), remote, TCP)
+	return cli
+}
+
+// pipeNegotiate sends server.version over a pipe session and reads its
+// answer.
+func pipeNegotiate(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write([]byte(`{"jsonrpc":"2.0","id":0,"method":"server.version","params":["x","1.4"]}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	n, err := c.Read(buf)
+	if err != nil || !bytes.Contains(buf[:n], []byte(`"result"`)) {
+		t.Fatalf("server.version: %q %v", buf[:n], err)
+	}
+	c.SetDeadline(time.Time{})
+}
+
+// openSessionFrom returns the open session whose client address is ip.
+func openSessionFrom(s *Server, ip string) *SessionInfo {
+	for _, info := range s.Sessions() {
+		if strings.HasPrefix(info.Address, ip+":") {
+			return &info
+		}
+	}
+	return nil
+}
+
+// unfinishedLine is a request line of almost MaxRecv bytes (the default
+// limit) that has not reached its newline yet.
+func unfinishedLine() []byte {
+	return append([]byte(`{"jsonrpc":"2.0","id":1,"method":"server.ping","params":["`), bytes.Repeat([]byte("a"), 900_000)...)
+}
+
+// TestUnfinishedLineChargedToSession: the bytes of a request line the
+// server has read and holds, its newline not yet arrived, are charged to
+// the session as received bytes (BandwidthUnit), as the bytes of a whole
+// line are. A client that holds 900 KB of a line in the server's memory
+// has spent 180 of cost on it, as it would have sending the line whole.
+func TestUnfinishedLineChargedToSession(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, nil)
+	const ip = "10.20.0.1"
+	c := pipeSession(t, s, ip)
+	pipeNegotiate(t, c)
+	before := openSessionFrom(s, ip)
+	line := unfinishedLine()
+	if _, err := c.Write(line); err != nil { // returns once the server read it all
+		t.Fatal(err)
+	}
+	want := float64(len(line)) / float64(s.cfg.BandwidthUnit)
+	var info *SessionInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if info = openSessionFrom(s, ip); info != nil && info.Cost-before.Cost >= want*0.9 {
+			return
+		}
+	}
+	t.Fatalf("the session holds %d bytes of an unfinished line; its cost went from %.2f to %.2f (bytes in %d), want at least %.0f more",
+		len(line), before.Cost, info.Cost, info.BytesIn, want*0.9)
+}
+
+// TestUnfinishedLineChargedAtIdleTimeout: a line that never ends is read
+// by the server until the session's idle timeout closes it. The bytes read
+// are charged to the client's subnet, which keeps its cost after the
+// session closes, and counted in the server's bytes received: otherwise a
+// client streams MaxRecv bytes per session into the server, reconnects and
+// does it again, for nothing.
+func TestUnfinishedLineChargedAtIdleTimeout(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) { c.IdleTimeout = time.Second })
+	const ip = "10.21.0.1"
+	c := pipeSession(t, s, ip)
+	pipeNegotiate(t, c)
+	inBefore := s.counters.bytesIn[TCP].Load()
+	line := unfinishedLine()
+	if _, err := c.Write(line); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); openSessionFrom(s, ip) != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session never reached its idle timeout")
+		}
+	}
+	s.groups.mu.Lock()
+	g := s.groups.groups[subnetKey(net.ParseIP(ip), ip)]
+	s.groups.mu.Unlock()
+	groupCost := 0.0
+	if g != nil {
+		groupCost = g.current(time.Now(), s.cfg.groupDecay())
+	}
+	in := s.counters.bytesIn[TCP].Load() - inBefore
+	want := float64(len(line)) / float64(s.cfg.BandwidthUnit)
+	if groupCost < want*0.9 || in < uint64(len(line)) {
+		t.Fatalf("%d bytes of a line read until the idle timeout: the subnet's cost is %.2f (want at least %.0f), bytes received counted %d",
+			len(line), groupCost, want*0.9, in)
+	}
+}
+
+// TestEmptyLinesCharged: empty lines are skipped (docs/PROTOCOL.md §2.1),
+// but reading them is the server's work like reading any bytes: a client
+// that sends nothing but newlines is charged its bytes in (BandwidthUnit)
+// and they are counted as received. Uncharged, one connection streams
+// hundreds of megabytes of newlines a minute into the server, each a pass
+// of the read loop, at no cost, while the same bytes as requests would
+// take it past the hard limit many times over.
+func TestEmptyLinesCharged(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, nil)
+	const ip = "10.50.0.1"
+	c := pipeSession(t, s, ip)
+	pipeNegotiate(t, c)
+	before := openSessionFrom(s, ip)
+	empty := bytes.Repeat([]byte("\r\n"), 500_000) // 1,000,000 bytes
+	if _, err := c.Write(empty); err != nil {      // returns once the server read it all
+		t.Fatal(err)
+	}
+	want := float64(len(empty)) / float64(s.cfg.BandwidthUnit)
+	var info *SessionInfo
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if info = openSessionFrom(s, ip); info != nil && info.Cost-before.Cost >= want*0.9 {
+			return
+		}
+	}
+	t.Fatalf("%d bytes of empty lines read: the session's cost went from %.2f to %.2f and its bytes in from %d to %d, want at least %.0f more cost",
+		len(empty), before.Cost, info.Cost, before.BytesIn, info.BytesIn, want*0.9)
+}
