@@ -251,6 +251,18 @@ func (c *Config) buildBudget() int64 {
 	return max(c.maxBacklogTotal(), 2*int64(c.MaxSend))
 }
 
+// lineBudget is how many bytes the buffers of requests being read may take
+// past keptBuffer each, for all sessions together: half maxBacklogTotal (32
+// MB by default), and at least four requests of MaxRecv, so that one always
+// fits. A client may leave a line unfinished until its idle timeout, and
+// the buffer it fills stays; without a bound, MaxSessions clients each
+// within every per-IP and subnet limit held MaxRecv each, a gigabyte by
+// default. A request whose buffer finds the budget spent is skipped to its
+// end and answered -102, and the session goes on.
+func (c *Config) lineBudget() int64 {
+	return max(c.maxBacklogTotal()/2, 4*int64(c.MaxRecv))
+}
+
 // buildBudgetMin is the size from which an answer takes from buildBudget.
 const buildBudgetMin = 256 << 10
 

@@ -12,12 +12,19 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/sync/semaphore"
 )
 
 // errFrameTooLarge is returned by ReadMessage for a message over the
 // request limit. It is not fatal on newline transports: the rest of the
 // line has been skipped and the next message can be read.
 var errFrameTooLarge = errors.New("request too large")
+
+// errNoRoom is returned by ReadMessage for a message whose buffer found the
+// server's budget for long messages spent (Config.lineBudget). As
+// errFrameTooLarge, the rest of the message has been skipped and the next
+// can be read.
+var errNoRoom = errors.New("no room for a long request")
 
 // msgConn is a message-framed connection: newline-delimited over TCP and
 // TLS, one message per frame over WS and WSS.
@@ -38,10 +45,11 @@ type msgConn interface {
 	SetWriteDeadline(time.Time) error
 	Close() error
 	RemoteAddr() net.Addr
-	// countReads makes every read of the client's bytes call onRead with
-	// their number as it is made, before their message is complete; an
-	// error onRead returns ends the reading with that error.
-	countReads(onRead func(n int) error)
+	// account makes every read of the client's bytes call onRead with
+	// their number as it is made, before their message is complete (an
+	// error onRead returns ends the reading with that error), and takes
+	// what a message's buffer grows past keptBuffer from budget.
+	account(onRead func(n int) error, budget *semaphore.Weighted)
 }
 
 // lineConn frames messages with a single '\n' (docs/PROTOCOL.md §2.1).
@@ -57,10 +65,12 @@ type lineConn struct {
 	pendingBuf *[]byte
 	maxRecv    int
 	buf        []byte
-	// onRead is told of every read from src (countReads); stop is the
+	// onRead is told of every read from src (account); stop is the
 	// error it returned, which every later read returns too.
 	onRead func(n int) error
 	stop   error
+	// budget is where buf's bytes past keptBuffer are taken from.
+	budget *semaphore.Weighted
 }
 
 // lineReadBuffer is the read buffer of a newline connection. It is small
@@ -98,11 +108,6 @@ func longClass(n int) int {
 	return bits.Len(uint((n-1)/keptBuffer)) - 1
 }
 
-// appendLong appends p to buf, growing it with growLong.
-func appendLong(buf, p []byte) []byte {
-	return append(growLong(buf, len(buf)+len(p)), p...)
-}
-
 // growLong returns buf, or a copy of it, with room for need bytes: the
 // capacity doubles, and past lineReadBuffer the new buffer comes from the
 // pool, 128 KiB at least, and the old one goes back to it. (Growing to
@@ -111,14 +116,12 @@ func growLong(buf []byte, need int) []byte {
 	if need <= cap(buf) {
 		return buf
 	}
-	n := max(2*cap(buf), need)
+	n := longCap(cap(buf), need)
 	var nb []byte
-	if n > lineReadBuffer {
-		if i := longClass(max(n, keptBuffer+1)); i < longClasses {
+	if n > keptBuffer {
+		if i := longClass(n); i < longClasses {
 			if bp, _ := longBuffers[i].Get().(*[]byte); bp != nil {
 				nb = (*bp)[:0]
-			} else {
-				nb = make([]byte, 0, keptBuffer<<(i+1))
 			}
 		}
 	}
@@ -130,6 +133,54 @@ func growLong(buf []byte, need int) []byte {
 		putLong(buf)
 	}
 	return nb
+}
+
+// longCap is the capacity growLong gives a buffer of capacity old that
+// needs room for need bytes.
+func longCap(old, need int) int {
+	n := max(2*old, need)
+	if n > lineReadBuffer {
+		if i := longClass(max(n, keptBuffer+1)); i < longClasses {
+			return keptBuffer << (i + 1)
+		}
+	}
+	return n
+}
+
+// growHeld is growLong for a message being read: what its buffer takes
+// past keptBuffer is taken from budget (none when nil) as it grows, so
+// that the buffers of messages not yet complete, which a client may leave
+// unfinished until its idle timeout, have a bound for all sessions
+// together. It reports false, buf unchanged, when budget has too little
+// left.
+func growHeld(buf []byte, need int, budget *semaphore.Weighted) ([]byte, bool) {
+	if need <= cap(buf) {
+		return buf, true
+	}
+	more := heldBytes(longCap(cap(buf), need)) - heldBytes(cap(buf))
+	if budget != nil && more > 0 && !budget.TryAcquire(more) {
+		return buf, false
+	}
+	return growLong(buf, need), true
+}
+
+// putHeld gives a buffer grown by growHeld back to the pool, and what it
+// took to budget.
+func putHeld(buf []byte, budget *semaphore.Weighted) {
+	if n := heldBytes(cap(buf)); n > 0 {
+		if budget != nil {
+			budget.Release(n)
+		}
+		putLong(buf)
+	}
+}
+
+// heldBytes is what a buffer of capacity c takes from the budget.
+func heldBytes(c int) int64 {
+	if c <= keptBuffer {
+		return 0
+	}
+	return int64(c)
 }
 
 // putLong gives a long message's buffer back to the pool of its size;
@@ -144,16 +195,24 @@ func putLong(b []byte) {
 	}
 }
 
-// readAllLong reads r to its end, growing its buffer with growLong. A
+// readAllLong reads r to its end, growing its buffer with growHeld. A
 // message over keptBuffer is returned in the pooled buffer it was read
-// into, for the caller to give back with putLong once done with it. When
+// into, for the caller to give back with putHeld once done with it. When
 // r fails (a frame over the request limit, a connection gone) it returns
-// nil: nobody uses what came before the error.
-func readAllLong(r io.Reader) ([]byte, error) {
+// nil: nobody uses what came before the error. A message that finds
+// budget spent is read to its end and dropped, and errNoRoom returned.
+func readAllLong(r io.Reader, budget *semaphore.Weighted) ([]byte, error) {
 	buf := make([]byte, 0, 512)
 	for {
 		if len(buf) == cap(buf) {
-			buf = growLong(buf, len(buf)+1)
+			var ok bool
+			if buf, ok = growHeld(buf, len(buf)+1, budget); !ok {
+				putHeld(buf, budget)
+				if _, err := io.Copy(io.Discard, r); err != nil {
+					return nil, err
+				}
+				return nil, errNoRoom
+			}
 		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
@@ -161,9 +220,7 @@ func readAllLong(r io.Reader) ([]byte, error) {
 			continue
 		}
 		if err != io.EOF {
-			if cap(buf) > keptBuffer {
-				putLong(buf)
-			}
+			putHeld(buf, budget)
 			return nil, err
 		}
 		return buf, nil
@@ -184,7 +241,11 @@ func newLineReader(src io.Reader, size, maxRecv int) *lineConn {
 	return lc
 }
 
-func (c *lineConn) countReads(onRead func(n int) error) { c.onRead = onRead }
+// account counts every read from the connection, newlines and empty
+// lines included.
+func (c *lineConn) account(onRead func(n int) error, budget *semaphore.Weighted) {
+	c.onRead, c.budget = onRead, budget
+}
 
 // lineSource reads a lineConn's pending bytes, then its source.
 type lineSource struct{ c *lineConn }
@@ -272,6 +333,8 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 	for {
 		line, err := c.readLine()
 		if err != nil {
+			// A line cut short gives its buffer back at once.
+			c.ReleaseMessage()
 			return nil, err
 		}
 		if n := len(line); n > 0 && line[n-1] == '\r' {
@@ -288,7 +351,7 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 // keeps no buffer over keptBuffer between messages.
 func (c *lineConn) ReleaseMessage() {
 	if cap(c.buf) > keptBuffer {
-		putLong(c.buf)
+		putHeld(c.buf, c.budget)
 		c.buf = nil
 	}
 }
@@ -299,7 +362,9 @@ func (c *lineConn) ReleaseMessage() {
 // buffer is returned from it; a longer one is read straight into c.buf
 // in reads as large as c.buf's free space, which grows as the line does.
 // Read lineReadBuffer bytes at a time, a 500 KB batch took 125 system
-// calls and as many wake-ups of the client's writes.
+// calls and as many wake-ups of the client's writes. A line whose buffer
+// finds the server's budget spent is skipped, as one over maxRecv is, and
+// reported as errNoRoom.
 func (c *lineConn) readLine() ([]byte, error) {
 	c.dropPending()
 	c.buf = c.buf[:0]
@@ -322,19 +387,26 @@ func (c *lineConn) readLine() ([]byte, error) {
 	// The reader's buffer is full and now empty: the rest of the line
 	// comes from src.
 	if len(chunk) > c.maxRecv+1 {
-		return nil, c.skipRest()
+		return nil, c.skipRest(errFrameTooLarge)
 	}
-	c.buf = appendLong(c.buf, chunk)
+	var ok bool
+	if c.buf, ok = growHeld(c.buf, len(chunk), c.budget); !ok {
+		return nil, c.skipRest(errNoRoom)
+	}
+	c.buf = append(c.buf, chunk...)
 	src := lineSource{c}
 	for {
 		// room is what the line may still have, counting its '\n'.
 		room := c.maxRecv + 1 - len(c.buf)
 		if room <= 0 {
-			c.buf = c.buf[:0]
-			return nil, c.skipRest()
+			c.ReleaseMessage()
+			return nil, c.skipRest(errFrameTooLarge)
 		}
 		if len(c.buf) == cap(c.buf) {
-			c.buf = growLong(c.buf, len(c.buf)+1)
+			if c.buf, ok = growHeld(c.buf, len(c.buf)+1, c.budget); !ok {
+				c.ReleaseMessage()
+				return nil, c.skipRest(errNoRoom)
+			}
 		}
 		// At most skipReadBuffer a read: what it takes past the
 		// newline must fit a pooled buffer.
@@ -357,12 +429,13 @@ func (c *lineConn) readLine() ([]byte, error) {
 	}
 }
 
-// skipRest skips the rest of a line over the limit, of which nothing is
-// left in the reader's buffer, and returns the error to report.
-func (c *lineConn) skipRest() error {
+// skipRest skips the rest of a line refused for why, of which nothing is
+// left in the reader's buffer, and returns the error to report: why, or
+// the error that ended the reading before the line's end.
+func (c *lineConn) skipRest(why error) error {
 	found, err := c.skipLine()
 	if found || err == io.EOF {
-		return errFrameTooLarge
+		return why
 	}
 	return err
 }
@@ -423,8 +496,10 @@ type wsConn struct {
 	*websocket.Conn
 	// msg is the message last read, until released.
 	msg []byte
-	// onRead is told of every read of a message's bytes (countReads).
+	// onRead is told of every read of a message's bytes, and budget
+	// holds what msg takes past keptBuffer (account).
 	onRead func(n int) error
+	budget *semaphore.Weighted
 }
 
 // newWSConn wraps c, answering its pings through a ponger.
@@ -550,16 +625,18 @@ func (c *wsConn) ReadMessage() ([]byte, error) {
 			return nil, wsReadError(err)
 		}
 		if typ == websocket.TextMessage || typ == websocket.BinaryMessage {
-			msg, err := readAllLong(countedReader{r, c.onRead})
+			msg, err := readAllLong(countedReader{r, c.onRead}, c.budget)
 			c.msg = msg
 			return msg, wsReadError(err)
 		}
 	}
 }
 
-// countReads counts a message's payload as it is read: the frames'
-// headers and control frames are the library's to read.
-func (c *wsConn) countReads(onRead func(n int) error) { c.onRead = onRead }
+// account counts a message's payload as it is read: the frames' headers
+// and control frames are the library's to read.
+func (c *wsConn) account(onRead func(n int) error, budget *semaphore.Weighted) {
+	c.onRead, c.budget = onRead, budget
+}
 
 // countedReader tells onRead (when set) of every read from r; an error
 // onRead returns ends the reading.
@@ -590,7 +667,8 @@ func wsReadError(err error) error {
 	var ce *websocket.CloseError
 	var ne net.Error
 	if err == nil || errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
-		errors.Is(err, net.ErrClosed) || errors.Is(err, websocket.ErrReadLimit) || errors.Is(err, errCostLimit) {
+		errors.Is(err, net.ErrClosed) || errors.Is(err, websocket.ErrReadLimit) ||
+		errors.Is(err, errCostLimit) || errors.Is(err, errNoRoom) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", errWSProtocol, err)
@@ -598,9 +676,7 @@ func wsReadError(err error) error {
 
 // ReleaseMessage gives a long message's buffer back to the pool.
 func (c *wsConn) ReleaseMessage() {
-	if cap(c.msg) > keptBuffer {
-		putLong(c.msg)
-	}
+	putHeld(c.msg, c.budget)
 	c.msg = nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/gorilla/websocket"
+	"golang.org/x/sync/semaphore"
 )
 
 // The session-level fuzz targets share one started server over the fixture
@@ -405,7 +406,8 @@ func (nopConn) SetReadDeadline(time.Time) error  { return nil }
 func (nopConn) SetWriteDeadline(time.Time) error { return nil }
 func (nopConn) Close() error                     { return nil }
 func (nopConn) RemoteAddr() net.Addr             { return pipeAddr{} }
-func (nopConn) countReads(func(int) error)       {}
+
+func (nopConn) account(func(int) error, *semaphore.Weighted) {}
 
 // fuzzVersions are the protocol versions the direct targets negotiate.
 var fuzzVersions = []protoVersion{version14, version142, {1, 5, 0}, version16}

@@ -2,7 +2,9 @@ package electrum
 
 import (
 	"bytes"
+	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +116,41 @@ func TestUnfinishedLineChargedAtIdleTimeout(t *testing.T) {
 		t.Fatalf("%d bytes of a line read until the idle timeout: the subnet's cost is %.2f (want at least %.0f), bytes received counted %d",
 			len(line), groupCost, want*0.9, in)
 	}
+}
+
+// TestUnfinishedLinesMemoryBounded: sessions within the per-IP and subnet
+// limits that each send most of a MaxRecv line and never finish it make the
+// server hold a buffer of about 1 MiB each, until their idle timeouts (10
+// minutes). At the default MaxSessions that is a gigabyte no limit counts.
+// The bytes held for unfinished lines of all sessions together stay within
+// a server-wide bound of the size of the others (4 × MaxSendBacklog, 64 MB
+// by default): 100 such sessions do not make the heap grow by 100 MB.
+func TestUnfinishedLinesMemoryBounded(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, nil)
+	const sessions = 100
+	line := append(unfinishedLine(), bytes.Repeat([]byte("a"), 99_000)...) // 999,059 bytes
+	base := heapInUse()
+	for i := 0; i < sessions; i++ {
+		// One address per /24: every client is within every per-IP
+		// and per-subnet limit.
+		c := pipeSession(t, s, fmt.Sprintf("10.22.%d.1", i))
+		pipeNegotiate(t, c)
+		if _, err := c.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := int64(heapInUse()) - int64(base)
+	bound := s.cfg.maxBacklogTotal()
+	var cost float64
+	for _, info := range s.Sessions() {
+		cost = max(cost, info.Cost)
+	}
+	if grown > bound {
+		t.Fatalf("%d sessions hold unfinished lines of %d bytes: the heap grew by %d bytes, over the server-wide bound %d (highest session cost %.1f)",
+			sessions, len(line), grown, bound, cost)
+	}
+	runtime.KeepAlive(s)
 }
 
 // TestEmptyLinesCharged: empty lines are skipped (docs/PROTOCOL.md §2.1),

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // pings returns a batch of n server.ping requests, then tail before its
@@ -205,7 +207,7 @@ func TestLongMessagesAllocate(t *testing.T) {
 		if i == 1 {
 			runtime.ReadMemStats(&before)
 		}
-		got, err := readAllLong(bytes.NewReader(long))
+		got, err := readAllLong(bytes.NewReader(long), nil)
 		if err != nil || !bytes.Equal(got, long) {
 			t.Fatalf("frame %d: %d bytes, %v", i, len(got), err)
 		}
@@ -220,7 +222,7 @@ func TestLongMessagesAllocate(t *testing.T) {
 	cut := errors.New("read limit")
 	runtime.ReadMemStats(&before)
 	for i := 0; i < n; i++ {
-		got, err := readAllLong(io.MultiReader(bytes.NewReader(long), iotest.ErrReader(cut)))
+		got, err := readAllLong(io.MultiReader(bytes.NewReader(long), iotest.ErrReader(cut)), nil)
 		if err != cut || got != nil {
 			t.Fatalf("frame %d cut at the limit: %d bytes, %v", i, len(got), err)
 		}
@@ -230,8 +232,33 @@ func TestLongMessagesAllocate(t *testing.T) {
 		t.Fatalf("a %d-byte frame cut at the limit left %d bytes of garbage", len(long), per)
 	}
 	// Short messages are read as before.
-	if got, err := readAllLong(strings.NewReader(`{"id":1}`)); err != nil || string(got) != `{"id":1}` {
+	if got, err := readAllLong(strings.NewReader(`{"id":1}`), nil); err != nil || string(got) != `{"id":1}` {
 		t.Fatalf("short frame: %q %v", got, err)
+	}
+}
+
+// TestReadAllLongWithinBudget: a WebSocket message's buffer past
+// keptBuffer is taken from the budget for long messages; a message that
+// finds it spent is read to its end and dropped, and the budget is whole
+// once the messages read are given back.
+func TestReadAllLongWithinBudget(t *testing.T) {
+	const whole = 1 << 20
+	budget := semaphore.NewWeighted(whole)
+	long := bytes.Repeat([]byte("x"), 300_000) // a 512 KiB buffer
+	got, err := readAllLong(bytes.NewReader(long), budget)
+	if err != nil || !bytes.Equal(got, long) {
+		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+	if budget.TryAcquire(whole) {
+		t.Fatal("a message's buffer took nothing from the budget")
+	}
+	longer := bytes.NewReader(bytes.Repeat([]byte("x"), 600_000)) // 1 MiB
+	if got, err := readAllLong(longer, budget); err != errNoRoom || got != nil || longer.Len() != 0 {
+		t.Fatalf("a message past the budget: %d bytes, %v, %d bytes left unread", len(got), err, longer.Len())
+	}
+	putHeld(got, budget)
+	if !budget.TryAcquire(whole) {
+		t.Fatal("the budget is not whole once the messages are given back")
 	}
 }
 

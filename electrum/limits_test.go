@@ -695,3 +695,61 @@ func TestBatchOfShortAnswersThatFitsIsAnswered(t *testing.T) {
 		t.Fatalf("%d answers", len(rs))
 	}
 }
+
+// TestLongLinesWithinLineBudget: requests being read hold their buffers
+// within one budget for all sessions (lineBudget). A long request that
+// finds it spent is skipped and answered -102, its session goes on, and
+// once the lines holding the budget end, a long request is read again and
+// the budget is whole.
+func TestLongLinesWithinLineBudget(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) {
+		c.MaxRecv = 200_000
+		c.MaxSendBacklog = 100_000 // the budget is 4 × MaxRecv, 800,000
+	})
+	// A ping of 190,000 bytes: its buffer takes 256 KiB of the budget.
+	head := []byte(`{"jsonrpc":"2.0","id":1,"method":"server.ping"` + strings.Repeat(" ", 190_000))
+	tail := []byte("}\n")
+	answer := func(r *bufio.Reader) rpcResponse {
+		t.Helper()
+		line, err := r.ReadBytes('\n')
+		var resp rpcResponse
+		if err != nil || json.Unmarshal(line, &resp) != nil {
+			t.Fatalf("answer %.200q: %v", line, err)
+		}
+		return resp
+	}
+	var holders []net.Conn
+	for i := 0; i < 3; i++ {
+		c := pipeSession(t, s, fmt.Sprintf("10.61.%d.1", i))
+		pipeNegotiate(t, c)
+		if _, err := c.Write(head); err != nil { // returns once read
+			t.Fatal(err)
+		}
+		holders = append(holders, c)
+	}
+	c := pipeSession(t, s, "10.61.9.1")
+	pipeNegotiate(t, c)
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(c)
+	go c.Write(append(head, tail...))
+	if a := answer(r); a.Error == nil || a.Error.Code != codeServerBusy {
+		t.Fatalf("a long request past the budget answered %+v, want -102", a)
+	}
+	for _, h := range holders {
+		h.SetDeadline(time.Now().Add(30 * time.Second))
+		if _, err := h.Write(tail); err != nil {
+			t.Fatal(err)
+		}
+		if a := answer(bufio.NewReader(h)); a.Error != nil {
+			t.Fatalf("a long request within the budget answered %+v", a)
+		}
+	}
+	go c.Write(append(head, tail...))
+	if a := answer(r); a.Error != nil {
+		t.Fatalf("a long request once the budget is free answered %+v", a)
+	}
+	if !s.lines.TryAcquire(s.cfg.lineBudget()) {
+		t.Fatal("the line budget is not whole once every long request was read")
+	}
+}

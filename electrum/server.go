@@ -38,6 +38,9 @@ type Server struct {
 	// building bounds the bytes of large answers being built at once
 	// (buildBudget).
 	building *semaphore.Weighted
+	// lines bounds the bytes of the buffers of long messages being read
+	// (lineBudget).
+	lines *semaphore.Weighted
 	// gate bounds the request handlers running at once (workgate.go).
 	gate *workGate
 	// workers run the requests (workers.go).
@@ -94,6 +97,7 @@ func New(cfg Config, backend Backend) *Server {
 		handshakesBy: make(map[string]int),
 	}
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
+	s.lines = semaphore.NewWeighted(s.cfg.lineBudget())
 	s.gate = newWorkGate(s.cfg.Workers)
 	s.workers = newWorkers(ctx.Done())
 	s.answers = newAnswerCache(s.cfg.AnswerCache)

@@ -156,7 +156,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		costStamp: now,
 	}
 	ss.ctx, ss.cancel = context.WithCancel(s.ctx)
-	c.countReads(ss.received)
+	c.account(ss.received, s.lines)
 	if rerr, why := s.admit(ss); rerr != nil {
 		ss.cancel()
 		s.refused(why, ss.remote)
@@ -427,11 +427,16 @@ func (ss *session) readLoop() {
 		}
 		ss.conn.SetReadDeadline(time.Now().Add(ss.srv.cfg.IdleTimeout))
 		frame, err := ss.conn.ReadMessage()
-		if errors.Is(err, errFrameTooLarge) {
-			// The line was read to its end, past MaxRecv bytes, and
-			// its bytes charged as they were read.
+		if errors.Is(err, errFrameTooLarge) || errors.Is(err, errNoRoom) {
+			// The message was read to its end, its bytes charged as
+			// they were read: past MaxRecv bytes, or past what the
+			// server's budget for long messages had left.
+			rerr := rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)
+			if errors.Is(err, errNoRoom) {
+				rerr = rpcErrorf(codeServerBusy, "server busy - too many long requests")
+			}
 			ss.charge(errorCost)
-			ss.send(encodeResponse(true, nil, nil, rpcErrorf(codeInvalidRequest, "request too large (over %d bytes)", ss.srv.cfg.MaxRecv)))
+			ss.send(encodeResponse(true, nil, nil, rerr))
 			if !ss.checkHardLimit() || !ss.pauseReading() {
 				return
 			}
