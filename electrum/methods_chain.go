@@ -59,6 +59,12 @@ func (s *Server) headerProof(height, cpHeight int64, tipHeight int32) ([]string,
 	return hashesHex(branch), root.String(), nil
 }
 
+// proofCost is what a cp_height proof adds to its call's cost, as in
+// ElectrumX: the proof reads and hashes the block hashes of the header's
+// 1,024-block chunk and of the checkpoint's, hundreds of times a header's
+// own work.
+const proofCost = 1.0
+
 // hashesHex formats hashes in display hex.
 func hashesHex(hs []chainhash.Hash) []string {
 	out := make([]string, len(hs))
@@ -92,6 +98,7 @@ func hBlockHeader(_ context.Context, ss *session, args []json.RawMessage) (any, 
 	if cp == 0 {
 		return hdr, nil
 	}
+	ss.charge(proofCost)
 	branch, root, err := ss.srv.headerProof(height, cp, tip.Height)
 	if err != nil {
 		return nil, err
@@ -173,6 +180,7 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 	var branch []string
 	var root string
 	if proof {
+		ss.charge(proofCost)
 		branch, root, err = ss.srv.headerProof(start+count-1, cp, tip.Height)
 		if err != nil {
 			return nil, err
