@@ -390,3 +390,77 @@ func TestSendBufferCapped(t *testing.T) {
 		t.Fatalf("receive buffer of %d bytes, want %d (fixed)", rsize, 2*sessionRecvBuffer)
 	}
 }
+
+// TestBatchHeldAnswersCountAsQueued: the answers a batch keeps until its
+// last member is answered count as queued for its session, and in the
+// server's total, from the moment they are kept; once the batch is queued
+// and read, nothing of them is left counted.
+func TestBatchHeldAnswersCountAsQueued(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) { c.RequestSleep = 2 * time.Second })
+	fx.f.setExtraHistory(fx.shA, 20_000) // an answer of about 1.9 MB
+	const ip = "10.62.0.1"
+	c := pipeSession(t, s, ip)
+	pipeNegotiate(t, c)
+	ss := sessionObject(s, ip)
+	// Over the soft limit: each member waits most of RequestSleep, and
+	// the history is held while the pings after it wait.
+	ss.charge(8000)
+	started := s.RequestCount()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	go c.Write([]byte(`[{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]},` +
+		`{"jsonrpc":"2.0","id":2,"method":"server.ping"},{"jsonrpc":"2.0","id":3,"method":"server.ping"}]` + "\n"))
+	queued := func() int {
+		ss.sendMu.Lock()
+		defer ss.sendMu.Unlock()
+		return ss.queued
+	}
+	for deadline := time.Now().Add(30 * time.Second); queued() < 1_000_000; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the history a batch holds is not counted as queued")
+		}
+	}
+	// Counted while it is held: the last ping waits more than a second
+	// after the history is kept before it starts.
+	if n := s.RequestCount() - started; n >= 3 {
+		t.Fatalf("the history was counted as queued once %d members had started, not when it was kept", n)
+	}
+	if total := s.backlog.Load(); total < 1_000_000 {
+		t.Fatalf("a batch holds a history; the server's backlog counts %d bytes", total)
+	}
+	answer, err := bufioReader(c).ReadBytes('\n')
+	if err != nil || !bytes.Contains(answer, []byte(`"id":3`)) {
+		t.Fatalf("batch answer %.200q: %v", answer, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); queued() != 0 || s.backlog.Load() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch's answer was read; %d bytes are still counted for the session, %d for all", queued(), s.backlog.Load())
+		}
+	}
+	if ss.closed() {
+		t.Fatal("session closed")
+	}
+}
+
+// TestLoneBatchOverBacklogAnswered: as a session with nothing else waiting
+// may always be queued one answer, a batch whose answers together exceed
+// MaxSendBacklog is answered when nothing else waits for its session.
+func TestLoneBatchOverBacklogAnswered(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, func(c *Config) { c.MaxSendBacklog = 1_000_000 })
+	fx.f.setExtraHistory(fx.shA, 8_000) // an answer of about 770 KB
+	const ip = "10.62.1.1"
+	c := pipeSession(t, s, ip)
+	pipeNegotiate(t, c)
+	get := `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]}`
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	go c.Write([]byte("[" + fmt.Sprintf(get, 1) + "," + fmt.Sprintf(get, 2) + "]\n"))
+	answer, err := bufioReader(c).ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []rpcResponse
+	if err := json.Unmarshal(answer, &rs); err != nil || len(rs) != 2 || rs[0].Error != nil || rs[1].Error != nil {
+		t.Fatalf("a batch of two histories of %d bytes together: %.200q %v", len(answer), answer, err)
+	}
+}

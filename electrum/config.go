@@ -228,9 +228,12 @@ func (c *Config) unspentLimit() int {
 // together: 4 times MaxSendBacklog (64 MB by default). Over it, a session
 // with at least totalBacklogMinOwn bytes of its own waiting is
 // disconnected as not reading when more is queued for it (for a pass's
-// notifications, queued together, what waited before them); over twice
-// it, a pass's notifications count too, so the total stays under twice it
-// plus one message and totalBacklogMinOwn per session. MaxSendBacklog
+// notifications, queued together, or a batch's answers, counted as they
+// are kept, what waited before them); over twice it, a pass's
+// notifications and a batch's answers count too, so the total stays under
+// twice it plus one message and totalBacklogMinOwn per session. It is no
+// hard bound: a session with less than totalBacklogMinOwn waiting is
+// always given one message more, of up to MaxSend. MaxSendBacklog
 // alone bounds one session, not MaxSessions of them; and the node runs
 // under a soft memory limit (--electrumservemem, 512 MiB by default) near
 // which the garbage collector stalls every session: 1,000 clients that do

@@ -229,6 +229,104 @@ func TestHeaderProofChargedAsItsWork(t *testing.T) {
 // bufioReader reads a pipe session's answers.
 func bufioReader(c net.Conn) *bufio.Reader { return bufio.NewReaderSize(c, 1<<20) }
 
+// sessionObject returns the session whose client address is ip.
+func sessionObject(s *Server, ip string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ss := range s.sessions {
+		if strings.HasPrefix(ss.remote, ip+":") {
+			return ss
+		}
+	}
+	return nil
+}
+
+// TestBatchHeldAnswersWithinBuildBudget: a batch's answers are kept until
+// its last member is answered, and a member of a session over the soft
+// cost limit waits up to RequestSleep before it runs, so a batch whose
+// first member has a large answer and whose other members are pings holds
+// that answer for minutes. Long histories are built within one budget for
+// all sessions (buildBudget, 64 MB by default) so that clients asking for
+// them together cannot take the node past its memory limit; the budget is
+// given back as soon as the answer is encoded, and what a batch then holds
+// counts nowhere: bytes out are charged only once the batch's answer is
+// queued, and the backlog bounds only what is queued. Two sessions, each
+// under the hard limit and within every per-IP and subnet limit, with ten
+// such batches each, hold about 144 MB of answers. What batches hold stays
+// within the build budget.
+func TestBatchHeldAnswersWithinBuildBudget(t *testing.T) {
+	fx := newFixtureChain(t)
+	s, _ := startServer(t, fx.f, nil)
+	// A history of 76,000 entries: an answer of 7.2 MB, under MaxSend
+	// and the history limit (81,817).
+	fx.f.setExtraHistory(fx.shA, 76_000)
+	var sb strings.Builder
+	sb.WriteString(`[{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]}`)
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&sb, `,{"jsonrpc":"2.0","id":%d,"method":"server.ping"}`, i+2)
+	}
+	sb.WriteString("]\n")
+	batch := []byte(sb.String())
+
+	const sessions, batches = 2, 10 // Concurrency: ten batches of a session run at once
+	base := heapInUse()
+	started := s.RequestCount()
+	var held []*session
+	for i := 0; i < sessions; i++ {
+		ip := fmt.Sprintf("10.40.%d.1", i)
+		c := pipeSession(t, s, ip)
+		pipeNegotiate(t, c)
+		ss := sessionObject(s, ip)
+		if ss == nil {
+			t.Fatal("no session")
+		}
+		// The session has spent 8,000 on earlier requests: under the
+		// hard limit, over the soft one, so each member waits about 2 s
+		// before it runs.
+		ss.charge(8000)
+		held = append(held, ss)
+		c.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		for b := 0; b < batches; b++ {
+			if _, err := c.Write(batch); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Every batch has answered its history once its second member has
+	// started, or its session has been disconnected for what its batches
+	// hold, as a session that does not read its answers is.
+	want := started + sessions + sessions*batches*2
+	ended := func() bool {
+		for _, ss := range held {
+			if !ss.closed() {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(60 * time.Second); s.RequestCount() < want && !ended(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d requests started", s.RequestCount()-started, want-started)
+		}
+	}
+	for _, ss := range held {
+		if ss.closed() && ss.reason() != DisconnectNotReading {
+			t.Fatalf("session %d disconnected as %v, not for what it holds", ss.id, ss.reason())
+		}
+	}
+	grown := int64(heapInUse()) - int64(base)
+	_, cached := s.answers.stats()
+	heldBytes := grown - cached
+	costs := ""
+	for _, ss := range held {
+		costs += fmt.Sprintf(" %.0f", ss.currentCost())
+	}
+	if heldBytes > s.cfg.buildBudget() {
+		t.Fatalf("%d sessions (costs%s, hard limit %.0f) with %d batches each hold %d bytes of answers beyond the %d the answer cache holds, over the build budget %d",
+			sessions, costs, s.cfg.CostHardLimit, batches, heldBytes, cached, s.cfg.buildBudget())
+	}
+}
+
 // TestEmptyLinesCharged: empty lines are skipped (docs/PROTOCOL.md §2.1),
 // but reading them is the server's work like reading any bytes: a client
 // that sends nothing but newlines is charged its bytes in (BandwidthUnit)

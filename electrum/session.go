@@ -258,27 +258,10 @@ func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 		ss.sendMu.Unlock()
 		return false
 	}
-	queued := ss.queued
-	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > 0
-	// Over the server's total, the sessions that have a backlog of their
-	// own go first: a client reading its answers has little or none,
-	// beyond the group being queued (a block's notifications). Over twice
-	// the total, the group counts too, so the total stays bounded however
-	// many sessions a block notifies.
-	total, limit, own := ss.srv.backlog.Load()+int64(size), ss.srv.cfg.maxBacklogTotal(), min(queued, before)
-	if total > 2*limit {
-		own = queued
-	}
-	overTotal := total > limit && own >= totalBacklogMinOwn
-	if overOwn || overTotal {
+	if !ss.roomLocked(size, before, 0) {
+		queued := ss.queued
 		ss.sendMu.Unlock()
-		ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
-		ss.setCloseReason(DisconnectNotReading)
-		abortive(ss.conn)
-		// The caller may hold subMu (the notifier does), which close
-		// takes: mark the session closed now and finish closing apart.
-		ss.cancel()
-		go ss.close()
+		ss.cutNotReading(queued)
 		return false
 	}
 	ss.queue = append(ss.queue, m)
@@ -296,6 +279,82 @@ func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 		}
 	}
 	return true
+}
+
+// roomLocked reports whether size more bytes may wait for the session, of
+// a group queued together before which it had before bytes waiting and of
+// which mine are counted already. A session with nothing else waiting may
+// always take one message (a batch's answers being one). Over the
+// server's total, the sessions that have a backlog of their own go
+// first: a client reading its answers has little or none, beyond the
+// group being queued (a block's notifications, a batch's answers). Over
+// twice the total, the group counts too, so the total stays bounded
+// however many sessions a block notifies. sendMu is held.
+func (ss *session) roomLocked(size, before, mine int) bool {
+	queued := ss.queued
+	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > mine
+	total, limit, own := ss.srv.backlog.Load()+int64(size), ss.srv.cfg.maxBacklogTotal(), min(queued, before)
+	if total > 2*limit {
+		own = queued
+	}
+	overTotal := total > limit && own >= totalBacklogMinOwn
+	return !overOwn && !overTotal
+}
+
+// cutNotReading disconnects the session for what waits for it, queued
+// bytes of it.
+func (ss *session) cutNotReading(queued int) {
+	ss.srv.logf("electrum: session %d (%s) disconnected: not reading (%d bytes queued, %d for all sessions)", ss.id, ss.ipKey, queued, ss.srv.backlog.Load())
+	ss.setCloseReason(DisconnectNotReading)
+	abortive(ss.conn)
+	// The caller may hold subMu (the notifier does), which close takes:
+	// mark the session closed now and finish closing apart.
+	ss.cancel()
+	go ss.close()
+}
+
+// hold counts size bytes of an answer a batch keeps until its last member
+// is answered as queued for the session, in its backlog and the server's,
+// until unhold gives them back when the batch is queued: a throttled
+// session's batch keeps its answers for minutes, and they are the server's
+// memory as much as queued ones are. Past the backlog limits the session
+// is disconnected as one not reading, judged against the total by what it
+// had waiting before the batch (before), of which mine bytes are held
+// already. False when the session ended.
+func (ss *session) hold(size, before, mine int) bool {
+	ss.sendMu.Lock()
+	if ss.closed() {
+		ss.sendMu.Unlock()
+		return false
+	}
+	if !ss.roomLocked(size, before, mine) {
+		queued := ss.queued
+		ss.sendMu.Unlock()
+		ss.cutNotReading(queued)
+		return false
+	}
+	ss.queued += size
+	ss.srv.backlog.Add(int64(size))
+	ss.sendMu.Unlock()
+	return true
+}
+
+// unhold gives back size bytes counted by hold, and wakes a read loop
+// waiting for the backlog to shrink.
+func (ss *session) unhold(size int) {
+	if size == 0 {
+		return
+	}
+	ss.sendMu.Lock()
+	if !ss.backlogDropped {
+		ss.queued -= size
+		ss.srv.backlog.Add(-int64(size))
+	}
+	ss.sendMu.Unlock()
+	select {
+	case ss.drained <- struct{}{}:
+	default:
+	}
 }
 
 // abortive makes the next Close of a TCP connection reset it, so the
@@ -672,15 +731,25 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 }
 
 // runBatch executes batch members in order and sends one array with their
-// answers, keeping the whole array within MaxSend.
+// answers, keeping the whole array within MaxSend. The answers it keeps
+// count as queued for the session until the array is (hold).
 func (ss *session) runBatch(rs []*request, first []byte) {
 	var (
 		out    [][]byte
 		afters []func()   // what to run once out[i] is queued
 		ran    []*request // the member of each answer in out, nil for first
 		others []func()   // what to run for the members without an answer
+		held   int        // the bytes of out counted by hold
 	)
+	ss.sendMu.Lock()
+	before := ss.queued
+	ss.sendMu.Unlock()
+	unhold := func() {
+		ss.unhold(held)
+		held = 0
+	}
 	defer func() {
+		unhold()
 		for _, f := range append(afters, others...) {
 			if f != nil {
 				f()
@@ -693,6 +762,10 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 	// is shorter: a short answer held costs no more than its error would.
 	total := 1
 	if first != nil {
+		if !ss.hold(len(first), before, held) {
+			return
+		}
+		held += len(first)
 		out, afters, ran = append(out, first), append(afters, nil), append(ran, nil)
 		total += len(first) + 1
 	}
@@ -708,6 +781,11 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		if total+len(resp)+1 > ss.srv.cfg.MaxSend && len(ss.tooLargeAnswer(r)) < len(resp) {
 			resp, after = ss.tooLarge(r, after)
 		}
+		if !ss.hold(len(resp), before, held) {
+			others = append(others, after)
+			return
+		}
+		held += len(resp)
 		total += len(resp) + 1
 		out, afters, ran = append(out, resp), append(afters, after), append(ran, r)
 	}
@@ -739,12 +817,15 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 					_, afters[i] = ss.tooLarge(r, afters[i])
 				}
 			}
+			unhold()
 			ss.deliver(encodeResponse(true, nil, nil, responseTooLarge(ss)))
 			return
 		}
 	}
 	if len(out) > 0 {
-		ss.deliver(encodeBatch(out))
+		b := encodeBatch(out)
+		unhold()
+		ss.deliver(b)
 	} else if ss.overLimit.Load() {
 		ss.close()
 	}
