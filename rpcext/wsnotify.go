@@ -366,14 +366,19 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 		}
 	}
 	if len(c.watch.spent) > 0 {
+		// As btcd: one redeemingtx for the transaction, and a block
+		// releases every watched output it spends.
+		redeems := false
 		for _, in := range tx.MsgTx().TxIn {
 			if _, ok := c.watch.spent[in.PreviousOutPoint]; ok {
 				if block != nil {
 					delete(c.watch.spent, in.PreviousOutPoint)
 				}
-				marshal(btcjson.NewRedeemingTxNtfn(hexOf(), details))
-				break
+				redeems = true
 			}
+		}
+		if redeems {
+			marshal(btcjson.NewRedeemingTxNtfn(hexOf(), details))
 		}
 	}
 	full := false
