@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/wire/v2"
@@ -246,9 +248,9 @@ func (c *ElectrumClient) Call(ctx context.Context, method string, params ...any)
 
 // write sends one request line, waiting for the connection's write slot
 // and for the write itself only as long as ctx lasts. A write that fails,
-// or that ctx's end interrupts (by closing the connection: a server that
-// reads nothing holds a write forever), ends the connection: a part of the
-// line may have been sent, and a next request would be glued to it.
+// or that ctx's end interrupts (a server that reads nothing holds a write
+// forever), ends the connection: a part of the line may have been sent,
+// and a next request would be glued to it.
 func (c *ElectrumClient) write(ctx context.Context, line []byte) error {
 	select {
 	case c.writeSlot <- struct{}{}:
@@ -261,33 +263,31 @@ func (c *ElectrumClient) write(ctx context.Context, line []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	// mu orders the write's end and the context's: a context that ends
-	// once the line is written in full leaves the connection open.
-	var (
-		mu                   sync.Mutex
-		written, interrupted bool
-	)
+	// ctx's end interrupts the write with a deadline in the past, which
+	// cuts a write still blocked and leaves one that went through in full
+	// alone; the next write starts without it.
+	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !written {
-			interrupted = true
-			c.endAfterWrite(fmt.Errorf("a request's write was interrupted: %w", ctx.Err()))
-		}
+		_ = c.conn.SetWriteDeadline(time.Unix(1, 0))
+		close(fired)
 	})
-	defer stop()
-	_, err := c.conn.Write(line)
-	mu.Lock()
-	written = true
-	mu.Unlock()
-	if interrupted {
+	n, err := c.conn.Write(line)
+	if !stop() {
+		<-fired
+		_ = c.conn.SetWriteDeadline(time.Time{})
+	}
+	if err == nil && n == len(line) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		c.endAfterWrite(fmt.Errorf("a request's write was interrupted: %w", ctx.Err()))
 		return fmt.Errorf("the request's write was interrupted, which closed the connection: %w", ctx.Err())
 	}
-	if err != nil {
-		c.endAfterWrite(fmt.Errorf("a request's write failed: %w", err))
-		return fmt.Errorf("the request's write failed, which closed the connection: %w", err)
+	if err == nil {
+		err = io.ErrShortWrite
 	}
-	return nil
+	c.endAfterWrite(fmt.Errorf("a request's write failed: %w", err))
+	return fmt.Errorf("the request's write failed, which closed the connection: %w", err)
 }
 
 // endAfterWrite closes the connection after a failed or interrupted write;
