@@ -354,10 +354,10 @@ func (fs *historyFlights) finish(key historyKey, f *historyFlight) {
 // history reads a script's confirmed history within the server's limit;
 // a long one comes from the cache while the index tip is the one it was
 // read at. The slice is shared: callers do not modify it. A read takes one
-// of the server's reader places, and requests for the same script at the
-// same tip wait for the read under way and share its slice, so the server
-// reads no more histories at once than it has reader places, however many
-// clients ask.
+// of the server's history reader places (histReaders), and requests for
+// the same script at the same tip wait for the read under way and share its
+// slice, so the server reads no more histories at once than it has places,
+// however many clients ask.
 func (s *Server) history(q *request, sh indexers.ScriptHash) ([]indexers.HistoryEntry, indexers.Tip, error) {
 	now, err := s.index.ChainTip()
 	if err != nil {
@@ -389,12 +389,13 @@ func (s *Server) history(q *request, sh indexers.ScriptHash) ([]indexers.History
 	}
 }
 
-// readHistory makes the read f of a history, within a reader place.
+// readHistory makes the read f of a history, within a history reader
+// place.
 func (s *Server) readHistory(q *request, key historyKey, f *historyFlight) {
 	defer s.flights.finish(key, f)
 	select {
-	case s.readers <- struct{}{}:
-		defer func() { <-s.readers }()
+	case s.histReaders <- struct{}{}:
+		defer func() { <-s.histReaders }()
 	case <-q.ctx.Done():
 		return
 	}

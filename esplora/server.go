@@ -144,10 +144,12 @@ type Server struct {
 	limits costLimits
 	costs  costAccounts
 	mx     *metrics
-	// readers bounds the goroutines reading scripts' histories, and the
-	// transactions of long histories for their stats, across all
-	// requests.
-	readers chan struct{}
+	// readers bounds the goroutines reading the transactions of long
+	// histories for their stats, histReaders those reading scripts'
+	// histories, each across all requests: apart, so that stats reading
+	// transactions never hold up a history another request needs.
+	readers     chan struct{}
+	histReaders chan struct{}
 
 	mu        sync.Mutex
 	srv       *http.Server
@@ -197,7 +199,8 @@ func New(cfg Config, index Index, chain Chain) *Server {
 		limits: limitsOf(&cfg),
 		// Twice the processors: the reads wait for block files as
 		// much as they compute.
-		readers: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		readers:     make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
+		histReaders: make(chan struct{}, 2*runtime.GOMAXPROCS(0)),
 	}
 }
 
