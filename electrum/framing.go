@@ -175,12 +175,10 @@ func putHeld(buf []byte, budget *semaphore.Weighted) {
 	}
 }
 
-// heldBytes is what a buffer of capacity c takes from the budget.
+// heldBytes is what a buffer of capacity c takes from the budget: its
+// part past keptBuffer, which every session may hold.
 func heldBytes(c int) int64 {
-	if c <= keptBuffer {
-		return 0
-	}
-	return int64(c)
+	return int64(max(c-keptBuffer, 0))
 }
 
 // putLong gives a long message's buffer back to the pool of its size;

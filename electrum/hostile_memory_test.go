@@ -241,20 +241,17 @@ func sessionObject(s *Server, ip string) *session {
 	return nil
 }
 
-// TestBatchHeldAnswersWithinBuildBudget: a batch's answers are kept until
+// TestBatchHeldAnswersWithinBacklogBound: a batch's answers are kept until
 // its last member is answered, and a member of a session over the soft
 // cost limit waits up to RequestSleep before it runs, so a batch whose
 // first member has a large answer and whose other members are pings holds
-// that answer for minutes. Long histories are built within one budget for
-// all sessions (buildBudget, 64 MB by default) so that clients asking for
-// them together cannot take the node past its memory limit; the budget is
-// given back as soon as the answer is encoded, and what a batch then holds
-// counts nowhere: bytes out are charged only once the batch's answer is
-// queued, and the backlog bounds only what is queued. Two sessions, each
-// under the hard limit and within every per-IP and subnet limit, with ten
-// such batches each, hold about 144 MB of answers. What batches hold stays
-// within the build budget.
-func TestBatchHeldAnswersWithinBuildBudget(t *testing.T) {
+// that answer for minutes. Three sessions, each under the hard limit and
+// within every per-IP and subnet limit, with ten such batches each, would
+// hold about 216 MB of answers. What batches keep counts in the server's
+// backlog, and past twice its total (8 × MaxSendBacklog, 128 MB by
+// default) against the sessions keeping it: what they hold stays within
+// that bound.
+func TestBatchHeldAnswersWithinBacklogBound(t *testing.T) {
 	fx := newFixtureChain(t)
 	s, _ := startServer(t, fx.f, nil)
 	// A history of 76,000 entries: an answer of 7.2 MB, under MaxSend
@@ -268,7 +265,7 @@ func TestBatchHeldAnswersWithinBuildBudget(t *testing.T) {
 	sb.WriteString("]\n")
 	batch := []byte(sb.String())
 
-	const sessions, batches = 2, 10 // Concurrency: ten batches of a session run at once
+	const sessions, batches = 3, 10 // Concurrency: ten batches of a session run at once
 	base := heapInUse()
 	started := s.RequestCount()
 	var held []*session
@@ -321,9 +318,9 @@ func TestBatchHeldAnswersWithinBuildBudget(t *testing.T) {
 	for _, ss := range held {
 		costs += fmt.Sprintf(" %.0f", ss.currentCost())
 	}
-	if heldBytes > s.cfg.buildBudget() {
-		t.Fatalf("%d sessions (costs%s, hard limit %.0f) with %d batches each hold %d bytes of answers beyond the %d the answer cache holds, over the build budget %d",
-			sessions, costs, s.cfg.CostHardLimit, batches, heldBytes, cached, s.cfg.buildBudget())
+	if bound := 2 * s.cfg.maxBacklogTotal(); heldBytes > bound {
+		t.Fatalf("%d sessions (costs%s, hard limit %.0f) with %d batches each hold %d bytes of answers beyond the %d the answer cache holds, over twice the backlog total %d",
+			sessions, costs, s.cfg.CostHardLimit, batches, heldBytes, cached, bound)
 	}
 }
 

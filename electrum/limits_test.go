@@ -707,7 +707,8 @@ func TestLongLinesWithinLineBudget(t *testing.T) {
 		c.MaxRecv = 200_000
 		c.MaxSendBacklog = 100_000 // the budget is 4 × MaxRecv, 800,000
 	})
-	// A ping of 190,000 bytes: its buffer takes 256 KiB of the budget.
+	// A ping of 190,000 bytes: its buffer of 256 KiB takes 192 KiB of the
+	// budget (what it holds past 64 KiB); four take 786,432 bytes.
 	head := []byte(`{"jsonrpc":"2.0","id":1,"method":"server.ping"` + strings.Repeat(" ", 190_000))
 	tail := []byte("}\n")
 	answer := func(r *bufio.Reader) rpcResponse {
@@ -720,7 +721,7 @@ func TestLongLinesWithinLineBudget(t *testing.T) {
 		return resp
 	}
 	var holders []net.Conn
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 4; i++ {
 		c := pipeSession(t, s, fmt.Sprintf("10.61.%d.1", i))
 		pipeNegotiate(t, c)
 		if _, err := c.Write(head); err != nil { // returns once read

@@ -65,6 +65,10 @@ type session struct {
 	sendMu sync.Mutex
 	queue  []outMsg
 	queued int
+	// held is what running batches keep of their answers until each is
+	// queued whole (hold): in the server's total backlog, and the
+	// session's own only past twice that total.
+	held int
 	// backlogDropped is set once close has taken queued off the
 	// server's total backlog.
 	backlogDropped bool
@@ -190,8 +194,8 @@ func (ss *session) close() {
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.srv.release(ss, n)
 		ss.sendMu.Lock()
-		ss.srv.backlog.Add(-int64(ss.queued))
-		ss.queued, ss.queue, ss.backlogDropped = 0, nil, true
+		ss.srv.backlog.Add(-int64(ss.queued + ss.held))
+		ss.queued, ss.held, ss.queue, ss.backlogDropped = 0, 0, nil, true
 		ss.sendMu.Unlock()
 		if ss.srv.ctx.Err() != nil {
 			ss.setCloseReason(DisconnectShutdown)
@@ -258,7 +262,7 @@ func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 		ss.sendMu.Unlock()
 		return false
 	}
-	if !ss.roomLocked(size, before, 0) {
+	if !ss.roomLocked(size, before, false) {
 		queued := ss.queued
 		ss.sendMu.Unlock()
 		ss.cutNotReading(queued)
@@ -282,20 +286,20 @@ func (ss *session) enqueueBefore(m outMsg, last, wake bool, before int) bool {
 }
 
 // roomLocked reports whether size more bytes may wait for the session, of
-// a group queued together before which it had before bytes waiting and of
-// which mine are counted already. A session with nothing else waiting may
-// always take one message (a batch's answers being one). Over the
-// server's total, the sessions that have a backlog of their own go
-// first: a client reading its answers has little or none, beyond the
-// group being queued (a block's notifications, a batch's answers). Over
-// twice the total, the group counts too, so the total stays bounded
-// however many sessions a block notifies. sendMu is held.
-func (ss *session) roomLocked(size, before, mine int) bool {
+// a group queued together before which it had before bytes waiting, or,
+// holding, be kept by a batch (hold). A session with nothing else queued
+// may always take one message. Over the server's total, the sessions that
+// have a backlog of their own go first: a client reading its answers has
+// little or none, beyond the group being queued (a block's notifications)
+// and what its batches keep. Over twice the total, the group and the
+// batches' answers count too, so the total stays bounded however many
+// sessions a block notifies or hold batches. sendMu is held.
+func (ss *session) roomLocked(size, before int, holding bool) bool {
 	queued := ss.queued
-	overOwn := queued+size > ss.srv.cfg.MaxSendBacklog && queued > mine
+	overOwn := !holding && queued+size > ss.srv.cfg.MaxSendBacklog && queued > 0
 	total, limit, own := ss.srv.backlog.Load()+int64(size), ss.srv.cfg.maxBacklogTotal(), min(queued, before)
 	if total > 2*limit {
-		own = queued
+		own = queued + ss.held
 	}
 	overTotal := total > limit && own >= totalBacklogMinOwn
 	return !overOwn && !overTotal
@@ -314,47 +318,42 @@ func (ss *session) cutNotReading(queued int) {
 }
 
 // hold counts size bytes of an answer a batch keeps until its last member
-// is answered as queued for the session, in its backlog and the server's,
-// until unhold gives them back when the batch is queued: a throttled
-// session's batch keeps its answers for minutes, and they are the server's
-// memory as much as queued ones are. Past the backlog limits the session
-// is disconnected as one not reading, judged against the total by what it
-// had waiting before the batch (before), of which mine bytes are held
-// already. False when the session ended.
-func (ss *session) hold(size, before, mine int) bool {
+// is answered (held) in the server's backlog, until unhold gives them back
+// when the batch is queued: a throttled session's batch keeps its answers
+// for minutes, and they are the server's memory as much as queued ones
+// are. Past the server's limits the session is disconnected as one not
+// reading, judged by what it had waiting before the batch (before) and,
+// past twice the total, by what its batches keep. False when the session
+// ended.
+func (ss *session) hold(size, before int) bool {
 	ss.sendMu.Lock()
 	if ss.closed() {
 		ss.sendMu.Unlock()
 		return false
 	}
-	if !ss.roomLocked(size, before, mine) {
+	if !ss.roomLocked(size, before, true) {
 		queued := ss.queued
 		ss.sendMu.Unlock()
 		ss.cutNotReading(queued)
 		return false
 	}
-	ss.queued += size
+	ss.held += size
 	ss.srv.backlog.Add(int64(size))
 	ss.sendMu.Unlock()
 	return true
 }
 
-// unhold gives back size bytes counted by hold, and wakes a read loop
-// waiting for the backlog to shrink.
+// unhold gives back size bytes counted by hold.
 func (ss *session) unhold(size int) {
 	if size == 0 {
 		return
 	}
 	ss.sendMu.Lock()
 	if !ss.backlogDropped {
-		ss.queued -= size
+		ss.held -= size
 		ss.srv.backlog.Add(-int64(size))
 	}
 	ss.sendMu.Unlock()
-	select {
-	case ss.drained <- struct{}{}:
-	default:
-	}
 }
 
 // abortive makes the next Close of a TCP connection reset it, so the
@@ -732,7 +731,7 @@ func (ss *session) handleVersionInBatch(m *message) bool {
 
 // runBatch executes batch members in order and sends one array with their
 // answers, keeping the whole array within MaxSend. The answers it keeps
-// count as queued for the session until the array is (hold).
+// count in the server's backlog until the array is queued (hold).
 func (ss *session) runBatch(rs []*request, first []byte) {
 	var (
 		out    [][]byte
@@ -762,7 +761,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 	// is shorter: a short answer held costs no more than its error would.
 	total := 1
 	if first != nil {
-		if !ss.hold(len(first), before, held) {
+		if !ss.hold(len(first), before) {
 			return
 		}
 		held += len(first)
@@ -781,7 +780,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		if total+len(resp)+1 > ss.srv.cfg.MaxSend && len(ss.tooLargeAnswer(r)) < len(resp) {
 			resp, after = ss.tooLarge(r, after)
 		}
-		if !ss.hold(len(resp), before, held) {
+		if !ss.hold(len(resp), before) {
 			others = append(others, after)
 			return
 		}
