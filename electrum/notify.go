@@ -27,12 +27,15 @@ import (
 // session remembers the sequence number of the status (and tip) it was last
 // given, and the notifier replaces them only with ones read at a newer
 // sequence number, so a subscribe answer and a notification racing each
-// other cannot leave a client with a stale status or tip. A new subscription is registered
-// before its status is computed (no change can slip between the two), but
-// stays pending until its answer is queued: meanwhile the notifier only
-// records newer statuses, and one that differs from the answer is sent right
-// after it. So a client never sees a notification before its subscribe
-// answer.
+// other cannot leave a client with a stale status or tip. A pass queues a
+// session's notifications once all its statuses are read, each only if the
+// session still holds the status the pass recorded: an unsubscribe or a
+// subscribe answered meanwhile comes after what the pass read. A new
+// subscription is registered before its status is computed (no change can
+// slip between the two), but stays pending until its answer is queued:
+// meanwhile the notifier only records newer statuses, and one that differs
+// from the answer is sent right after it. So a client never sees a
+// notification before its subscribe answer.
 //
 // Sends never block the notifier: a session whose queue overflows is marked
 // closed at once and torn down on another goroutine.
@@ -267,14 +270,43 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	}
 	all := outs[0]
 	for _, o := range outs[1:] {
-		for ss, msgs := range o {
-			all[ss] = append(all[ss], msgs...)
+		for ss, notes := range o {
+			all[ss] = append(all[ss], notes...)
 		}
 	}
-	for ss, msgs := range all {
-		sent += ss.sendAll(msgs)
+	for ss, notes := range all {
+		sent += ss.sendNotes(notes, seq)
 	}
 	return sent
+}
+
+// sendNotes queues a session's notes of the pass at seq together, so its
+// writer sends them in one write. It checks each under the session's lock,
+// as it queues it: a note whose subscription the session has dropped or
+// made again, or whose status a subscribe answer has since replaced, is
+// left out, since the client was answered after the pass read it.
+func (ss *session) sendNotes(notes []note, seq uint64) int {
+	msgs := make([][]byte, 0, len(notes))
+	ss.subMu.Lock()
+	defer ss.subMu.Unlock()
+	for _, nt := range notes {
+		st := nt.st
+		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) {
+			continue
+		}
+		msg := nt.msg
+		switch {
+		case st.name != "":
+			msg = statusNotification(st.name, nt.status)
+		case msg == nil:
+			msg = statusNotification(nt.sh.String(), nt.status)
+		}
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return 0
+	}
+	return ss.sendAll(msgs)
 }
 
 // requeuePause spaces passes that only wait for the index tip to settle,
@@ -294,7 +326,16 @@ func (n *notifier) settledAt(tip chainhash.Hash) bool {
 }
 
 // outbox collects the notifications of a pass per session.
-type outbox map[*session][][]byte
+type outbox map[*session][]note
+
+// note is a status deliver recorded for a session's subscription st to sh;
+// msg notifies it under sh.String().
+type note struct {
+	sh     indexers.ScriptHash
+	st     *subState
+	status *string
+	msg    []byte
+}
 
 // statusChunk is how many statuses the notifier reads in one index view.
 const statusChunk = 64
@@ -338,7 +379,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 }
 
 // deliver records a recomputed status as changed for the sessions where it
-// changed, and puts their notification in out.
+// changed, and puts their notes in out.
 func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, out outbox) {
 	status, hasMempool, err := r.status, r.hasMempool, r.err
 	n.rmu.RLock()
@@ -389,15 +430,10 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 		}
 		if st != nil && st.seq < seq && !equalStatus(st.status, status) {
 			st.status, st.seq, st.mempool = status, seq, hasMempool
-			if st.name != "" {
-				out[ss] = append(out[ss], statusNotification(st.name, status))
-				ss.subMu.Unlock()
-				continue
-			}
-			if msg == nil {
+			if msg == nil && st.name == "" {
 				msg = statusNotification(sh.String(), status)
 			}
-			out[ss] = append(out[ss], msg)
+			out[ss] = append(out[ss], note{sh: sh, st: st, status: status, msg: msg})
 		}
 		ss.subMu.Unlock()
 	}
