@@ -89,8 +89,8 @@ type statusResult struct {
 	err        error
 	// moved: the index tip moved while the status was read, or the
 	// mempool view has yet to be reconciled with it, so its confirmed and
-	// unconfirmed parts may describe two tips; the notifier reads it
-	// again.
+	// unconfirmed parts may describe two tips, or the notifier has yet to
+	// send its header; the notifier reads it again.
 	moved bool
 }
 

@@ -55,16 +55,23 @@ type event struct {
 type tipEvent struct {
 	header wire.BlockHeader
 	height int32
+	// hash is the header's, set when the event is queued.
+	hash chainhash.Hash
+	// handled is set once a pass has sent the tip to header subscribers
+	// (or found the index past it).
+	handled atomic.Bool
 }
 
 // notifier holds the queue and the subscription registry.
 type notifier struct {
 	srv *Server
 	seq atomic.Uint64
-	// settled is the index tip of the last tip event: the node queues it
-	// once the mempool view is reconciled with the commit, so a status
-	// read at another tip may miss what the view has yet to learn.
-	settled atomic.Pointer[chainhash.Hash]
+	// settled is the last tip event queued: the node queues it once the
+	// mempool view is reconciled with the commit, so a status read at
+	// another tip may miss what the view has yet to learn, and one read at
+	// its tip before a pass handles it would reach clients before the
+	// tip's header.
+	settled atomic.Pointer[tipEvent]
 	// requeues counts the passes in a row that queued statuses to read
 	// again.
 	requeues int
@@ -111,8 +118,8 @@ func (n *notifier) push(e event) {
 	n.qmu.Lock()
 	if e.tip != nil {
 		// In queue order: the last tip queued is the settled one.
-		h := e.tip.header.BlockHash()
-		n.settled.Store(&h)
+		e.tip.hash = e.tip.header.BlockHash()
+		n.settled.Store(e.tip)
 	}
 	n.queue = append(n.queue, e)
 	n.seq.Add(1)
@@ -185,6 +192,7 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	}
 	if tip != nil {
 		sent += n.notifyHeaders(tip, seq)
+		tip.handled.Store(true)
 	}
 	// The script hashes somebody subscribes to among those the events
 	// changed: a block touches thousands, of which few have subscribers.
@@ -257,9 +265,10 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 	wg.Wait()
 	if len(retry) > 0 {
 		// Read while the index tip moved, or before the view caught up
-		// with it: read again in a pass of their own (the event that
-		// moved the tip need not touch them), after a pause when the
-		// last pass did the same, so that the wait is not a spin.
+		// with it or a pass sent its header: read again in a pass of
+		// their own, behind the tip's event (which need not touch them),
+		// after a pause when the last pass did the same, so that the
+		// wait is not a spin.
 		if n.requeues > 0 {
 			time.Sleep(requeuePause)
 		}
@@ -319,10 +328,10 @@ const (
 )
 
 // settledAt reports whether the mempool view is reconciled with the index
-// at tip (or no tip event came yet).
+// at tip and a pass has sent tip's header (or no tip event came yet).
 func (n *notifier) settledAt(tip chainhash.Hash) bool {
 	p := n.settled.Load()
-	return p == nil || *p == tip
+	return p == nil || (p.hash == tip && p.handled.Load())
 }
 
 // outbox collects the notifications of a pass per session.
