@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chaincfg/v2"
@@ -174,5 +176,82 @@ func TestCorruptStoreTableIsRebuilt(t *testing.T) {
 	defer again.Close()
 	if tip, err := again.Tip(); err != nil || tip.Height != -1 {
 		t.Fatalf("the damaged index opened at %+v (%v), want it emptied to be built again", tip, err)
+	}
+}
+
+// TestSyncReturnsOnceOnCommitReturned: Sync's callers (the faucet, the
+// integration harness) read what OnCommit brings about (the mempool view
+// reconciled, notifications queued) right after it returns, so it returns
+// once OnCommit has returned for the tip it waits for, not once the commit
+// is published to readers.
+func TestSyncReturnsOnceOnCommitReturned(t *testing.T) {
+	var (
+		blocking atomic.Bool
+		entered  = make(chan struct{}, 1)
+		release  = make(chan struct{})
+		returned atomic.Bool
+	)
+	r := newFollowRig(t, indexers.Options{OnCommit: func(c indexers.Commit) {
+		if !blocking.Load() {
+			return
+		}
+		entered <- struct{}{}
+		<-release
+		returned.Store(true)
+	}})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	r.mine(edgeScript(1))
+	blocking.Store(true)
+	t.Cleanup(unblock) // before the chain's close, which waits for the writer
+	tip, height := r.h.Tip()
+	cb := r.coinbase(height+1, edgeScript(2), blockchain.CalcBlockSubsidy(height+1, r.h.Params))
+	if _, _, err := r.h.Chain.ProcessBlock(r.block(tip, cb), blockchain.BFNoPoWCheck); err != nil {
+		t.Fatal(err)
+	}
+	<-entered // the block is published; OnCommit has not returned
+	done := make(chan error, 1)
+	go func() { done <- r.idx.Sync() }()
+	select {
+	case err := <-done:
+		t.Fatalf("Sync returned (%v) while OnCommit of its tip had not returned", err)
+	case <-time.After(200 * time.Millisecond): // room for an early return to show
+	}
+	unblock()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !returned.Load() {
+		t.Fatal("Sync returned before OnCommit did")
+	}
+}
+
+// TestSyncAfterCatchUpAtStart: an index opened behind the chain catches up
+// at start, before the writer runs on its own; Sync then returns at once
+// (it once waited for ever: the start's commits were not counted).
+func TestSyncAfterCatchUpAtStart(t *testing.T) {
+	dir := t.TempDir()
+	var idx *indexers.ElectrumIndex
+	h := eqCreate(t, dir, indexers.Options{}, &idx)
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	// A store of its own, empty: the start builds it from the chain.
+	fresh := indexers.Options{Dir: filepath.Join(t.TempDir(), "electrum")}
+	if err := h.Reopen(testchain.ElectrumIndex(fresh.Dir, fresh, &idx, nil)); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- idx.Sync() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("Sync did not return on an index caught up at start")
+	}
+	if tip, _ := idx.LatestTip(); tip.Hash != h.Chain.BestSnapshot().Hash {
+		t.Fatalf("index tip %d, want the chain's %d", tip.Height, h.Chain.BestSnapshot().Height)
 	}
 }

@@ -99,9 +99,11 @@ type writer struct {
 	started  uint64 // passes begun
 	finished uint64 // passes ended
 	events   uint64 // commits and ends of passes, for Sync
-	lastErr  error
-	handoff  map[chainhash.Hash]handed
-	order    []chainhash.Hash
+	// handled is the tip of the last commit whose OnCommit has returned.
+	handled Tip
+	lastErr error
+	handoff map[chainhash.Hash]handed
+	order   []chainhash.Hash
 }
 
 func newWriter(idx *ElectrumIndex, chain *blockchain.BlockChain, tip memTip) *writer {
@@ -127,6 +129,8 @@ func (idx *ElectrumIndex) start(chain *blockchain.BlockChain, interrupt <-chan s
 	if err := w.pruneOldUndo(); err != nil {
 		return err
 	}
+	// The first pass's commits ran OnCommit before the writer was idx.w.
+	w.handled = w.tip.tip()
 	idx.w = w
 	go w.loop()
 	return nil
@@ -201,11 +205,12 @@ func (w *writer) take(hash *chainhash.Hash) (handed, bool) {
 	return hb, ok
 }
 
-// Sync waits until the index holds the chain's tip as of the call: a
-// main-chain block at least that high, or, should the chain have become
-// shorter, the chain's tip once a pass that began after the call ends. It
-// returns the error of a pass that began after the call and failed first.
-// Blocks arriving meanwhile do not hold it up.
+// Sync waits until the index holds the chain's tip as of the call, and
+// OnCommit has returned for it: a main-chain block at least that high, or,
+// should the chain have become shorter, the chain's tip once a pass that
+// began after the call ends. It returns the error of a pass that began
+// after the call and failed first. Blocks arriving meanwhile do not hold it
+// up.
 func (idx *ElectrumIndex) Sync() error {
 	w := idx.w
 	if w == nil {
@@ -219,9 +224,8 @@ func (idx *ElectrumIndex) Sync() error {
 		w.poke()
 		for {
 			w.mu.Lock()
-			seen, ended, err := w.events, w.finished >= target, w.lastErr
+			seen, ended, err, t := w.events, w.finished >= target, w.lastErr, w.handled
 			w.mu.Unlock()
-			t, _ := idx.LatestTip()
 			if t.Height >= want && w.chain.MainChainHasBlock(&t.Hash) {
 				return nil
 			}
@@ -321,7 +325,7 @@ func (idx *ElectrumIndex) committed(c Commit) {
 		idx.opts.OnCommit(c)
 	}
 	if w := idx.w; w != nil {
-		w.signal(nil)
+		w.signal(func() { w.handled = c.Tip })
 	}
 }
 
