@@ -58,6 +58,16 @@ func TestNotifiedStatusReadAcrossTwoTips(t *testing.T) {
 	// Whatever the stopped pass sends, and what the block's events bring,
 	// is a status of one tip: before the block or after it.
 	n.release()
+	// The writer queues the block's events once released: the notifier is
+	// flushed after them.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if p := n.srv.notifier.settled.Load(); p != nil && p.hash == *blk.Hash() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the block's tip event was not queued")
+		}
+	}
 	n.waitNotified()
 	notes := c.drain(n.srv)
 	if len(notes) == 0 {
