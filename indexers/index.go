@@ -52,7 +52,7 @@ type Options struct {
 	ProgressInterval time.Duration
 	// OnCommit, when set, is called by the writer after every commit that
 	// moved the index tip, outside any lock of the index. It must not
-	// block for long.
+	// block for long, nor wait for Sync, which waits for it to return.
 	OnCommit func(Commit)
 	// OnBlock, when set, receives the pass of every block the writer
 	// indexes (observe.go).
