@@ -15,6 +15,8 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/database"
 	_ "github.com/btcsuite/btcd/database/ffldb" // registers the ffldb driver
+
+	"github.com/btcd-electrum/btcd-electrum/internal/netparams"
 )
 
 // File names inside the output directory.
@@ -67,25 +69,13 @@ type Progress struct {
 // regtest): btcd points the deployment clocks of the parameters at the chain
 // it opens with them, so chains must not share them.
 func Params(name string) (*chaincfg.Params, error) {
-	var p chaincfg.Params
 	switch name {
 	case "", "simnet":
-		p = chaincfg.SimNetParams
+		return netparams.Own(&chaincfg.SimNetParams), nil
 	case "regtest":
-		p = chaincfg.RegressionNetParams
-	default:
-		return nil, fmt.Errorf("chaingen: unknown network %q (want simnet or regtest)", name)
+		return netparams.Own(&chaincfg.RegressionNetParams), nil
 	}
-	for i := range p.Deployments {
-		d := &p.Deployments[i]
-		if s, ok := d.DeploymentStarter.(*chaincfg.MedianTimeDeploymentStarter); ok {
-			d.DeploymentStarter = chaincfg.NewMedianTimeDeploymentStarter(s.StartTime())
-		}
-		if e, ok := d.DeploymentEnder.(*chaincfg.MedianTimeDeploymentEnder); ok {
-			d.DeploymentEnder = chaincfg.NewMedianTimeDeploymentEnder(e.EndTime())
-		}
-	}
-	return &p, nil
+	return nil, fmt.Errorf("chaingen: unknown network %q (want simnet or regtest)", name)
 }
 
 // DBPath returns the database directory of network net under dir, as btcd
