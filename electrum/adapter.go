@@ -386,8 +386,11 @@ func (b *IndexBackend) FeeHistogram() [][2]float64 { return b.Mempool.FeeHistogr
 // It answers as bitcoind's sendrawtransaction does, which wallets rely on:
 // a transaction the mempool already holds is accepted again, so that a
 // wallet may broadcast it again (one waiting in btcd's orphan pool is not
-// in the mempool, and stays refused), and one the index holds confirmed is
-// ErrInChain.
+// in the mempool, and stays refused). As bitcoind's, a refused transaction
+// the chain holds with an output still unspent is ErrInChain, and one
+// spending an output that is neither unspent in the chain nor in the
+// mempool is ErrMissingInputs: a confirmed transaction whose outputs are
+// all spent is the latter.
 func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
 	err := b.Relay.Broadcast(tx)
 	if err == nil {
@@ -397,8 +400,21 @@ func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
 	if b.Pool != nil && b.Pool.IsTransactionInPool(&hash) {
 		return nil
 	}
-	if _, lerr := b.Index.TxLocation(hash); lerr == nil {
-		return fmt.Errorf("%w: %v", ErrInChain, err)
+	if b.Chain == nil {
+		return err
+	}
+	for i := range tx.TxOut {
+		op := wire.OutPoint{Hash: hash, Index: uint32(i)}
+		if e, uerr := b.Chain.FetchUtxoEntry(op); uerr == nil && e != nil && !e.IsSpent() {
+			return fmt.Errorf("%w: %v", ErrInChain, err)
+		}
+	}
+	if b.Pool != nil {
+		for _, in := range tx.TxIn {
+			if _, ok := b.spentValue(in.PreviousOutPoint); !ok {
+				return fmt.Errorf("%w: %v", ErrMissingInputs, err)
+			}
+		}
 	}
 	return err
 }

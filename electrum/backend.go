@@ -134,5 +134,10 @@ type TxRelay interface {
 var ErrRejected = errors.New("transaction rejected")
 
 // ErrInChain wraps the Broadcast error of a transaction the chain already
-// holds (bitcoind's -27).
+// holds with an output still unspent (bitcoind's -27).
 var ErrInChain = errors.New("transaction already in block chain")
+
+// ErrMissingInputs wraps the Broadcast error of a transaction spending an
+// output that neither the chain's unspent outputs nor the mempool hold
+// (bitcoind's -25, with this text).
+var ErrMissingInputs = errors.New("bad-txns-inputs-missingorspent")

@@ -165,6 +165,9 @@ func (s *Server) broadcast(body string) (*reply, error) {
 		if errors.Is(err, electrum.ErrInChain) {
 			return nil, rpcError(-27, "Transaction already in block chain")
 		}
+		if errors.Is(err, electrum.ErrMissingInputs) {
+			return nil, rpcError(-25, electrum.ErrMissingInputs.Error())
+		}
 		if errors.Is(err, electrum.ErrRejected) {
 			return nil, rpcError(-26, strings.TrimPrefix(err.Error(), electrum.ErrRejected.Error()+": "))
 		}
