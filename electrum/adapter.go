@@ -457,19 +457,27 @@ func (r *PoolRelay) Broadcast(tx *wire.MsgTx) error {
 }
 
 // EstimateFee asks btcd's fee estimator; mode is not distinguished (btcd has
-// one estimator). No estimate yields -1.
+// one estimator).
 func (r *PoolRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	if r.Fees == nil {
-		return -1, nil
+	return EstimateFee(r.Fees, blocks, r.RelayFee()), nil
+}
+
+// EstimateFee answers blockchain.estimatefee from btcd's estimator fees (nil:
+// none) as bitcoind's estimatesmartfee, which ElectrumX asks, answers: in
+// BTC/kvB, never below floor (the minimum relay fee: btcd admits old coins'
+// spends under it on their priority, and a wallet paying their rate would
+// be refused), -1 when there is no estimate. btcd's estimator answers 1 to
+// 25 blocks: a target below 1 is 1 block, and a fee that confirms within
+// 25 blocks confirms within any longer target (wallets ask for 50 or 144).
+func EstimateFee(fees *mempool.FeeEstimator, blocks int, floor float64) float64 {
+	if fees == nil {
+		return -1
 	}
-	// btcd's estimator answers 1 to 25 blocks. As ElectrumX asks bitcoind,
-	// a target below 1 is 1 block; a fee that confirms within 25 blocks
-	// confirms within any longer target (wallets ask for 50 or 144).
-	fee, err := r.Fees.EstimateFee(uint32(min(max(blocks, 1), maxFeeTarget)))
+	fee, err := fees.EstimateFee(uint32(min(max(blocks, 1), maxFeeTarget)))
 	if err != nil || fee <= 0 {
-		return -1, nil
+		return -1
 	}
-	return float64(fee), nil
+	return max(float64(fee), floor)
 }
 
 // maxFeeTarget is the longest target btcd's fee estimator answers.

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/mempool"
@@ -49,17 +48,10 @@ func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 	return err
 }
 
-// EstimateFee returns btcd's fee estimate in BTC/kvB (btcd's estimator has
-// one mode, so mode is ignored).
+// EstimateFee returns btcd's fee estimate in BTC/kvB by the Electrum
+// server's rule (electrum.EstimateFee); btcd's estimator has one mode.
 func (r electrumRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	if blocks <= 0 || blocks > math.MaxUint32 {
-		return 0, errors.New("number of blocks must be positive and fit 32 bits")
-	}
-	rate, err := r.n.feeEstimator.EstimateFee(uint32(blocks))
-	if err != nil {
-		return 0, err
-	}
-	return float64(rate), nil
+	return electrum.EstimateFee(r.n.feeEstimator, blocks, r.RelayFee()), nil
 }
 
 // RelayFee returns the minimum relay fee in BTC/kvB.

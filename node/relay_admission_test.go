@@ -3,26 +3,7 @@ package node
 import (
 	"net"
 	"testing"
-
-	"github.com/btcsuite/btcd/mempool"
 )
-
-// TestElectrumEstimateFeeTargetPast2To32: the node's relay answers an
-// estimatefee target past 2^32 with -1, not the estimate of its low 32
-// bits.
-func TestElectrumEstimateFeeTargetPast2To32(t *testing.T) {
-	n := &Node{feeEstimator: mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback, 0)}
-	r := electrumRelay{n}
-	if _, err := r.EstimateFee(26, ""); err == nil {
-		t.Fatal("sanity: btcd's estimator refuses a target past 25")
-	}
-	if _, err := r.EstimateFee(1, ""); err != nil {
-		t.Fatalf("sanity: target 1: %v", err)
-	}
-	if fee, err := r.EstimateFee(1<<32+1, ""); err == nil {
-		t.Fatalf("estimatefee target 2^32+1 answered %v (the estimate of its low 32 bits, 1 block); want an error (-1)", fee)
-	}
-}
 
 // TestV2SourceRateSurvivesReconnect: a source's v2 handshake rate (a burst
 // of 4, then 2 a second) holds across connections made one at a time.
