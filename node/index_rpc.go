@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"math"
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -39,9 +40,11 @@ func (b rpcBackend) AddressTxs(addr address.Address, skip, count int, reverse bo
 	if idx == nil {
 		return nil, rpcext.ErrIndexDisabled
 	}
-	mempoolPart := func(skip, count uint32) ([]rpcext.AddressTx, uint32) {
+	// Counts are uint64, in which skip+count cannot wrap (both come from
+	// non-negative ints); btcd's address index takes uint32s, clamped.
+	mempoolPart := func(skip, count uint64) ([]rpcext.AddressTx, uint64) {
 		txs := idx.UnconfirmedTxnsForAddress(addr)
-		avail := uint32(len(txs))
+		avail := uint64(len(txs))
 		if skip > avail {
 			return nil, avail
 		}
@@ -52,18 +55,19 @@ func (b rpcBackend) AddressTxs(addr address.Address, skip, count int, reverse bo
 		}
 		return out, skip
 	}
+	clamp := func(v uint64) uint32 { return uint32(min(v, math.MaxUint32)) }
 	var (
 		out     []rpcext.AddressTx
-		skipped uint32
+		skipped uint64
 	)
 	if reverse {
-		txs, n := mempoolPart(uint32(skip), uint32(count))
+		txs, n := mempoolPart(uint64(skip), uint64(count))
 		out, skipped = append(out, txs...), skipped+n
 	}
 	if len(out) < count {
 		err := b.db.View(func(dbTx database.Tx) error {
-			regions, n, err := idx.TxRegionsForAddress(dbTx, addr, uint32(skip)-skipped,
-				uint32(count-len(out)), reverse)
+			regions, n, err := idx.TxRegionsForAddress(dbTx, addr, clamp(uint64(skip)-skipped),
+				clamp(uint64(count-len(out))), reverse)
 			if err != nil {
 				return err
 			}
@@ -78,7 +82,7 @@ func (b rpcBackend) AddressTxs(addr address.Address, skip, count int, reverse bo
 				}
 				out = append(out, rpcext.AddressTx{Tx: &tx, BlockHash: regions[i].Hash})
 			}
-			skipped += n
+			skipped += uint64(n)
 			return nil
 		})
 		if err != nil {
@@ -86,7 +90,7 @@ func (b rpcBackend) AddressTxs(addr address.Address, skip, count int, reverse bo
 		}
 	}
 	if !reverse && len(out) < count {
-		txs, _ := mempoolPart(uint32(skip)-skipped, uint32(count-len(out)))
+		txs, _ := mempoolPart(uint64(skip)-skipped, uint64(count-len(out)))
 		out = append(out, txs...)
 	}
 	return out, nil
