@@ -52,11 +52,11 @@ func searchRawChild(t *testing.T) {
 
 	params := []json.RawMessage{
 		json.RawMessage(`"` + addrs[0].EncodeAddress() + `"`), // address
-		json.RawMessage(`0`),          // verbose
-		json.RawMessage(`1`),          // skip
-		json.RawMessage(`4294967295`), // count
-		json.RawMessage(`0`),          // vinextra
-		json.RawMessage(searchRawReverse()),  // reverse
+		json.RawMessage(`0`),                // verbose
+		json.RawMessage(`1`),                // skip
+		json.RawMessage(`4294967295`),       // count
+		json.RawMessage(`0`),                // vinextra
+		json.RawMessage(searchRawReverse()), // reverse
 	}
 	_, err := c.RawRequest("searchrawtransactions", params)
 	t.Logf("SEARCHRAW_RESULT answer: %v", err)
