@@ -132,12 +132,17 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 		return nil, rpcErr
 	}
 
-	// As btcd: the limited user's permission first, then the method.
+	// As btcd: over HTTP the limited user's permission first, then the
+	// method; over a websocket the command is parsed first, so a method
+	// btcjson does not know is answered Method not found.
 	if limited && !limitedAllowed(req.Method) {
-		if wsc != nil {
-			return nil, errLimitedUserWS
+		if wsc == nil {
+			return nil, errLimitedUser
 		}
-		return nil, errLimitedUser
+		if _, err := btcjson.MethodUsageFlags(req.Method); err != nil {
+			return nil, btcjson.ErrRPCMethodNotFound
+		}
+		return nil, errLimitedUserWS
 	}
 	m, ok := methods[req.Method]
 	var wsm wsMethod
