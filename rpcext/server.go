@@ -254,10 +254,18 @@ func (s *Server) credentialsMatch(user, pass string) bool {
 	return okU&okP == 1
 }
 
+// refuse answers an HTTP request with an error status and has the
+// connection closed after the answer, as btcd closes every connection:
+// nothing counts idle connections, so a refused client must not keep one.
+func refuse(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
+}
+
 // authFail answers an unauthenticated HTTP request.
 func authFail(w http.ResponseWriter) {
 	w.Header().Set("WWW-Authenticate", `Basic realm="btcd-electrum RPC"`)
-	http.Error(w, "401 Unauthorized.", http.StatusUnauthorized)
+	refuse(w, "401 Unauthorized.", http.StatusUnauthorized)
 }
 
 // serveHTTP answers JSON-RPC over HTTP: one request or a batch per body,
@@ -265,7 +273,7 @@ func authFail(w http.ResponseWriter) {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if n := s.clients.Add(1); int(n) > s.cfg.MaxClients {
 		s.clients.Add(-1)
-		http.Error(w, fmt.Sprintf("503 Service Unavailable: over %d RPC clients at once.", s.cfg.MaxClients),
+		refuse(w, fmt.Sprintf("503 Service Unavailable: over %d RPC clients at once.", s.cfg.MaxClients),
 			http.StatusServiceUnavailable)
 		return
 	}
@@ -282,7 +290,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	case <-s.quit:
-		http.Error(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
+		refuse(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
 		return
 	}
 
@@ -290,11 +298,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			http.Error(w, fmt.Sprintf("413 Request Entity Too Large: limit is %d bytes",
+			refuse(w, fmt.Sprintf("413 Request Entity Too Large: limit is %d bytes",
 				s.cfg.MaxRequestBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
-		http.Error(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
+		refuse(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 

@@ -94,7 +94,7 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
-		http.Error(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
+		refuse(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
 		return
 	}
 	// Reserve the place before upgrading so concurrent upgrades cannot
@@ -108,7 +108,7 @@ func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
 	}
 	if why := s.reserveWebsocket(c, r.RemoteAddr); why != "" {
 		s.mu.Unlock()
-		http.Error(w, "503 Service Unavailable: "+why+".", http.StatusServiceUnavailable)
+		refuse(w, "503 Service Unavailable: "+why+".", http.StatusServiceUnavailable)
 		return
 	}
 	s.ws[c] = struct{}{}
