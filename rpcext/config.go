@@ -1,6 +1,8 @@
 package rpcext
 
 import (
+	"time"
+
 	"github.com/btcsuite/btcd/chaincfg/v2"
 )
 
@@ -108,4 +110,8 @@ type Config struct {
 
 	// Pruned is reported by getblockchaininfo (the node runs --prune).
 	Pruned bool
+
+	// writeWait bounds the writing of one HTTP answer or websocket
+	// message (wsWriteWait when zero); tests set it short.
+	writeWait time.Duration
 }

@@ -97,6 +97,9 @@ func New(cfg *Config) (*Server, error) {
 	if c.Version == 0 {
 		c.Version = DefaultVersion
 	}
+	if c.writeWait <= 0 {
+		c.writeWait = wsWriteWait
+	}
 	s := &Server{
 		cfg:          c,
 		started:      time.Now(),
@@ -271,6 +274,7 @@ func authFail(w http.ResponseWriter) {
 // serveHTTP answers JSON-RPC over HTTP: one request or a batch per body,
 // on any path but /ws and whatever the method, as btcd serves it.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	s.setWriteDeadline(w)
 	if n := s.clients.Add(1); int(n) > s.cfg.MaxClients {
 		s.clients.Add(-1)
 		refuse(w, fmt.Sprintf("503 Service Unavailable: over %d RPC clients at once.", s.cfg.MaxClients),
@@ -311,7 +315,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if reply != nil {
 		reply = append(reply, '\n')
 	}
+	// The answer's time starts once it is ready (a long poll may have
+	// waited for minutes).
+	s.setWriteDeadline(w)
 	w.Write(reply)
+}
+
+// setWriteDeadline gives the client writeWait from now to take the answer
+// to its request: one that does not read it loses the connection then,
+// and the request its place among MaxClients. The deadline holds on the
+// connection until the next request's, so each request sets it first.
+func (s *Server) setWriteDeadline(w http.ResponseWriter) {
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.writeWait)); err != nil {
+		log.Debugf("RPC HTTP: cannot set a write deadline: %v", err)
+	}
 }
 
 // httpErrorLog sends net/http's own messages (TLS handshake failures and

@@ -14,7 +14,8 @@ import (
 
 // Websocket client limits.
 const (
-	// wsWriteWait bounds writing one message to a websocket client.
+	// wsWriteWait bounds writing one message to a websocket client, and
+	// one HTTP answer (Config.writeWait when set).
 	wsWriteWait = 30 * time.Second
 
 	// requestReadTimeout bounds reading a request, body included, and a
@@ -80,6 +81,9 @@ type wsClient struct {
 // serveWebsocket upgrades an authenticated request (or one that will
 // authenticate with its first message) and serves it until it closes.
 func (s *Server) serveWebsocket(w http.ResponseWriter, r *http.Request) {
+	// Bounds the refusals and the upgrade's answer; after it each message
+	// has its own deadline.
+	s.setWriteDeadline(w)
 	authed, limited := !s.authOn, false
 	// Credentials given with the upgrade must be right, as btcd checks
 	// any Authorization header; without one the first message must
@@ -367,7 +371,7 @@ func handleAuthenticate(c *wsClient, cmd interface{}) (interface{}, error) {
 // writeNow writes one message directly, for the last words before a
 // disconnect.
 func (c *wsClient) writeNow(msg []byte) {
-	c.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+	c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.writeWait))
 	c.conn.WriteMessage(websocket.TextMessage, msg)
 }
 
@@ -419,7 +423,7 @@ func (c *wsClient) writeLoop() {
 			}
 			msg := c.out[0]
 			c.mu.Unlock()
-			c.conn.SetWriteDeadline(time.Now().Add(wsWriteWait))
+			c.conn.SetWriteDeadline(time.Now().Add(c.s.cfg.writeWait))
 			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.close()
 				return
