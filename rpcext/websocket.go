@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -279,19 +280,13 @@ func (c *wsClient) readLoop() {
 			continue
 		}
 		slots := sem
-		if req, ok := longRequest(msg); ok {
+		if method, ver, id, ok := longRequest(msg); ok {
 			select {
 			case long <- struct{}{}:
 				slots = long
 			default:
-				ver := btcjson.RpcVersion1
-				if req.Jsonrpc == string(btcjson.RpcVersion2) {
-					ver = btcjson.RpcVersion2
-				}
-				var id interface{}
-				_ = json.Unmarshal(req.ID, &id)
 				if !c.queue(marshalReply(ver, id, nil, btcjson.NewRPCError(btcjson.ErrRPCMisc,
-					fmt.Sprintf("%s: %d rescans and long polls of this client are running already", req.Method, maxLongRequests)))) {
+					fmt.Sprintf("%s: %d rescans and long polls of this client are running already", method, maxLongRequests)))) {
 					return
 				}
 				continue
@@ -318,15 +313,37 @@ func (c *wsClient) readLoop() {
 // runs at once.
 const maxLongRequests = 2
 
-// longRequest reports whether msg is a request that may run until the
-// chain's tip or its next block: a rescan, or getblocktemplate (a long
-// poll). A batch is not.
-func longRequest(msg []byte) (rawRequest, bool) {
-	var req rawRequest
-	if json.Unmarshal(msg, &req) != nil {
-		return req, false
+// longRequest reports whether msg may run until the chain's tip or its
+// next block: a rescan, or getblocktemplate (a long poll), alone or in a
+// batch, which then runs as one long request. It returns the method and
+// the version and id to refuse it with: for a batch JSON-RPC 2.0 and none,
+// as a batch is refused as a whole.
+func longRequest(msg []byte) (method string, ver btcjson.RPCVersion, id interface{}, ok bool) {
+	isLong := func(m string) bool { return m == "rescan" || m == "getblocktemplate" }
+	trimmed := bytes.TrimSpace(msg)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(trimmed, &batch) != nil {
+			return "", "", nil, false
+		}
+		for _, raw := range batch {
+			var req rawRequest
+			if json.Unmarshal(raw, &req) == nil && isLong(req.Method) {
+				return req.Method, btcjson.RpcVersion2, nil, true
+			}
+		}
+		return "", "", nil, false
 	}
-	return req, req.Method == "rescan" || req.Method == "getblocktemplate"
+	var req rawRequest
+	if json.Unmarshal(trimmed, &req) != nil || !isLong(req.Method) {
+		return "", "", nil, false
+	}
+	ver = btcjson.RpcVersion1
+	if req.Jsonrpc == string(btcjson.RpcVersion2) {
+		ver = btcjson.RpcVersion2
+	}
+	_ = json.Unmarshal(req.ID, &id)
+	return req.Method, ver, id, true
 }
 
 // admitUnauthenticated screens a message from a client that has not
