@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 
 	"github.com/btcsuite/btcd/btcjson"
 )
@@ -13,6 +14,11 @@ import (
 // DefaultMaxBatchRequests bounds the number of requests in one batch unless
 // Config.MaxBatchRequests says otherwise.
 const DefaultMaxBatchRequests = 1000
+
+// maxAnswerBytes bounds one answer, a batch's answers together, over HTTP
+// and websockets: the bound on what may wait for a websocket client, so an
+// answer fits a client's empty queue.
+const maxAnswerBytes = wsMaxQueuedBytes
 
 // rawRequest is a JSON-RPC request as it arrives. Unlike btcjson.Request it
 // keeps "id" raw, so an absent id can be told from a null one, and accepts
@@ -52,7 +58,11 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-
 			btcjson.NewRPCError(btcjson.ErrRPCParse.Code, "Failed to parse request: "+err.Error()))
 	}
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return s.processRequest(trimmed, wsc, limited, gone)
+		reply := s.processRequest(trimmed, wsc, limited, gone)
+		if len(reply) > maxAnswerBytes {
+			return tooLargeReply(trimmed)
+		}
+		return reply
 	}
 
 	var batch []json.RawMessage
@@ -69,25 +79,83 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-
 			btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code,
 				fmt.Sprintf("Invalid request: batch of %d requests exceeds %d", len(batch), s.cfg.MaxBatchRequests)))
 	}
-	var out bytes.Buffer
-	out.WriteByte('[')
-	n := 0
+	// The answers count against maxAnswerBytes as they are made, each
+	// with its comma, the brackets as one more byte. From the member
+	// whose answer would take them past it, the members are not run but
+	// answered tooLargeReply.
+	var (
+		out   [][]byte
+		from  []json.RawMessage // the member of each answer
+		total = 1
+		over  bool
+	)
 	for _, raw := range batch {
-		reply := s.processRequest(raw, wsc, limited, gone)
+		var reply []byte
+		if !over {
+			reply = s.processRequest(raw, wsc, limited, gone)
+			over = total+len(reply)+1 > maxAnswerBytes
+		}
+		if over {
+			reply = tooLargeReply(raw)
+		}
 		if reply == nil {
 			continue
 		}
-		if n > 0 {
-			out.WriteByte(',')
-		}
-		out.Write(reply)
-		n++
+		out, from = append(out, reply), append(from, raw)
+		total += len(reply) + 1
 	}
-	if n == 0 {
+	if len(out) == 0 {
 		return nil
 	}
-	out.WriteByte(']')
-	return out.Bytes()
+	if total > maxAnswerBytes {
+		// The errors took the answers past the bound: the largest
+		// answers give way to their errors until they fit, or, when even
+		// the errors do not (ids of many KiB), the batch is answered one.
+		order := make([]int, len(out))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return len(out[b]) - len(out[a]) })
+		for _, i := range order {
+			if total <= maxAnswerBytes {
+				break
+			}
+			if e := tooLargeReply(from[i]); len(e) < len(out[i]) {
+				total += len(e) - len(out[i])
+				out[i] = e
+			}
+		}
+		if total > maxAnswerBytes {
+			return marshalReply(btcjson.RpcVersion2, nil, nil, errAnswerTooLarge)
+		}
+	}
+	return append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']')
+}
+
+// errAnswerTooLarge answers a request whose answer would take its answer,
+// or its batch's, past maxAnswerBytes.
+var errAnswerTooLarge = btcjson.NewRPCError(btcjson.ErrRPCInvalidRequest.Code,
+	fmt.Sprintf("response too large (over %d bytes)", maxAnswerBytes))
+
+// tooLargeReply answers the request raw with errAnswerTooLarge: nil for a
+// JSON-RPC 2.0 notification, which has no answer.
+func tooLargeReply(raw json.RawMessage) []byte {
+	var req rawRequest
+	if json.Unmarshal(raw, &req) != nil {
+		return marshalReply(btcjson.RpcVersion1, nil, nil, errAnswerTooLarge)
+	}
+	ver := btcjson.RpcVersion1
+	if req.Jsonrpc == string(btcjson.RpcVersion2) {
+		ver = btcjson.RpcVersion2
+	}
+	if len(req.ID) == 0 && ver == btcjson.RpcVersion2 {
+		return nil
+	}
+	var id interface{}
+	if len(req.ID) != 0 && (json.Unmarshal(req.ID, &id) != nil || !btcjson.IsValidIDType(id)) {
+		id = nil
+	}
+	return marshalReply(ver, id, nil, errAnswerTooLarge)
 }
 
 // processRequest answers one request object. It returns nil for a JSON-RPC
