@@ -247,7 +247,9 @@ const maxRescanBlocks = 10000
 
 // handleRescanBlocks answers rescanblocks: for each block (each the child
 // of the one before), the transactions matching the client's loadtxfilter
-// filter, which grows with the outputs paying its addresses, as btcd.
+// filter, which grows with the outputs paying its addresses, as btcd. The
+// answer's bytes are counted as the matches are gathered: once past
+// maxAnswerBytes it is errAnswerTooLarge.
 func handleRescanBlocks(c *wsClient, cmd interface{}) (interface{}, error) {
 	rc := cmd.(*btcjson.RescanBlocksCmd)
 	if len(rc.BlockHashes) > maxRescanBlocks {
@@ -261,6 +263,7 @@ func handleRescanBlocks(c *wsClient, cmd interface{}) (interface{}, error) {
 		return nil, btcjson.NewRPCError(btcjson.ErrRPCMisc, "Transaction filter must be loaded before rescanning")
 	}
 	out := make([]btcjson.RescannedBlock, 0, len(rc.BlockHashes))
+	size := 0 // of the answer's blocks, as encoded
 	var last *chainhash.Hash
 	for _, hs := range rc.BlockHashes {
 		hash, err := chainhash.NewHashFromStr(hs)
@@ -287,12 +290,17 @@ func handleRescanBlocks(c *wsClient, cmd interface{}) (interface{}, error) {
 			if matched {
 				if h, err := txHex(tx.MsgTx()); err == nil {
 					txs = append(txs, h)
+					if size += len(h) + len(`"",`); size > maxAnswerBytes {
+						c.mu.Unlock()
+						return nil, errAnswerTooLarge
+					}
 				}
 			}
 		}
 		c.mu.Unlock()
 		if len(txs) > 0 {
 			out = append(out, btcjson.RescannedBlock{Hash: hs, Transactions: txs})
+			size += len(`{"hash":"","transactions":[]},`) + len(hs)
 		}
 	}
 	return &out, nil
