@@ -110,7 +110,8 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-
 	if total > maxAnswerBytes {
 		// The errors took the answers past the bound: the largest
 		// answers give way to their errors until they fit, or, when even
-		// the errors do not (ids of many KiB), the batch is answered one.
+		// the errors do not (ids of many KiB), one error answers the
+		// batch.
 		order := make([]int, len(out))
 		for i := range order {
 			order[i] = i
@@ -129,7 +130,18 @@ func (s *Server) processBodyAs(body []byte, wsc *wsClient, limited bool, gone <-
 			return marshalReply(btcjson.RpcVersion2, nil, nil, errAnswerTooLarge)
 		}
 	}
-	return append(append([]byte{'['}, bytes.Join(out, []byte{','})...), ']')
+	// One copy, the answers let go as they are copied.
+	answer := make([]byte, 0, total)
+	for i, reply := range out {
+		if i == 0 {
+			answer = append(answer, '[')
+		} else {
+			answer = append(answer, ',')
+		}
+		answer = append(answer, reply...)
+		out[i] = nil
+	}
+	return append(answer, ']')
 }
 
 // errAnswerTooLarge answers a request whose answer would take its answer,

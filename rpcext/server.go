@@ -312,13 +312,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	reply := s.processBodyAs(body, nil, limited, r.Context().Done())
 	w.Header().Set("Content-Type", "application/json")
-	if reply != nil {
-		reply = append(reply, '\n')
-	}
 	// The answer's time starts once it is ready (a long poll may have
-	// waited for minutes).
+	// waited for minutes). The newline is written apart rather than
+	// appended, which could copy an answer of up to maxAnswerBytes.
 	s.setWriteDeadline(w)
-	w.Write(reply)
+	if reply != nil {
+		if _, err := w.Write(reply); err == nil {
+			w.Write([]byte{'\n'})
+		}
+	}
 }
 
 // setWriteDeadline gives the client writeWait from now to take the answer
