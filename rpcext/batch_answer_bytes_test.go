@@ -114,3 +114,63 @@ func TestBatchAnswerBytesBounded(t *testing.T) {
 	}
 	checkBoundedBatchAnswer(t, "websocket", msg, members)
 }
+
+// The errors answering the members past the bound count in it too: when
+// their ids are long enough to take the answer past it, the largest
+// answers give way to their errors until it fits.
+func TestBatchAnswerErrorsWithinBound(t *testing.T) {
+	node := matureNode(t)
+	hashes := mineBig(t, node, 1, node.minerTo)
+	ts := startServer(t, node, func(c *Config) { c.DisableTLS = true })
+
+	const members, longIDs = 40, 3
+	long := strings.Repeat("x", 300_000)
+	var body strings.Builder
+	body.WriteByte('[')
+	for i := 0; i < members; i++ {
+		if i > 0 {
+			body.WriteByte(',')
+		}
+		id := fmt.Sprint(i)
+		if i >= members-longIDs {
+			id = `"` + long + id + `"`
+		}
+		fmt.Fprintf(&body, `{"jsonrpc":"2.0","method":"getblock","params":["%s",0],"id":%s}`, hashes[0], id)
+	}
+	body.WriteByte(']')
+	status, answer := ts.post(t, body.String(), true)
+	if status != http.StatusOK {
+		t.Fatalf("status %d", status)
+	}
+	answer = []byte(strings.TrimSpace(string(answer)))
+	if len(answer) > maxAnswerBytes {
+		t.Fatalf("a %d-byte answer, over the %d-byte bound", len(answer), maxAnswerBytes)
+	}
+	var got []memberAnswer
+	if err := json.Unmarshal(answer, &got); err != nil || len(got) != members {
+		t.Fatalf("%d answers to %d members: %v", len(got), members, err)
+	}
+	answered := 0
+	for i, a := range got {
+		var id string
+		if i >= members-longIDs {
+			id = `"` + long + fmt.Sprint(i) + `"`
+		} else {
+			id = fmt.Sprint(i)
+		}
+		if string(a.ID) != id {
+			t.Fatalf("answer %d has id %.20s", i, a.ID)
+		}
+		switch {
+		case a.Error == nil:
+			answered++
+		case a.Error.Code != btcjson.ErrRPCInvalidRequest.Code || !strings.Contains(a.Error.Message, "response too large"):
+			t.Fatalf("member %d: %+v, want -32600 response too large", i, a.Error)
+		}
+	}
+	// 37 answers fit the bound alone; with 900 KB of errors, 36.
+	if answered == 0 || answered >= members-longIDs {
+		t.Fatalf("%d of %d members answered", answered, members)
+	}
+	t.Logf("%d bytes, %d of %d members answered", len(answer), answered, members)
+}
