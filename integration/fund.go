@@ -17,15 +17,16 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
-// Faucet pays amount to addr with the node's faucet RPC (regtest only, and
-// the Electrum index on: the faucet finds its coins there; the node mines
-// and matures coins for it when it has too few) and returns
-// the id of the payment, unconfirmed in the mempool.
+// Faucet pays amount to addr's output script (for an
+// *address.AddressPubKey its P2PK script) with the node's faucet RPC
+// (regtest only, and the Electrum index on: the faucet finds its coins
+// there; the node mines and matures coins for it when it has too few) and
+// returns the id of the payment, unconfirmed in the mempool.
 func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.Hash, error) {
 	if nilAddress(addr) {
 		return nil, errors.New("faucet: pay to a nil address")
 	}
-	params, err := json.Marshal([]any{addr.EncodeAddress(), amount.ToBTC()})
+	params, err := json.Marshal([]any{rpcAddress(addr), amount.ToBTC()})
 	if err != nil {
 		return nil, err
 	}
@@ -44,8 +45,9 @@ func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.H
 	return chainhash.NewHashFromStr(txid)
 }
 
-// Fund pays amount to `to`, an address.Address or any output script
-// ([]byte), from the node's faucet, mines a block confirming the payment
+// Fund pays amount to `to`, an address.Address (its output script: for an
+// *address.AddressPubKey the P2PK script) or any output script ([]byte),
+// from the node's faucet, mines a block confirming the payment
 // and returns its output once the Electrum server reports that block as
 // its tip (regtest only, the Electrum index on). A script no address stands for (bare multisig,
 // P2PK, anything non-standard the node relays) is paid through
@@ -137,6 +139,17 @@ func (n *Node) payee(to any) (address.Address, []byte, error) {
 		return nil, v, nil
 	}
 	return nil, nil, fmt.Errorf("fund: pay to an address.Address or an output script, not %T", to)
+}
+
+// rpcAddress returns addr as the node's RPC takes it to pay addr's output
+// script: the EncodeAddress of an *address.AddressPubKey is the key's
+// P2PKH address, while its String, the key in hex, decodes back to the
+// pay-to-pubkey address.
+func rpcAddress(addr address.Address) string {
+	if pk, ok := addr.(*address.AddressPubKey); ok {
+		return pk.String()
+	}
+	return addr.EncodeAddress()
 }
 
 // nilAddress reports whether addr is nil or a nil pointer (an address a
