@@ -74,8 +74,9 @@ func (n *Node) Mine(count int) ([]*chainhash.Hash, error) {
 	return hashes, n.waitSynced()
 }
 
-// MineTo mines count blocks whose coinbases pay addr and returns their
-// hashes once the Electrum server reports the last one as its tip.
+// MineTo mines count blocks whose coinbases pay addr's output script (for
+// an *address.AddressPubKey its P2PK script) and returns their hashes once
+// the Electrum server reports the last one as its tip.
 func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error) {
 	if count <= 0 {
 		return nil, fmt.Errorf("mine %d blocks: need a positive count", count)
@@ -83,13 +84,42 @@ func (n *Node) MineTo(addr address.Address, count int) ([]*chainhash.Hash, error
 	if nilAddress(addr) {
 		return nil, errors.New("mine to a nil address")
 	}
-	hashes, err := rpcWithin("generatetoaddress", func() ([]*chainhash.Hash, error) {
-		return n.RPC.GenerateToAddress(int64(count), addr, nil)
+	// rpcclient's GenerateToAddress would send EncodeAddress, the P2PKH
+	// address of a pay-to-pubkey address's key.
+	raw, err := rawParams(count, rpcAddress(addr))
+	if err != nil {
+		return nil, err
+	}
+	res, err := rpcWithin("generatetoaddress", func() (json.RawMessage, error) {
+		return n.RPC.RawRequest("generatetoaddress", raw)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("generatetoaddress %d %v: %w", count, addr, err)
 	}
+	var strs []string
+	if err := json.Unmarshal(res, &strs); err != nil {
+		return nil, fmt.Errorf("generatetoaddress result %s: %w", truncate(res), err)
+	}
+	hashes := make([]*chainhash.Hash, len(strs))
+	for i, s := range strs {
+		if hashes[i], err = chainhash.NewHashFromStr(s); err != nil {
+			return nil, fmt.Errorf("generatetoaddress result %q: %w", s, err)
+		}
+	}
 	return hashes, n.waitSynced()
+}
+
+// rawParams encodes the parameters of a RawRequest.
+func rawParams(params ...any) ([]json.RawMessage, error) {
+	raw := make([]json.RawMessage, len(params))
+	for i, p := range params {
+		b, err := json.Marshal(p)
+		if err != nil {
+			return nil, err
+		}
+		raw[i] = b
+	}
+	return raw, nil
 }
 
 // SendRaw submits a transaction to the node's mempool (sendrawtransaction)

@@ -26,12 +26,8 @@ func (n *Node) Faucet(addr address.Address, amount btcutil.Amount) (*chainhash.H
 	if nilAddress(addr) {
 		return nil, errors.New("faucet: pay to a nil address")
 	}
-	params, err := json.Marshal([]any{rpcAddress(addr), amount.ToBTC()})
+	raw, err := rawParams(rpcAddress(addr), amount.ToBTC())
 	if err != nil {
-		return nil, err
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(params, &raw); err != nil {
 		return nil, err
 	}
 	res, err := rpcWithin("faucet", func() (json.RawMessage, error) { return n.RPC.RawRequest(rpcext.FaucetMethod, raw) })

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 
 	"github.com/btcsuite/btcd/address/v2"
@@ -58,6 +59,31 @@ func TestFundAndFaucetPayPubKeyAddress(t *testing.T) {
 	}
 	if !paysScript(tx.MsgTx().TxOut, script, 80_000) {
 		t.Fatalf("the faucet payment %v to %v has no output of 80000 to its P2PK script %x", txid, addr, script)
+	}
+}
+
+// TestMineToPubKeyAddress: the coinbases of the blocks MineTo mines to an
+// *address.AddressPubKey pay its P2PK script.
+func TestMineToPubKeyAddress(t *testing.T) {
+	n := StartNode(t, NodeConfig{})
+	addr, script := pubKeyAddress(t)
+	hashes, err := n.MineTo(addr, 2)
+	if err != nil || len(hashes) != 2 {
+		t.Fatalf("MineTo(%T): %v %v", addr, hashes, err)
+	}
+	for _, h := range hashes {
+		blk, err := n.RPC.GetBlock(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb := blk.Transactions[0]
+		if !paysScript(cb.TxOut, script, cb.TxOut[0].Value) {
+			var got []string
+			for _, out := range cb.TxOut {
+				got = append(got, fmt.Sprintf("%x", out.PkScript))
+			}
+			t.Fatalf("the coinbase of block %v that MineTo(%v) mined pays %v, not the address's script %x", h, addr, got, script)
+		}
 	}
 }
 
