@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
@@ -19,8 +20,11 @@ import (
 // reorganizes as it would to a branch from a peer. Every transaction of a
 // replaced block except its coinbase is confirmed again at the same height
 // in the new branch, unless it spends a replaced coinbase (then it is
-// left out, with its descendants). The new blocks pay MiningScript. Reorg
-// returns the new branch's hashes once the Electrum server reports its tip.
+// left out, with its descendants). The new blocks keep the times of the
+// blocks they replace (each raised above the median time past before it if
+// need be), so time locks the old branch satisfied stay satisfied; they
+// pay MiningScript. Reorg returns the new branch's hashes once the
+// Electrum server reports its tip.
 func (n *Node) Reorg(depth int) ([]*chainhash.Hash, error) {
 	return reorgWithin("reorg", func() ([]*chainhash.Hash, error) { return n.reorg(depth, nil) })
 }
@@ -90,12 +94,13 @@ func (n *Node) reorg(depth int, drop map[chainhash.Hash]bool) ([]*chainhash.Hash
 	}
 
 	// The replaced blocks' transactions, each kept at its height unless it
-	// or an ancestor is left out.
+	// or an ancestor is left out, and their times.
 	gone := make(map[chainhash.Hash]bool)
 	for txid := range drop {
 		gone[txid] = true
 	}
 	carried := make([][]*btcutil.Tx, depth)
+	times := make([]time.Time, depth)
 	for i := range carried {
 		hash, err := n.RPC.GetBlockHash(int64(fork) + 1 + int64(i))
 		if err != nil {
@@ -105,6 +110,7 @@ func (n *Node) reorg(depth int, drop map[chainhash.Hash]bool) ([]*chainhash.Hash
 		if err != nil {
 			return nil, fmt.Errorf("getblock %v: %w", hash, err)
 		}
+		times[i] = block.Header.Timestamp
 		for j, tx := range block.Transactions {
 			txid := tx.TxHash()
 			if j == 0 || gone[txid] || spendsAny(tx, gone) {
@@ -115,29 +121,45 @@ func (n *Node) reorg(depth int, drop map[chainhash.Hash]bool) ([]*chainhash.Hash
 		}
 	}
 
-	// Timestamps above the fork's median time past and its recent blocks.
-	last, err := n.latestTime(fork)
+	// Each new block keeps the time of the block it replaces, so the
+	// median times past that time locks (BIP 68 relative, and absolute
+	// ones) are measured against stay those of the old branch; a time not
+	// above the median time past before it is raised to one second more.
+	// The extra block is timed now, or just after that median.
+	window, err := n.timesUpTo(fork)
 	if err != nil {
 		return nil, err
 	}
-	ts := time.Now().Truncate(time.Second)
-	if !ts.After(last) {
-		ts = last.Add(time.Second)
-	}
-
 	prev := *forkHash
 	hashes := make([]*chainhash.Hash, 0, depth+1)
 	for i := 0; i <= depth; i++ {
+		height := fork + 1 + int32(i)
+		ts := time.Now().Truncate(time.Second)
 		var txs []*btcutil.Tx
 		if i < depth {
-			txs = carried[i]
+			ts, txs = times[i], carried[i]
 		}
-		block, err := n.buildBlock(prev, fork+1+int32(i), ts.Add(time.Duration(i)*time.Second), txs)
+		if mtp := medianTime(window); !ts.After(mtp) {
+			ts = mtp.Add(time.Second)
+		}
+		window = append(window, ts)
+		if len(window) > medianTimeBlocks {
+			window = window[1:]
+		}
+		block, err := n.buildBlock(prev, height, ts, txs)
 		if err != nil {
 			return nil, err
 		}
 		if err := n.RPC.SubmitBlock(block, nil); err != nil {
-			return nil, fmt.Errorf("submitblock at height %d: %w", fork+1+int32(i), err)
+			if i < depth {
+				return nil, fmt.Errorf("submitblock of the new block %v at height %d: %w", block.Hash(), height, err)
+			}
+			// The node validates a side branch's transactions only when
+			// the branch becomes heavier, and does not say which block
+			// failed.
+			return nil, fmt.Errorf("submitblock of the new block %v at height %d, which made the new branch heavier: "+
+				"the node refused to reorganize to it, for a block of the branch from height %d to %d: %w",
+				block.Hash(), height, fork+1, height, err)
 		}
 		prev = *block.Hash()
 		hashes = append(hashes, block.Hash())
@@ -162,24 +184,34 @@ func spendsAny(tx *wire.MsgTx, set map[chainhash.Hash]bool) bool {
 	return false
 }
 
-// latestTime returns the latest timestamp of the block at height and the
-// ten before it (the window of the median time past).
-func (n *Node) latestTime(height int32) (time.Time, error) {
-	var last time.Time
-	for h := height; h >= 0 && h > height-11; h-- {
+// medianTimeBlocks is how many blocks' times the median time past is
+// taken over.
+const medianTimeBlocks = 11
+
+// timesUpTo returns the times of the block at height and the ones before
+// it in the median time past's window, oldest first.
+func (n *Node) timesUpTo(height int32) ([]time.Time, error) {
+	var times []time.Time
+	for h := max(0, height-medianTimeBlocks+1); h <= height; h++ {
 		hash, err := n.RPC.GetBlockHash(int64(h))
 		if err != nil {
-			return last, err
+			return nil, err
 		}
 		hdr, err := n.RPC.GetBlockHeader(hash)
 		if err != nil {
-			return last, err
+			return nil, err
 		}
-		if hdr.Timestamp.After(last) {
-			last = hdr.Timestamp
-		}
+		times = append(times, hdr.Timestamp)
 	}
-	return last, nil
+	return times, nil
+}
+
+// medianTime returns the median time past of a chain whose last blocks
+// have times (as the node computes it: the middle of the sorted times).
+func medianTime(times []time.Time) time.Time {
+	sorted := slices.Clone(times)
+	slices.SortFunc(sorted, func(a, b time.Time) int { return a.Compare(b) })
+	return sorted[len(sorted)/2]
 }
 
 // buildBlock assembles and solves a block at height on prev holding txs
