@@ -32,7 +32,10 @@ func (n *Node) Reorg(depth int) ([]*chainhash.Hash, error) {
 // ReorgDropping is Reorg from the lowest block holding one of txids: the
 // new branch leaves those transactions (and their descendants) out, so
 // they go back to the node's mempool, unconfirmed, and a later block may
-// confirm them again. Every txid must be confirmed.
+// confirm them again. Every txid must be confirmed on the node's main
+// chain; ReorgDropping finds their blocks by reading the blocks from the
+// tip down (getblock), so the node needs neither the Electrum index nor
+// --txindex.
 func (n *Node) ReorgDropping(txids ...*chainhash.Hash) ([]*chainhash.Hash, error) {
 	return reorgWithin("reorg dropping", func() ([]*chainhash.Hash, error) { return n.reorgDropping(txids) })
 }
@@ -49,32 +52,50 @@ func (n *Node) reorgDropping(txids []*chainhash.Hash) ([]*chainhash.Hash, error)
 	if len(txids) == 0 {
 		return nil, errors.New("reorg dropping: no transactions given")
 	}
+	pool, err := n.RPC.GetRawMempool()
+	if err != nil {
+		return nil, fmt.Errorf("getrawmempool: %w", err)
+	}
+	unconfirmed := make(map[chainhash.Hash]bool, len(pool))
+	for _, txid := range pool {
+		unconfirmed[*txid] = true
+	}
+	drop := make(map[chainhash.Hash]bool, len(txids))
+	missing := make(map[chainhash.Hash]bool, len(txids))
+	for _, txid := range txids {
+		if unconfirmed[*txid] {
+			return nil, fmt.Errorf("reorg dropping %v: it is not confirmed", txid)
+		}
+		drop[*txid] = true
+		missing[*txid] = true
+	}
+	// The blocks are read from the tip down with getblock, which needs no
+	// index (getrawtransaction finds a confirmed transaction only with
+	// the Electrum index or --txindex), until every txid is found.
 	_, tip, err := n.RPC.GetBestBlock()
 	if err != nil {
 		return nil, err
 	}
-	lowest := tip + 1
-	drop := make(map[chainhash.Hash]bool, len(txids))
-	for _, txid := range txids {
-		res, err := n.RPC.GetRawTransactionVerbose(txid)
+	lowest := tip
+	for ; len(missing) > 0; lowest-- {
+		if lowest < 0 {
+			for txid := range missing {
+				return nil, fmt.Errorf("reorg dropping %v: no block of the main chain holds it", txid)
+			}
+		}
+		hash, err := n.RPC.GetBlockHash(int64(lowest))
 		if err != nil {
-			return nil, fmt.Errorf("getrawtransaction %v: %w", txid, err)
+			return nil, fmt.Errorf("getblockhash %d: %w", lowest, err)
 		}
-		if res.BlockHash == "" {
-			return nil, fmt.Errorf("reorg dropping %v: it is not confirmed", txid)
-		}
-		bh, err := chainhash.NewHashFromStr(res.BlockHash)
+		block, err := n.RPC.GetBlock(hash)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("getblock %v: %w", hash, err)
 		}
-		hdr, err := n.RPC.GetBlockHeaderVerbose(bh)
-		if err != nil {
-			return nil, fmt.Errorf("getblockheader %v: %w", bh, err)
+		for _, tx := range block.Transactions {
+			delete(missing, tx.TxHash())
 		}
-		lowest = min(lowest, hdr.Height)
-		drop[*txid] = true
 	}
-	return n.reorg(int(tip-lowest+1), drop)
+	return n.reorg(int(tip-lowest), drop)
 }
 
 // reorg builds and submits the branch replacing the last depth blocks,
