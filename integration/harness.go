@@ -185,15 +185,17 @@ type Node struct {
 	ElectrumAddr string
 
 	// ElectrumTLSAddr, ElectrumWSAddr and ElectrumWSSAddr are the TLS,
-	// WebSocket and secure WebSocket listeners (host:port) the config
-	// asked for; ElectrumCert is the certificate the TLS and WSS
-	// listeners present (PEM file).
+	// WebSocket and secure WebSocket listeners (host:port) NodeConfig's
+	// ElectrumTLS, ElectrumWS and ElectrumWSS asked for, each empty
+	// without its field (a listener Args alone adds is not reported);
+	// ElectrumCert is the certificate the TLS and WSS listeners present
+	// (PEM file).
 	ElectrumTLSAddr, ElectrumWSAddr, ElectrumWSSAddr string
 	ElectrumCert                                     string
 
 	// EsploraURL is the Esplora HTTP API's base URL (http://host:port and
-	// any --esplorapath given in Args),
-	// empty unless NodeConfig.Esplora.
+	// any --esplorapath given in Args), empty unless NodeConfig.Esplora
+	// (an --esploralisten in Args alone is not reported).
 	EsploraURL string
 
 	// Electrum is a client of the TCP listener that has negotiated
@@ -540,13 +542,22 @@ func (n *Node) startInProcess() error {
 	if a := nd.RPCAddrs(); len(a) > 0 {
 		n.RPCAddr = a[0].String()
 	}
-	if a := nd.EsploraAddrs(); len(a) > 0 {
+	// Like a binary node's, the addresses are those of the listeners
+	// NodeConfig asked for (the harness's flags come first): a listener
+	// Args alone adds is not reported.
+	if a := nd.EsploraAddrs(); len(a) > 0 && n.cfg.Esplora {
 		n.EsploraURL = "http://" + a[0].String() + nd.EsploraPath()
 	}
-	for t, addr := range map[electrum.Transport]*string{electrum.TCP: &n.ElectrumAddr,
-		electrum.TLS: &n.ElectrumTLSAddr, electrum.WS: &n.ElectrumWSAddr, electrum.WSS: &n.ElectrumWSSAddr} {
-		if a := nd.ElectrumAddrs()[t]; len(a) > 0 {
-			*addr = a[0].String()
+	if n.cfg.NoElectrumIndex {
+		return nil
+	}
+	for t, want := range map[electrum.Transport]struct {
+		on   bool
+		addr *string
+	}{electrum.TCP: {true, &n.ElectrumAddr}, electrum.TLS: {n.cfg.ElectrumTLS, &n.ElectrumTLSAddr},
+		electrum.WS: {n.cfg.ElectrumWS, &n.ElectrumWSAddr}, electrum.WSS: {n.cfg.ElectrumWSS, &n.ElectrumWSSAddr}} {
+		if a := nd.ElectrumAddrs()[t]; len(a) > 0 && want.on {
+			*want.addr = a[0].String()
 		}
 	}
 	return nil
