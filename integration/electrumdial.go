@@ -27,13 +27,23 @@ func DialElectrumTLS(ctx context.Context, addr string, cfg *tls.Config) (*Electr
 // ws://host:port/ or wss://host:port/ (cfg is used for wss). Each
 // protocol message travels as one WebSocket text message.
 func DialElectrumWS(ctx context.Context, url string, cfg *tls.Config) (*ElectrumClient, error) {
-	d := websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: StartTimeout}
+	var raw *writeCutConn
+	d := websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: StartTimeout,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var nd net.Dialer
+			conn, err := nd.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			raw = &writeCutConn{Conn: conn}
+			return raw, nil
+		}}
 	ws, _, err := d.DialContext(ctx, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	ws.SetReadLimit(maxElectrumLine)
-	return newElectrumClient(&wsStream{ws: ws}), nil
+	return newElectrumClient(&wsStream{ws: ws, raw: raw}), nil
 }
 
 // wsStream presents a WebSocket as the newline-delimited stream the client
@@ -41,8 +51,39 @@ func DialElectrumWS(ctx context.Context, url string, cfg *tls.Config) (*Electrum
 // (one request and its newline) is sent as one message.
 type wsStream struct {
 	ws      *websocket.Conn
+	raw     *writeCutConn // the TCP connection under ws (and its TLS)
 	readBuf []byte
 	closeMu sync.Once
+}
+
+// writeCutConn is the TCP connection under a WebSocket. The WebSocket's own
+// write deadline applies only from the next frame it writes, and before
+// each frame it sets the connection's deadline to that one; the client's
+// deadline (cut), set on this connection, holds over it, so a deadline
+// set while a message is being written cuts the write blocked now and
+// every frame after it.
+type writeCutConn struct {
+	net.Conn
+	mu  sync.Mutex
+	cut time.Time // zero: none
+}
+
+// SetWriteDeadline sets t, or the client's deadline when that is earlier.
+func (c *writeCutConn) SetWriteDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.cut.IsZero() && (t.IsZero() || c.cut.Before(t)) {
+		t = c.cut
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// setCut sets the client's write deadline (zero lifts it).
+func (c *writeCutConn) setCut(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cut = t
+	return c.Conn.SetWriteDeadline(t)
 }
 
 var _ net.Conn = (*wsStream)(nil)
@@ -86,5 +127,8 @@ func (s *wsStream) RemoteAddr() net.Addr { return s.ws.RemoteAddr() }
 func (s *wsStream) SetDeadline(t time.Time) error {
 	return errors.Join(s.SetReadDeadline(t), s.SetWriteDeadline(t))
 }
-func (s *wsStream) SetReadDeadline(t time.Time) error  { return s.ws.SetReadDeadline(t) }
-func (s *wsStream) SetWriteDeadline(t time.Time) error { return s.ws.SetWriteDeadline(t) }
+func (s *wsStream) SetReadDeadline(t time.Time) error { return s.ws.SetReadDeadline(t) }
+
+// SetWriteDeadline sets the deadline on the connection under the
+// WebSocket, so that it also cuts a write in progress.
+func (s *wsStream) SetWriteDeadline(t time.Time) error { return s.raw.setCut(t) }
