@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +29,8 @@ const maxElectrumLine = 16 << 20
 // ElectrumClient is a small Electrum protocol client over plain TCP, TLS
 // or WebSocket (newline-delimited JSON-RPC 2.0). Calls may be made from several
 // goroutines; responses are matched by id, and notifications are queued
-// until Notification takes them. It is meant for tests: every wait takes a
+// until Notification (or NextStatus, NextHeaderMatching) takes them, each
+// once. It is meant for tests: every wait takes a
 // context, so a test bounds it with a deadline. A call whose context ends
 // while its request is being written, or whose write fails, closes the
 // connection (Err says why): a part of the request may have been sent, and
@@ -43,7 +45,9 @@ type ElectrumClient struct {
 	mu      sync.Mutex
 	nextID  int
 	pending map[int]chan electrumResponse
-	notes   []Notification
+	notes   []queuedNote
+	// noteSeq numbers the notifications as they arrive.
+	noteSeq uint64
 	// noteSignal is closed and replaced whenever a notification arrives or
 	// the connection ends.
 	noteSignal chan struct{}
@@ -60,6 +64,13 @@ type ElectrumClient struct {
 type Notification struct {
 	Method string
 	Params json.RawMessage
+}
+
+// queuedNote is a queued notification and its number, by which a taker
+// that chose it without the lock finds it again.
+type queuedNote struct {
+	seq uint64
+	Notification
 }
 
 // RPCError is an error the server answered a request with.
@@ -156,7 +167,8 @@ func (c *ElectrumClient) readLoop() {
 		c.mu.Lock()
 		switch {
 		case msg.Method != "":
-			c.notes = append(c.notes, Notification{Method: msg.Method, Params: msg.Params})
+			c.noteSeq++
+			c.notes = append(c.notes, queuedNote{c.noteSeq, Notification{Method: msg.Method, Params: msg.Params}})
 			close(c.noteSignal)
 			c.noteSignal = make(chan struct{})
 		case msg.ID != nil:
@@ -333,7 +345,8 @@ func (c *ElectrumClient) CallInto(ctx context.Context, out any, method string, p
 // Notification returns the oldest queued notification of method for which
 // match returns true (match nil accepts any) and removes it from the queue;
 // other notifications stay queued. It waits until one arrives, the
-// connection ends or ctx is done.
+// connection ends or ctx is done. match runs without the client's lock,
+// so it may call the client.
 func (c *ElectrumClient) Notification(ctx context.Context, method string, match func(Notification) bool) (Notification, error) {
 	if match == nil {
 		match = func(Notification) bool { return true }
@@ -344,34 +357,35 @@ func (c *ElectrumClient) Notification(ctx context.Context, method string, match 
 // take waits for the oldest queued notification of method that belongs to
 // a subject (one script hash, the tip) and satisfies match. Notifications
 // of the same subject queued before it are superseded by it and removed
-// too; notifications of other subjects stay queued.
+// too; notifications of other subjects stay queued. belongs and match run
+// on a copy of the queue, without the lock (they may call the client);
+// the notification chosen is then removed only if it is still queued, so
+// that of two takers choosing it one has it and the other looks again.
 func (c *ElectrumClient) take(ctx context.Context, method string, belongs, match func(Notification) bool) (Notification, error) {
 	for {
 		c.mu.Lock()
-		found := -1
-		for i, n := range c.notes {
-			if n.Method == method && belongs(n) && match(n) {
-				found = i
-				break
-			}
-		}
-		var note Notification
-		if found >= 0 {
-			note = c.notes[found]
-			kept := make([]Notification, 0, len(c.notes)-1)
-			for i, n := range c.notes {
-				if i == found || (i < found && n.Method == method && belongs(n)) {
-					continue
-				}
-				kept = append(kept, n)
-			}
-			c.notes = kept
-		}
+		queued := slices.Clone(c.notes)
 		signal := c.noteSignal
 		closed := isClosed(c.done)
 		c.mu.Unlock()
-		if found >= 0 {
-			return note, nil
+		var superseded []uint64
+		lost := false
+		for _, n := range queued {
+			if n.Method != method || !belongs(n.Notification) {
+				continue
+			}
+			if !match(n.Notification) {
+				superseded = append(superseded, n.seq)
+				continue
+			}
+			if c.remove(n.seq, superseded) {
+				return n.Notification, nil
+			}
+			lost = true // another caller took it meanwhile
+			break
+		}
+		if lost {
+			continue
 		}
 		if closed {
 			return Notification{}, fmt.Errorf("waiting for %s: connection closed: %v", method, c.Err())
@@ -382,6 +396,27 @@ func (c *ElectrumClient) take(ctx context.Context, method string, belongs, match
 			return Notification{}, fmt.Errorf("waiting for %s: %w", method, ctx.Err())
 		}
 	}
+}
+
+// remove takes the notification numbered seq off the queue, with those of
+// superseded, and reports whether it was still queued; when it was not,
+// the queue is left as it is.
+func (c *ElectrumClient) remove(seq uint64, superseded []uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := slices.IndexFunc(c.notes, func(n queuedNote) bool { return n.seq == seq })
+	if i < 0 {
+		return false
+	}
+	kept := make([]queuedNote, 0, len(c.notes)-1)
+	for j, n := range c.notes {
+		if j == i || (j < i && slices.Contains(superseded, n.seq)) {
+			continue
+		}
+		kept = append(kept, n)
+	}
+	c.notes = kept
+	return true
 }
 
 // PendingNotifications returns how many notifications are queued.
@@ -453,6 +488,7 @@ func (c *ElectrumClient) NextHeader(ctx context.Context, minHeight int32) (Heade
 
 // NextHeaderMatching waits for a headers notification for which match
 // returns true and returns it; older headers notifications are discarded.
+// match runs without the client's lock, so it may call the client.
 func (c *ElectrumClient) NextHeaderMatching(ctx context.Context, match func(HeaderTip) bool) (HeaderTip, error) {
 	n, err := c.take(ctx, "blockchain.headers.subscribe", func(Notification) bool { return true },
 		func(n Notification) bool {
@@ -503,7 +539,9 @@ func (c *ElectrumClient) SubscribeScriptHash(ctx context.Context, scriptHash str
 // NextStatus waits for a status notification of scriptHash for which
 // match returns true (nil accepts any) and returns the status (nil for no
 // history). Older notifications of scriptHash are discarded; those of
-// other script hashes stay queued.
+// other script hashes stay queued. match runs without the client's lock,
+// so it may call the client (GetHistory, to check the status against the
+// history).
 func (c *ElectrumClient) NextStatus(ctx context.Context, scriptHash string, match func(*string) bool) (*string, error) {
 	n, err := c.take(ctx, "blockchain.scripthash.subscribe",
 		func(n Notification) bool {

@@ -508,7 +508,10 @@ func (s *storm) expectedStatuses(shs []indexers.ScriptHash, m *testchain.Model, 
 func drainNotes(c *ElectrumClient) []Notification {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	notes := c.notes
+	notes := make([]Notification, len(c.notes))
+	for i, n := range c.notes {
+		notes[i] = n.Notification
+	}
 	c.notes = nil
 	return notes
 }
