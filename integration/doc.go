@@ -16,8 +16,9 @@
 //     helpers a wallet test needs: Mine, MineTo, Fund (the node's regtest
 //     faucet, then a block: a confirmed outpoint), Faucet, SendRaw, Reorg
 //     (a heavier branch built and submitted by the harness, the replaced
-//     blocks' transactions kept at their heights), ReorgDropping (the same,
-//     leaving chosen transactions out, back to the mempool) and WaitSynced
+//     blocks' transactions and times kept at their heights, so time locks
+//     stay met), ReorgDropping (the same, leaving chosen transactions out,
+//     back to the mempool; the Electrum index is not needed) and WaitSynced
 //     (until the Electrum server reports the node's tip; Mine, Fund and the
 //     reorgs wait for it themselves). Restart reopens the same datadir.
 //   - StartBtcd starts a real btcd through btcd's own integration harness
@@ -27,7 +28,8 @@
 //     once per process from the module cache (offline).
 //   - ElectrumClient is a small Electrum client over TCP, TLS or WebSocket
 //     (DialElectrum, DialElectrumTLS, DialElectrumWS): calls matched by id
-//     from any goroutine, queued notifications, a context on every wait,
+//     from any goroutine, queued notifications (taken once each, by
+//     matches that may call the client), a context on every wait,
 //     writes included (a write it cuts short closes the connection);
 //     typed helpers for the methods tests use, and Status, ScriptHash and
 //     MerkleRoot computed independently of the server.
