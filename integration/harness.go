@@ -542,24 +542,23 @@ func (n *Node) startInProcess() error {
 	if a := nd.RPCAddrs(); len(a) > 0 {
 		n.RPCAddr = a[0].String()
 	}
-	// Like a binary node's, the addresses are those of the listeners
-	// NodeConfig asked for (the harness's flags come first): a listener
-	// Args alone adds is not reported.
-	if a := nd.EsploraAddrs(); len(a) > 0 && n.cfg.Esplora {
+	if a := nd.EsploraAddrs(); len(a) > 0 {
 		n.EsploraURL = "http://" + a[0].String() + nd.EsploraPath()
 	}
-	if n.cfg.NoElectrumIndex {
-		return nil
-	}
-	for t, want := range map[electrum.Transport]struct {
-		on   bool
-		addr *string
-	}{electrum.TCP: {true, &n.ElectrumAddr}, electrum.TLS: {n.cfg.ElectrumTLS, &n.ElectrumTLSAddr},
-		electrum.WS: {n.cfg.ElectrumWS, &n.ElectrumWSAddr}, electrum.WSS: {n.cfg.ElectrumWSS, &n.ElectrumWSSAddr}} {
-		if a := nd.ElectrumAddrs()[t]; len(a) > 0 && want.on {
-			*want.addr = a[0].String()
+	for t, addr := range map[electrum.Transport]*string{electrum.TCP: &n.ElectrumAddr,
+		electrum.TLS: &n.ElectrumTLSAddr, electrum.WS: &n.ElectrumWSAddr, electrum.WSS: &n.ElectrumWSSAddr} {
+		if a := nd.ElectrumAddrs()[t]; len(a) > 0 {
+			*addr = a[0].String()
 		}
 	}
+	// As a binary node does, report only the listeners NodeConfig asked
+	// for: a listener Args alone adds is not reported.
+	index := !n.cfg.NoElectrumIndex
+	n.ElectrumAddr = pick(index, n.ElectrumAddr)
+	n.ElectrumTLSAddr = pick(index && n.cfg.ElectrumTLS, n.ElectrumTLSAddr)
+	n.ElectrumWSAddr = pick(index && n.cfg.ElectrumWS, n.ElectrumWSAddr)
+	n.ElectrumWSSAddr = pick(index && n.cfg.ElectrumWSS, n.ElectrumWSSAddr)
+	n.EsploraURL = pick(n.cfg.Esplora, n.EsploraURL)
 	return nil
 }
 
