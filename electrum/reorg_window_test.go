@@ -152,7 +152,11 @@ func newRealNodeAfter(t testing.TB, after func(indexers.Commit)) *realNode {
 
 // TestReorgUndoDropsNewBranchTx: after the index undid the old branch and
 // the mempool view was reconciled, a transaction of the new branch the
-// index has yet to take stays unconfirmed, not missing.
+// index has yet to take stays unconfirmed, not missing. In a
+// reorganization the writer publishes its undos with the new branch's
+// first commit; here the old tip is invalidated with nothing to connect,
+// so the undo is published alone, and the new branch comes while its
+// handling waits.
 func TestReorgUndoDropsNewBranchTx(t *testing.T) {
 	var (
 		armed   = make(chan struct{}, 1)
@@ -188,11 +192,17 @@ func TestReorgUndoDropsNewBranchTx(t *testing.T) {
 	c.must(&txid, "blockchain.transaction.broadcast", txHex(tx))
 
 	parent := n.mine(nil)
-	n.mine(parent) // a, without X, committed by the index
+	a := n.mine(parent) // a, without X, committed by the index
+	n.hold()
 	armed <- struct{}{}
+	if err := n.h.Chain.InvalidateBlock(a.Hash()); err != nil {
+		t.Fatal(err)
+	}
+	<-n.held // the undo of a is published; its handling waits
 	b1 := n.process(parent, 2*time.Second, tx)
 	n.process(b1, time.Second)
-	<-paused // the undo of a is committed and the view reconciled; b1 not yet
+	n.release()
+	<-paused // the view reconciled with b1 and X's block ahead of the index
 	tip, _ := n.idx.LatestTip()
 	if tip.Hash != *parent.Hash() {
 		t.Fatalf("index tip %d, want the fork point %d", tip.Height, parent.Height())

@@ -69,8 +69,9 @@ type Commit struct {
 	// Confirmed are the transactions of the committed blocks, when All is
 	// false: btcd's pool may still hold them for a moment.
 	Confirmed map[chainhash.Hash]struct{}
-	// All is true when the commit disconnected blocks or connected too
-	// many to list: every script may have changed.
+	// All is true when the commit disconnected blocks (an undo is
+	// published with the commit after it) or connected too many to list:
+	// every script may have changed.
 	All bool
 }
 

@@ -106,6 +106,9 @@ type assembly struct {
 	touched map[ScriptHash]struct{}
 	txids   map[chainhash.Hash]struct{}
 	all     bool
+	// undone says the batch also publishes the undos before it
+	// (writer.undone): its commit reports every script changed.
+	undone bool
 }
 
 // utxoOp is the batch's last write of an unspent row: a put of val, or a
@@ -415,6 +418,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		w.assemble(a, p, f.took, p.height == to)
 		planPool.Put(p.bufs)
 		if a.size() >= w.idx.opts.BatchBytes || len(a.rows.arena) >= maxRowBuf/2 || p.height == to {
+			a.undone, w.undone = w.undone, false
 			if !cm.send(w.seal(a)) {
 				a = nil
 				break
@@ -423,6 +427,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		}
 	}
 	if a != nil && a.blocks > 0 {
+		a.undone, w.undone = w.undone, false
 		cm.send(w.seal(a))
 	}
 	if cerr := cm.finish(); cerr != nil {
@@ -594,7 +599,7 @@ func (w *writer) commit(a *assembly, b *leveldb.Batch) error {
 		return err
 	}
 	w.tip = a.tip
-	c := Commit{Tip: a.tip.tip(), All: a.all}
+	c := Commit{Tip: a.tip.tip(), All: a.all || a.undone}
 	if !a.all {
 		c.Touched = make([]ScriptHash, 0, len(a.touched))
 		for sh := range a.touched {

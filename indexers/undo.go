@@ -233,7 +233,8 @@ func ownRows(b *leveldb.Batch, c cursor, height int32, hist []hashX) {
 }
 
 // undoTip removes the index tip block: one batch with the previous block as
-// the new tip.
+// the new tip. The tip between two branches is not published: readers and
+// OnCommit see the undo with the pass's next commit (writer.undone).
 func (w *writer) undoTip() error {
 	t := w.tip
 	view, err := newSnapView(w.idx.store)
@@ -270,7 +271,9 @@ func (w *writer) undoTip() error {
 	w.tip = nt
 	log.Infof("Electrum index: removed block %v at height %d, which is no longer in the main chain",
 		t.hash, t.height)
-	w.idx.committed(Commit{Tip: nt.tip(), All: true})
+	if !w.undone {
+		w.undone, w.undoneAt = true, time.Now()
+	}
 	return nil
 }
 

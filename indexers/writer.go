@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -88,6 +89,18 @@ type writer struct {
 	// batch is the committer's scratch leveldb.Batch, kept between passes
 	// for the same reason; one committer runs at a time.
 	batch *leveldb.Batch
+	// undone is set when blocks were undone since the last commit was
+	// published, at undoneAt. The undos are published with the pass's
+	// next commit, which reports every script changed, or at the pass's
+	// end: a wallet is not shown the tip between two branches, where a
+	// transaction both confirm is in neither (nor yet back in btcd's
+	// pool). btcd notifies each disconnect of a reorganization before
+	// the connects, and a pass may run between them: with nothing to
+	// connect, it waits up to settle after the undo for the chain to
+	// move on (awaitChain).
+	undone   bool
+	undoneAt time.Time
+	settle   time.Duration
 
 	wake chan struct{}
 	quit chan struct{}
@@ -130,7 +143,9 @@ func (idx *ElectrumIndex) start(chain *blockchain.BlockChain, interrupt <-chan s
 		return err
 	}
 	// The first pass's commits ran OnCommit before the writer was idx.w.
-	w.handled = w.tip.tip()
+	// The chain was still then; from now on a reorganization's undos
+	// wait for its connects.
+	w.handled, w.settle = w.tip.tip(), undoSettle
 	idx.w = w
 	go w.loop()
 	return nil
@@ -153,7 +168,8 @@ func (w *writer) loop() {
 		if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errStoreFailed) {
 			log.Errorf("Electrum index: %v", err)
 		}
-		w.signal(func() { w.finished, w.lastErr = n, err })
+		// A pass may have begun again while it waited (awaitChain).
+		w.signal(func() { w.finished, w.lastErr = max(n, w.started), err })
 	}
 }
 
@@ -261,6 +277,12 @@ func (w *writer) signal(f func()) {
 // pass reconciles the index with the chain: undo while the tip is off the
 // main chain, then catch up, until the index tip is the chain tip.
 func (w *writer) pass(stop <-chan struct{}) error {
+	defer func() {
+		if w.undone && !w.idx.stuck.Load() {
+			w.undone = false
+			w.idx.committed(Commit{Tip: w.tip.tip(), All: true})
+		}
+	}()
 	for {
 		if interrupted(stop) {
 			return errInterrupted
@@ -283,12 +305,13 @@ func (w *writer) pass(stop <-chan struct{}) error {
 			}
 		}
 		best := w.chain.BestSnapshot()
-		if best.Hash == w.tip.hash {
-			return nil
-		}
 		if best.Height <= w.tip.height {
-			// The chain is below the index tip's height but holds the tip:
-			// it is reorganizing right now; the next wake-up finishes.
+			// The chain's tip, or below the index tip's height with the
+			// tip in it: it is reorganizing right now, and the next
+			// wake-up finishes.
+			if w.awaitChain(stop) {
+				continue
+			}
 			return nil
 		}
 		err := w.catchUp(w.tip.height+1, best.Height, stop)
@@ -296,6 +319,34 @@ func (w *writer) pass(stop <-chan struct{}) error {
 			return err
 		}
 	}
+}
+
+// undoSettle is how long a pass that undid blocks waits for the chain's
+// next block before it publishes the undos alone: in a reorganization
+// btcd connects the new branch's first block right after the last
+// disconnect (it validated the branch before).
+const undoSettle = 250 * time.Millisecond
+
+// awaitChain waits, when undos are not yet published, until settle has
+// passed since the first of them, or a wake-up (true: the pass looks at
+// the chain again), or stop. The wake-up counts as a pass begun, for Sync.
+func (w *writer) awaitChain(stop <-chan struct{}) bool {
+	left := time.Until(w.undoneAt.Add(w.settle))
+	if !w.undone || left <= 0 {
+		return false
+	}
+	t := time.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-w.wake:
+		w.mu.Lock()
+		w.started++
+		w.mu.Unlock()
+		return true
+	case <-t.C:
+	case <-stop:
+	}
+	return false
 }
 
 // rebuild empties the index; the pass then builds it from the genesis
@@ -312,7 +363,7 @@ func (w *writer) rebuild() error {
 	if err != nil {
 		return err
 	}
-	w.tip, w.recent = t, nil
+	w.tip, w.recent, w.undone = t, nil, false
 	w.idx.committed(Commit{Tip: t.tip(), All: true})
 	return nil
 }
