@@ -12,6 +12,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/chaincfg/v2"
 	"github.com/btcsuite/btcd/database"
+	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // BtcdOptions are btcd's options for its optional indexes, filters and
@@ -62,7 +63,8 @@ type BtcdOptions struct {
 
 // normalizeBtcd validates the btcd options and derives what they imply, as
 // btcd's loadConfig does: --addrindex needs --txindex (turned on), a drop of
-// an index cannot be combined with enabling it, custom signet parameters.
+// an index cannot be combined with enabling it, the combinations btcd
+// refuses are refused with its messages, custom signet parameters.
 // Called by Normalize after the network is chosen.
 func (cfg *Config) normalizeBtcd() error {
 	if cfg.DbType == "" {
@@ -81,6 +83,14 @@ func (cfg *Config) normalizeBtcd() error {
 	if cfg.AddrIndex && cfg.DropTxIndex {
 		return errors.New("the --addrindex and --droptxindex options may not be activated at the same time " +
 			"because the address index relies on the transaction index")
+	}
+	// As btcd: a mainnet node always drops peers that stall the download,
+	// and --connect means only those peers, so --addpeer would be ignored.
+	if cfg.params.Net == wire.MainNet && cfg.DisableStallHandler {
+		return errors.New("stall handler cannot be disabled on mainnet")
+	}
+	if len(cfg.AddPeers) > 0 && len(cfg.ConnectPeers) > 0 {
+		return errors.New("the --addpeer and --connect options can not be mixed")
 	}
 	if cfg.ElectrumIndex && cfg.DropElectrumIndex {
 		return errors.New("the --electrumindex and --dropelectrumindex options may not be activated at the same time")
@@ -139,6 +149,9 @@ func (cfg *Config) normalizeBtcd() error {
 		if _, _, err := net.SplitHostPort(cfg.OnionProxy); err != nil {
 			return fmt.Errorf("onion proxy address '%s' is invalid: %w", cfg.OnionProxy, err)
 		}
+	}
+	if cfg.NoOnion && cfg.OnionProxy != "" {
+		return errors.New("the --noonion and --onion options may not be activated at the same time")
 	}
 	if cfg.TorIsolation && cfg.Proxy == "" && cfg.OnionProxy == "" {
 		return errors.New("tor stream isolation requires either proxy or onion proxy to be set")
