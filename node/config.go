@@ -485,6 +485,18 @@ func (cfg *Config) Normalize() error {
 		}
 	}
 
+	// A listener without the index would have nothing to serve: refused,
+	// as --esploralisten is, rather than left unopened.
+	if !cfg.ElectrumIndex {
+		for _, o := range []listenOption{{option: "electrumlisten", addrs: cfg.ElectrumListeners},
+			{option: "electrumtlslisten", addrs: cfg.ElectrumTLSListeners},
+			{option: "electrumwslisten", addrs: cfg.ElectrumWSListeners},
+			{option: "electrumwsslisten", addrs: cfg.ElectrumWSSListeners}} {
+			if len(o.addrs) > 0 {
+				return fmt.Errorf("--%s serves the Electrum protocol from the Electrum index: it needs --electrumindex", o.option)
+			}
+		}
+	}
 	if cfg.ElectrumIndex && len(cfg.ElectrumListeners)+len(cfg.ElectrumTLSListeners)+
 		len(cfg.ElectrumWSListeners)+len(cfg.ElectrumWSSListeners) == 0 {
 		cfg.ElectrumListeners = []string{net.JoinHostPort("127.0.0.1", defaultElectrumTCPPort)}

@@ -53,7 +53,8 @@ func TestSampleConfig(t *testing.T) {
 	if err := os.WriteFile(conf, []byte(strings.Join(uncommented, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := LoadConfig([]string{"-C", conf})
+	// The Electrum listeners it states need the index (a flag, not stated).
+	cfg, _, err := LoadConfig([]string{"-C", conf, "--electrumindex"})
 	if err != nil {
 		t.Fatalf("the sample's values do not load: %v", err)
 	}
@@ -61,6 +62,7 @@ func TestSampleConfig(t *testing.T) {
 	// Outside the limits, and paths aside (written with ~), they are the
 	// defaults.
 	def := DefaultConfig()
+	def.ElectrumIndex = true
 	if err := def.Normalize(); err != nil {
 		t.Fatal(err)
 	}
