@@ -6,10 +6,12 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/btcsuite/go-socks/socks"
 
 	"github.com/btcsuite/btcd/addrmgr"
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/connmgr"
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -41,6 +43,59 @@ func (n *Node) addExternalIPs() {
 			srvrLog.Warnf("Skipping specified external IP: %v", err)
 		}
 	}
+}
+
+// addBoundAddresses adds the addresses the P2P listeners are bound to (for
+// an unspecified address, the interfaces' addresses of its family) to the
+// address manager's local addresses, which the node advertises to its
+// outbound peers, as btcd's initListeners does when no --externalip is
+// given. An address that is not routable, such as loopback, is left out.
+func (n *Node) addBoundAddresses() {
+	if len(n.cfg.ExternalIPs) != 0 {
+		return
+	}
+	for _, l := range n.p2pListeners {
+		addr := l.Addr().String()
+		if err := n.addBoundAddress(addr); err != nil {
+			srvrLog.Warnf("Skipping bound address %s: %v", addr, err)
+		}
+	}
+}
+
+// addBoundAddress adds the local addresses of one bound address (btcd's
+// addLocalAddress).
+func (n *Node) addBoundAddress(addr string) error {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.ParseUint(portStr, 10, 16)
+	if err != nil {
+		return err
+	}
+	ip := net.ParseIP(host)
+	if ip == nil || !ip.IsUnspecified() {
+		na, err := n.addrManager.HostToNetAddress(host, uint16(port), n.services)
+		if err != nil {
+			return err
+		}
+		_ = n.addrManager.AddLocalAddress(na, addrmgr.BoundPrio)
+		return nil
+	}
+	ifaceAddrs, err := btcutil.InterfaceAddrs()
+	if err != nil {
+		return err
+	}
+	for _, a := range ifaceAddrs {
+		ifaceIP, _, err := net.ParseCIDR(a.String())
+		// 0.0.0.0 advertises IPv4 addresses only, :: IPv6 ones only.
+		if err != nil || (ip.To4() == nil) != (ifaceIP.To4() == nil) {
+			continue
+		}
+		na := wire.NetAddressV2FromBytes(time.Now(), n.services, ifaceIP, uint16(port))
+		_ = n.addrManager.AddLocalAddress(na, addrmgr.BoundPrio)
+	}
+	return nil
 }
 
 // advertiseLocalAddress sends an outbound peer the node's best routable

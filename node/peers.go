@@ -196,6 +196,7 @@ func (n *Node) setupPeerServer() error {
 		if len(n.p2pListeners) == 0 {
 			return errors.New("no valid P2P listen address")
 		}
+		n.addBoundAddresses()
 	}
 
 	permanent := len(cfg.ConnectPeers)
