@@ -120,7 +120,7 @@ func New(cfg *Config) (*Server, error) {
 		s.limitPass = sha256.Sum256([]byte(c.LimitPass))
 	}
 	if !c.DisableTLS {
-		tc, err := loadTLS(c.CertFile, c.KeyFile)
+		tc, err := loadTLS(c.CertFile, c.KeyFile, c.Listen)
 		if err != nil {
 			return nil, err
 		}
