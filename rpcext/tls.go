@@ -1,24 +1,14 @@
 package rpcext
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
-	"github.com/btcsuite/btcd/btcutil/v2"
+	"github.com/btcd-electrum/btcd-electrum/internal/selfsigned"
 )
 
 // certOrganization names the issuer of certificates the server generates.
@@ -56,27 +46,15 @@ func loadTLS(certFile, keyFile string, listen []string) (*tls.Config, error) {
 	}, nil
 }
 
-// generateCertPair writes a new self-signed certificate and its key, made
-// as btcd makes its own (btcutil.NewTLSCertPair: localhost, the machine's
-// host name and addresses), and also valid for the hosts of the listen
-// addresses. Where the machine's addresses cannot be listed (a systemd
-// unit whose RestrictAddressFamilies= leaves out AF_NETLINK), the
-// certificate is made without them rather than not at all.
+// generateCertPair writes a new self-signed certificate and its key, valid
+// for localhost, the machine's host name and addresses (those it can list:
+// a systemd unit may forbid the netlink sockets that list them), and the
+// hosts of the listen addresses.
 func generateCertPair(certFile, keyFile string, listen []string) error {
 	log.Infof("Generating TLS certificate pair %s, %s", certFile, keyFile)
-	hosts := certHosts(listen)
-	validUntil := time.Now().Add(certValidity)
-	cert, key, err := btcutil.NewTLSCertPair(certOrganization, validUntil, hosts)
+	cert, key, err := selfsigned.Pair(certOrganization, time.Now().Add(certValidity), selfsigned.ListenHosts(listen))
 	if err != nil {
-		_, ifErr := net.InterfaceAddrs()
-		if ifErr == nil {
-			return fmt.Errorf("rpcext: generate TLS certificate: %w", err)
-		}
-		log.Warnf("The machine's addresses cannot be listed (%v): the TLS certificate names localhost, "+
-			"the host name and the listen addresses only", ifErr)
-		if cert, key, err = certPairWithoutInterfaces(validUntil, hosts); err != nil {
-			return fmt.Errorf("rpcext: generate TLS certificate: %w", err)
-		}
+		return fmt.Errorf("rpcext: generate TLS certificate: %w", err)
 	}
 	for _, dir := range []string{filepath.Dir(certFile), filepath.Dir(keyFile)} {
 		if err := os.MkdirAll(dir, 0700); err != nil {
@@ -91,72 +69,4 @@ func generateCertPair(certFile, keyFile string, listen []string) error {
 		return fmt.Errorf("rpcext: write key: %w", err)
 	}
 	return nil
-}
-
-// certHosts returns the hosts of the listen addresses a certificate can
-// name: not an empty or unspecified one, which is no address to connect to.
-func certHosts(listen []string) []string {
-	var hosts []string
-	for _, a := range listen {
-		host, _, err := net.SplitHostPort(a)
-		if err != nil {
-			continue
-		}
-		if ip, err := netip.ParseAddr(host); err == nil {
-			if ip.IsUnspecified() {
-				continue
-			}
-			host = ip.WithZone("").String()
-		}
-		if host != "" {
-			hosts = append(hosts, host)
-		}
-	}
-	return hosts
-}
-
-// certPairWithoutInterfaces makes the pair btcutil.NewTLSCertPair makes
-// (ECDSA on P-521, PEM encoded), without the machine's addresses: for
-// localhost, 127.0.0.1, ::1, the host name when it is known, and hosts.
-func certPairWithoutInterfaces(validUntil time.Time, hosts []string) (cert, key []byte, err error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P521(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, nil, err
-	}
-	hostname, _ := os.Hostname()
-	tmpl := x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{Organization: []string{certOrganization}, CommonName: hostname},
-		NotBefore:    time.Now().Add(-24 * time.Hour),
-		NotAfter:     validUntil,
-		KeyUsage: x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature |
-			x509.KeyUsageCertSign,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-	}
-	for _, h := range append([]string{hostname}, hosts...) {
-		if ip := net.ParseIP(h); ip != nil {
-			if !slices.ContainsFunc(tmpl.IPAddresses, ip.Equal) {
-				tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-			}
-		} else if h != "" && !slices.Contains(tmpl.DNSNames, h) {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(priv)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
