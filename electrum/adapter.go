@@ -282,6 +282,12 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	return out
 }
 
+// MempoolSpends implements MempoolView, restricted to spends that count
+// as unconfirmed, as MempoolIsSpent is.
+func (b *IndexBackend) MempoolSpends(sh indexers.ScriptHash) int {
+	return b.Mempool.SpendsOf(sh, b.unconfirmed)
+}
+
 // MempoolIsSpent implements MempoolView, restricted to spends that count
 // as unconfirmed, as the other mempool answers are.
 func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {

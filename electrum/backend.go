@@ -98,6 +98,10 @@ type MempoolView interface {
 	// MempoolUnspent returns the unconfirmed outputs paying to sh that no
 	// other mempool transaction spends.
 	MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
+	// MempoolSpends returns the number of sh's outputs, confirmed or
+	// not, that mempool transactions spend: at least as many as the
+	// confirmed outputs MempoolIsSpent holds spent.
+	MempoolSpends(sh indexers.ScriptHash) int
 	// MempoolIsSpent reports whether a mempool transaction spends op.
 	MempoolIsSpent(op wire.OutPoint) bool
 	// MempoolTx returns an unconfirmed transaction serialized with witness.

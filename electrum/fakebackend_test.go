@@ -457,6 +457,21 @@ func (f *fakeBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent 
 	return out
 }
 
+// MempoolSpends implements Backend by scanning the fake mempool.
+func (f *fakeBackend) MempoolSpends(sh indexers.ScriptHash) int {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	n := 0
+	for _, tx := range f.mempool {
+		for _, in := range tx.TxIn {
+			if po, ok, _ := f.prevOutLocked(in.PreviousOutPoint); ok && indexers.ScriptHashFromScript(po.PkScript) == sh {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // MempoolIsSpent implements Backend by scanning the fake chain.
 func (f *fakeBackend) MempoolIsSpent(op wire.OutPoint) bool {
 	f.mu.RLock()

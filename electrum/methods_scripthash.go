@@ -285,7 +285,9 @@ func responseTooLarge(ss *session) *RPCError {
 }
 
 // hListUnspent returns confirmed unspent outputs not spent in the mempool,
-// then unconfirmed outputs (height 0).
+// then unconfirmed outputs (height 0). The limit is of the answer: the
+// index read leaves room for the script's outputs the mempool spends,
+// which the answer leaves out.
 func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any, error) {
 	sh, err := argScriptHash(args[0])
 	if err != nil {
@@ -297,32 +299,37 @@ func hListUnspent(ctx context.Context, ss *session, args []json.RawMessage) (any
 		if err := gone(ctx); err != nil {
 			return nil, err
 		}
-		utxos, tip, err := b.Unspent(sh, limit)
+		utxos, tip, err := b.Unspent(sh, limit+b.MempoolSpends(sh))
 		if err != nil {
 			if errors.Is(err, indexers.ErrHistoryTooLarge) {
 				return nil, responseTooLarge(ss)
 			}
 			return nil, internal("unspent", err)
 		}
+		read := len(utxos)
+		conf := utxos[:0]
+		for _, u := range utxos {
+			if !b.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
+				conf = append(conf, u)
+			}
+		}
 		mem := b.MempoolUnspent(sh)
 		if try+1 < consistencyTries && !ss.srv.sameTip(tip) {
 			continue
 		}
-		if len(utxos)+len(mem) > limit {
+		n := len(conf) + len(mem)
+		if n > limit {
 			return nil, responseTooLarge(ss)
 		}
-		ss.charge(float64(len(utxos)+len(mem)) / 50)
-		release, err := ss.srv.reserveBuild(ctx, len(utxos)+len(mem), unspentEntryLen)
+		ss.charge(float64(read+len(mem)) / 50)
+		release, err := ss.srv.reserveBuild(ctx, n, unspentEntryLen)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]byte, 0, 2+(len(utxos)+len(mem))*unspentEntryLen)
+		out := make([]byte, 0, 2+n*unspentEntryLen)
 		out = append(out, '[')
-		for i := range utxos {
-			u := &utxos[i]
-			if b.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
-				continue
-			}
+		for i := range conf {
+			u := &conf[i]
 			if len(out) > 1 {
 				out = append(out, ',')
 			}

@@ -368,6 +368,25 @@ func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bo
 	return d
 }
 
+// SpendsOf returns the number of sh's outputs, confirmed or not, that the
+// unconfirmed transactions include accepts spend (all when include is nil).
+func (m *Mempool) SpendsOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) int {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	n := 0
+	for txid := range m.byScript[sh] {
+		if include != nil && !include(&txid) {
+			continue
+		}
+		for _, in := range m.txs[txid].ins {
+			if in.script == sh {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // Unspent returns the unconfirmed outputs paying sh that no unconfirmed
 // transaction spends, with height 0, ordered by txid and output index.
 func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
