@@ -864,7 +864,10 @@ func (s *Server) scriptUtxo(q *request, kind, str string) (*reply, error) {
 	}
 retry:
 	for attempt := 0; attempt < tipRetries; attempt++ {
-		uns, tip, err := s.index.Unspent(sh, s.cfg.MaxUtxos)
+		// The read leaves room for the outputs the mempool spends, which
+		// the answer leaves out: MaxUtxos bounds the confirmed outputs
+		// returned.
+		uns, tip, err := s.index.Unspent(sh, s.cfg.MaxUtxos+s.index.MempoolSpends(sh))
 		if errors.Is(err, indexers.ErrHistoryTooLarge) {
 			return nil, errTooPopular
 		}
@@ -897,14 +900,17 @@ retry:
 		if !at.still() {
 			continue
 		}
+		if len(out) > s.cfg.MaxUtxos {
+			return nil, errTooPopular
+		}
 		for _, u := range s.index.MempoolUnspent(sh) {
 			out = append(out, utxoValue{u.TxHash.String(), u.Vout, txStatus{}, u.Value})
 		}
 		if now, err := s.index.ChainTip(); err == nil && now != tip && attempt+1 < tipRetries {
 			continue // a block came between the two parts
 		}
-		// As electrs, the limit bounds the confirmed outputs read
-		// (Unspent above), not the unconfirmed ones the mempool adds.
+		// The limit bounds the confirmed outputs, not the unconfirmed
+		// ones the mempool adds.
 		return jsonReply(out, ttlShort)
 	}
 	return nil, errors.New("the chain kept moving while the outputs were read")

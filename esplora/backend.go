@@ -42,12 +42,13 @@ type Index interface {
 	// (indexers.ElectrumIndex.HistoryTxs).
 	HistoryTxs(sh indexers.ScriptHash, from int, fn func(i int, e indexers.HistoryEntry, raw []byte) error) (indexers.Tip, error)
 
-	// MempoolEntries, MempoolUnspent, MempoolIsSpent and MempoolTx are
-	// the per-script view of unconfirmed transactions
+	// MempoolEntries, MempoolUnspent, MempoolIsSpent, MempoolSpends and
+	// MempoolTx are the per-script view of unconfirmed transactions
 	// (electrum.MempoolView documents them).
 	MempoolEntries(sh indexers.ScriptHash) []electrum.MempoolEntry
 	MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	MempoolIsSpent(op wire.OutPoint) bool
+	MempoolSpends(sh indexers.ScriptHash) int
 	// MempoolSpender returns the unconfirmed transaction spending op.
 	MempoolSpender(op wire.OutPoint) (chainhash.Hash, bool)
 	MempoolTx(txid chainhash.Hash) ([]byte, bool)

@@ -2,6 +2,7 @@ package esplora
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -77,7 +78,7 @@ func TestOutspendsOfUnspentOutputsReadNoHistory(t *testing.T) {
 }
 
 // As electrs' --utxos-limit, --esploramaxutxos bounds the confirmed
-// outputs read; the unconfirmed ones come on top.
+// outputs returned; the unconfirmed ones come on top.
 func TestUtxoLimitCountsConfirmedOnly(t *testing.T) {
 	n := newTestNode(t, "")
 	script := testchain.NewSpendableScript(testchain.KindP2WSH, 515_151)
@@ -115,5 +116,41 @@ func TestAsmNotHTMLEscaped(t *testing.T) {
 	}
 	if strings.HasSuffix(body, "\n") {
 		t.Fatal("the answer ends in a newline")
+	}
+}
+
+// --esploramaxutxos bounds the confirmed outputs /utxo returns: those a
+// mempool transaction spends are left out of the answer, and so of the
+// count. A script over the limit until a consolidation in the mempool
+// confirms is answered.
+func TestUtxoLimitLeavesOutMempoolSpent(t *testing.T) {
+	n := newTestNode(t, "")
+	script := testchain.NewSpendableScript(testchain.KindP2WSH, 525_252)
+	coin := n.coin()
+	fan := testchain.SpendTx([]testchain.Coin{coin},
+		&wire.TxOut{Value: 20_000, PkScript: script.PkScript},
+		&wire.TxOut{Value: 30_000, PkScript: script.PkScript},
+		&wire.TxOut{Value: coin.Value - 60_000, PkScript: testchain.NewSpendableScript(testchain.KindP2WSH, 525_253).PkScript})
+	n.mine(fan)
+	base := serveWith(t, n, Config{MaxUtxos: 1})
+	path := "/scripthash/" + esploraHash(script.PkScript) + "/utxo"
+	if code, body := getURL(t, base+path); code != 400 || body != "Too many history entries" {
+		t.Fatalf("%s with --esploramaxutxos=1 and two confirmed outputs: %d %q", path, code, body)
+	}
+	// The mempool spends the first output elsewhere: one confirmed output
+	// is left to return.
+	spend := testchain.SpendTx([]testchain.Coin{{OutPoint: wire.OutPoint{Hash: fan.TxHash(), Index: 0}, Value: 20_000, Script: &script}},
+		&wire.TxOut{Value: 15_000, PkScript: testchain.NewSpendableScript(testchain.KindP2WSH, 525_254).PkScript})
+	if code, body := n.post("/tx", txHex(spend)); code != 200 {
+		t.Fatalf("POST /tx: %d %s", code, body)
+	}
+	var utxos []utxoValue
+	code, body := getURL(t, base+path)
+	if code != 200 {
+		t.Fatalf("%s with --esploramaxutxos=1, one of two confirmed outputs spent in the mempool: %d %q", path, code, body)
+	}
+	if err := json.Unmarshal([]byte(body), &utxos); err != nil || len(utxos) != 1 ||
+		utxos[0].TxID != fan.TxHash().String() || utxos[0].Vout != 1 || utxos[0].Value != 30_000 {
+		t.Fatalf("%s: %q (%v), want the second output of %s alone", path, body, err, fan.TxHash())
 	}
 }
