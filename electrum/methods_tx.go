@@ -269,6 +269,9 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *verboseResu
 	for i, out := range tx.TxOut {
 		asm, _ := txscript.DisasmString(out.PkScript)
 		class, addrs, _, _ := txscript.ExtractPkScriptAddrs(out.PkScript, params)
+		if isCoreNullData(class, out.PkScript) {
+			class = txscript.NullDataTy
+		}
 		spk := btcjson.ScriptPubKeyResult{Asm: asm, Hex: hex.EncodeToString(out.PkScript), Type: class.String()}
 		// As bitcoind: a bare key or multisig output has no address.
 		if len(addrs) == 1 && class != txscript.PubKeyTy && class != txscript.MultiSigTy {
@@ -277,6 +280,15 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *verboseResu
 		res.Vout[i] = btcjson.Vout{Value: btcutil.Amount(out.Value).ToBTC(), N: uint32(i), ScriptPubKey: spk}
 	}
 	return res
+}
+
+// isCoreNullData reports whether an output script btcd classes as class
+// is Bitcoin Core's "nulldata": OP_RETURN followed by push opcodes only
+// (up to OP_16), however many and however large. btcd's nulldata is one
+// push of up to 80 bytes.
+func isCoreNullData(class txscript.ScriptClass, script []byte) bool {
+	return class == txscript.NonStandardTy && len(script) > 0 && script[0] == txscript.OP_RETURN &&
+		txscript.IsPushOnlyScript(script[1:])
 }
 
 // merkleResult is the blockchain.transaction.get_merkle result.
