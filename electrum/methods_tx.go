@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/btcsuite/btcd/address/v2/bech32"
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcjson"
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -269,12 +270,12 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *verboseResu
 	for i, out := range tx.TxOut {
 		asm, _ := txscript.DisasmString(out.PkScript)
 		class, addrs, _, _ := txscript.ExtractPkScriptAddrs(out.PkScript, params)
-		if isCoreNullData(class, out.PkScript) {
-			class = txscript.NullDataTy
-		}
 		spk := btcjson.ScriptPubKeyResult{Asm: asm, Hex: hex.EncodeToString(out.PkScript), Type: class.String()}
+		switch {
+		case class == txscript.NonStandardTy:
+			spk.Type, spk.Address = coreNonStandard(out.PkScript, params)
 		// As bitcoind: a bare key or multisig output has no address.
-		if len(addrs) == 1 && class != txscript.PubKeyTy && class != txscript.MultiSigTy {
+		case len(addrs) == 1 && class != txscript.PubKeyTy && class != txscript.MultiSigTy:
 			spk.Address = addrs[0].EncodeAddress()
 		}
 		res.Vout[i] = btcjson.Vout{Value: btcutil.Amount(out.Value).ToBTC(), N: uint32(i), ScriptPubKey: spk}
@@ -282,13 +283,26 @@ func verboseTx(tx *wire.MsgTx, raw []byte, params *chaincfg.Params) *verboseResu
 	return res
 }
 
-// isCoreNullData reports whether an output script btcd classes as class
-// is Bitcoin Core's "nulldata": OP_RETURN followed by push opcodes only
-// (up to OP_16), however many and however large. btcd's nulldata is one
-// push of up to 80 bytes.
-func isCoreNullData(class txscript.ScriptClass, script []byte) bool {
-	return class == txscript.NonStandardTy && len(script) > 0 && script[0] == txscript.OP_RETURN &&
-		txscript.IsPushOnlyScript(script[1:])
+// coreNonStandard returns Bitcoin Core's type and address of an output
+// script btcd classes nonstandard. Core's nulldata is OP_RETURN followed by
+// push opcodes only (up to OP_16), however many and however large; btcd's
+// is one push of up to 80 bytes. A witness program of version 1 or more
+// other than taproot and the anchor (which btcd classes) is Core's
+// witness_unknown, with its bech32m address.
+func coreNonStandard(script []byte, params *chaincfg.Params) (typ, addr string) {
+	if len(script) > 0 && script[0] == txscript.OP_RETURN && txscript.IsPushOnlyScript(script[1:]) {
+		return txscript.NullDataTy.String(), ""
+	}
+	if version, program, err := txscript.ExtractWitnessProgramInfo(script); err == nil && version != 0 {
+		data, err := bech32.ConvertBits(program, 8, 5, true)
+		if err == nil {
+			addr, err = bech32.EncodeM(params.Bech32HRPSegwit, append([]byte{byte(version)}, data...))
+		}
+		if err == nil {
+			return txscript.WitnessUnknownTy.String(), addr
+		}
+	}
+	return txscript.NonStandardTy.String(), ""
 }
 
 // merkleResult is the blockchain.transaction.get_merkle result.
