@@ -39,7 +39,11 @@
 // only while it considers the chain current) and, for a disconnected block,
 // the spenders of its transactions that did not return to the pool; then
 // it hands the block on, to the RPC server's own queue and to the node's
-// event queue. The Electrum index's writer queues each commit
+// event queue. One more callback, subscribed before netsync.New, holds
+// aside the pool descendants of a disconnected block's transactions before
+// netsync can remove them; the dispatcher submits them again once the
+// reorganization's connects are done (reorgpool.go), and the pool takes
+// back those whose inputs exist. The Electrum index's writer queues each commit
 // (indexers.Commit: the new tip and the scripts it touched). One dispatcher
 // goroutine turns queued commits into Electrum script hash and tip
 // notifications and keeps the mempool view (indexers.Mempool) in line with

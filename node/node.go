@@ -73,7 +73,10 @@ type Node struct {
 	permanent   map[string]*connmgr.ConnReq
 
 	events *eventQueue
-	srv    *servers
+	// held are the pool transactions held aside during a reorganization
+	// (reorgpool.go).
+	held *heldAside
+	srv  *servers
 	// metrics is the Prometheus endpoint (nil without --metricslisten).
 	metrics *metricsServer
 
@@ -112,6 +115,7 @@ func New(cfg *Config) (*Node, error) {
 		sigCache:    txscript.NewSigCache(cfg.SigCacheMaxSize),
 		hashCache:   txscript.NewHashCache(cfg.SigCacheMaxSize),
 		events:      newEventQueue(),
+		held:        newHeldAside(),
 		permanent:   make(map[string]*connmgr.ConnReq),
 		bans:        newBanList(),
 		rebroadcast: newRebroadcaster(),
@@ -210,6 +214,10 @@ func (n *Node) assemble() error {
 	}
 
 	n.peers = newPeerSet()
+	// Subscribed before netsync.New: on a disconnect, the pool descendants
+	// of the block's transactions are held before netsync's callback can
+	// remove them (reorgpool.go).
+	n.chain.Subscribe(n.holdDescendants)
 	n.syncManager, err = netsync.New(&netsync.Config{
 		PeerNotifier:       n,
 		Chain:              n.chain,

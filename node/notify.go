@@ -30,6 +30,10 @@ type nodeEvent struct {
 	// serving: the Electrum server started; it is told the index tip in
 	// the order of the commits' events.
 	serving bool
+
+	// restore are the pool transactions held aside during a
+	// reorganization that just ended, to submit again (reorgpool.go).
+	restore []*btcutil.Tx
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -110,6 +114,10 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	case blockchain.NTBlockDisconnected:
 		n.dropOrphaned(block)
 		n.srv.blockDisconnected(block)
+	case blockchain.NTBlockAccepted:
+		// After all the disconnects and connects of one ProcessBlock.
+		n.reorganized()
+		return
 	default:
 		return
 	}
@@ -140,7 +148,9 @@ func (n *Node) dropConfirmed(block *btcutil.Block) {
 // that exist nowhere, and Electrum clients would be shown them as unconfirmed
 // history and balance. Found by the reorg storm test (docs/RELIABILITY.md).
 // The coinbase never returns to the pool, so after a reorganization deeper
-// than coinbase maturity its spenders go with their descendants.
+// than coinbase maturity its spenders go with their descendants. Spenders
+// of a transaction the new branch confirms again come back once the
+// reorganization ends: they were held aside (reorgpool.go).
 func (n *Node) dropOrphaned(block *btcutil.Block) {
 	for _, tx := range block.Transactions() {
 		if !n.txMemPool.IsTransactionInPool(tx.Hash()) {
@@ -169,6 +179,12 @@ func (n *Node) dispatchEvents() {
 			touched  []indexers.ScriptHash
 		)
 		for _, ev := range evs {
+			if len(ev.restore) > 0 {
+				// Before the view's reconciliation below, which then
+				// sees the pool as the reorganization left it.
+				n.restoreHeld(ev.restore)
+				blocks = true
+			}
 			// A connected block's transactions leave the view when the
 			// index commits the block; a disconnected block's come back
 			// into btcd's pool in the chain's notification, which the

@@ -48,7 +48,7 @@ func (n *Node) setupServers() (*servers, error) {
 			CertFile:              cfg.RPCCert,
 			KeyFile:               cfg.RPCKey,
 			Params:                n.params,
-			Chain:                 n.chain,
+			Chain:                 rpcChain{n.chain, n},
 			Mempool:               n.txMemPool,
 			Backend:               rpcBackend{n},
 			MaxConcurrentRequests: cfg.RPCMaxConcurrentReqs,
