@@ -212,15 +212,28 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 		return nil, rpcErr
 	}
 
+	parse := func() (interface{}, *btcjson.RPCError) {
+		cmd, err := btcjson.UnmarshalCmd(&btcjson.Request{
+			Jsonrpc: ver, Method: req.Method, Params: params, ID: id,
+		})
+		if err != nil {
+			var jerr btcjson.Error
+			if errors.As(err, &jerr) && jerr.ErrorCode == btcjson.ErrUnregisteredMethod {
+				return nil, btcjson.ErrRPCMethodNotFound
+			}
+			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, err.Error())
+		}
+		return cmd, nil
+	}
 	// As btcd: over HTTP the limited user's permission first, then the
 	// method; over a websocket the command is parsed first, so a method
-	// btcjson does not know is answered Method not found.
+	// btcjson does not know, or wrong parameters, are answered as such.
 	if limited && !limitedAllowed(req.Method) {
 		if wsc == nil {
 			return nil, errLimitedUser
 		}
-		if _, err := btcjson.MethodUsageFlags(req.Method); err != nil {
-			return nil, btcjson.ErrRPCMethodNotFound
+		if _, perr := parse(); perr != nil {
+			return nil, perr
 		}
 		return nil, errLimitedUserWS
 	}
@@ -237,19 +250,13 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 		}
 	}
 
-	cmd, err := btcjson.UnmarshalCmd(&btcjson.Request{
-		Jsonrpc: ver, Method: req.Method, Params: params, ID: id,
-	})
-	if err != nil {
-		var jerr btcjson.Error
-		if errors.As(err, &jerr) && jerr.ErrorCode == btcjson.ErrUnregisteredMethod {
-			return nil, btcjson.ErrRPCMethodNotFound
-		}
-		return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParams.Code, err.Error())
+	cmd, perr := parse()
+	if perr != nil {
+		return nil, perr
 	}
 
 	var result interface{}
-	err = func() (err error) {
+	err := func() (err error) {
 		defer func() {
 			if p := recover(); p != nil {
 				log.Errorf("RPC %s panicked: %v\n%s", req.Method, p, debug.Stack())
