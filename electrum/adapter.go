@@ -415,7 +415,7 @@ func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
 			return fmt.Errorf("%w: %v", ErrInChain, err)
 		}
 	}
-	if b.Pool != nil {
+	if b.Pool != nil && orphanRefusal(err) {
 		for _, in := range tx.TxIn {
 			if _, ok := b.spentValue(in.PreviousOutPoint); !ok {
 				return fmt.Errorf("%w: %v", ErrMissingInputs, err)
@@ -423,6 +423,21 @@ func (b *IndexBackend) Broadcast(tx *wire.MsgTx) error {
 		}
 	}
 	return err
+}
+
+// orphanRefusal reports whether err is btcd's pool refusing a transaction
+// whose inputs it could not find: a rule error with the duplicate reject
+// code, which the pool also gives a double spend of its own transactions
+// (whose inputs it finds). Every check bitcoind makes before it looks up
+// the inputs (the sanity and policy checks) btcd makes first too, and
+// refuses with other codes.
+func orphanRefusal(err error) bool {
+	var rerr mempool.RuleError
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	var terr mempool.TxRuleError
+	return errors.As(rerr.Err, &terr) && terr.RejectCode == wire.RejectDuplicate
 }
 
 // EstimateFee implements TxRelay.

@@ -43,7 +43,7 @@ func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 	}
 	var ruleErr mempool.RuleError
 	if errors.As(err, &ruleErr) {
-		return fmt.Errorf("%w: %v", electrum.ErrRejected, err)
+		return fmt.Errorf("%w: %w", electrum.ErrRejected, err)
 	}
 	return err
 }
