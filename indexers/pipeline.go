@@ -396,6 +396,14 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	cm := w.startCommitter()
 	a := newAssembly(w.tip, w.spare)
 	w.spare = nil
+	// The first batch carries the undos not yet published; once it is
+	// committed (the tip moved) they are.
+	from0, carry := w.tip, w.undone
+	defer func() {
+		if w.tip != from0 {
+			w.undone = false
+		}
+	}()
 	var err error
 	for c := range futures {
 		f := <-c
@@ -418,7 +426,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		w.assemble(a, p, f.took, p.height == to)
 		planPool.Put(p.bufs)
 		if a.size() >= w.idx.opts.BatchBytes || len(a.rows.arena) >= maxRowBuf/2 || p.height == to {
-			a.undone, w.undone = w.undone, false
+			a.undone, carry = carry, false
 			if !cm.send(w.seal(a)) {
 				a = nil
 				break
@@ -427,7 +435,7 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		}
 	}
 	if a != nil && a.blocks > 0 {
-		a.undone, w.undone = w.undone, false
+		a.undone, carry = carry, false
 		cm.send(w.seal(a))
 	}
 	if cerr := cm.finish(); cerr != nil {

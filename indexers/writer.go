@@ -278,7 +278,9 @@ func (w *writer) signal(f func()) {
 // main chain, then catch up, until the index tip is the chain tip.
 func (w *writer) pass(stop <-chan struct{}) error {
 	defer func() {
-		if w.undone && !w.idx.stuck.Load() {
+		// Also when the store is stuck: the undos are committed, and a
+		// restart resumes from them.
+		if w.undone {
 			w.undone = false
 			w.idx.committed(Commit{Tip: w.tip.tip(), All: true})
 		}
