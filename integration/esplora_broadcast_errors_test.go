@@ -13,24 +13,9 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// TestEsploraBroadcastMissingInputs posts to the node's Esplora API a
-// transaction spending an output that does not exist. electrs answers
-// bitcoind's sendrawtransaction error, which for inputs missing or spent is
-// -25 "bad-txns-inputs-missingorspent"; btcd refuses it as an orphan, which
-// is not a policy rejection (-26).
-func TestEsploraBroadcastMissingInputs(t *testing.T) {
-	n := StartNode(t, NodeConfig{Esplora: true})
-	if _, err := n.Mine(1); err != nil {
-		t.Fatal(err)
-	}
-	tx := wire.NewMsgTx(2)
-	tx.AddTxIn(&wire.TxIn{PreviousOutPoint: wire.OutPoint{Hash: chainhash.DoubleHashH([]byte("no such transaction")), Index: 0},
-		Sequence: wire.MaxTxInSequenceNum})
-	pk, err := txscript.PayToAddrScript(MiningAddress())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tx.AddTxOut(&wire.TxOut{Value: 10_000, PkScript: pk})
+// postTx posts tx to the node's Esplora POST /tx and returns the answer.
+func postTx(t *testing.T, n *Node, tx *wire.MsgTx) (int, string) {
+	t.Helper()
 	var b bytes.Buffer
 	if err := tx.Serialize(&b); err != nil {
 		t.Fatal(err)
@@ -39,11 +24,59 @@ func TestEsploraBroadcastMissingInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	want := `sendrawtransaction RPC error: {"code":-25,"message":"bad-txns-inputs-missingorspent"}`
-	if resp.StatusCode != http.StatusBadRequest || string(body) != want {
-		t.Fatalf("POST /tx spending a missing output: %d %s\nwant 400 %s", resp.StatusCode, body, want)
+	return resp.StatusCode, string(body)
+}
+
+// spendingMissing returns a transaction whose inputs (n of them) all spend
+// one output that does not exist.
+func spendingMissing(t *testing.T, n int) *wire.MsgTx {
+	t.Helper()
+	tx := wire.NewMsgTx(2)
+	op := wire.OutPoint{Hash: chainhash.DoubleHashH([]byte("no such transaction")), Index: 0}
+	for range n {
+		tx.AddTxIn(&wire.TxIn{PreviousOutPoint: op, Sequence: wire.MaxTxInSequenceNum})
+	}
+	pk, err := txscript.PayToAddrScript(MiningAddress())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.AddTxOut(&wire.TxOut{Value: 10_000, PkScript: pk})
+	return tx
+}
+
+// missingInputs is bitcoind's answer to a transaction whose inputs are
+// missing or spent, which electrs passes on.
+const missingInputs = `sendrawtransaction RPC error: {"code":-25,"message":"bad-txns-inputs-missingorspent"}`
+
+// TestEsploraBroadcastMissingInputs posts a transaction spending an output
+// that does not exist: btcd refuses it as an orphan, which is not a policy
+// rejection (-26) but bitcoind's missing inputs.
+func TestEsploraBroadcastMissingInputs(t *testing.T) {
+	n := StartNode(t, NodeConfig{Esplora: true})
+	if _, err := n.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := postTx(t, n, spendingMissing(t, 1)); code != http.StatusBadRequest || body != missingInputs {
+		t.Fatalf("POST /tx spending a missing output: %d %s\nwant 400 %s", code, body, missingInputs)
+	}
+}
+
+// TestEsploraBroadcastInvalidWithMissingInputs posts a transaction that
+// fails the context-free checks (the same input twice) and whose input
+// does not exist. bitcoind refuses it before it looks up any input, -26
+// bad-txns-inputs-duplicate; btcd refuses it for the same reason, which
+// must not become -25 because the input is missing too.
+func TestEsploraBroadcastInvalidWithMissingInputs(t *testing.T) {
+	n := StartNode(t, NodeConfig{Esplora: true})
+	if _, err := n.Mine(1); err != nil {
+		t.Fatal(err)
+	}
+	code, body := postTx(t, n, spendingMissing(t, 2))
+	if code != http.StatusBadRequest || !strings.Contains(body, `"code":-26`) {
+		t.Fatalf("POST /tx of a transaction with a duplicate (missing) input: %d %s\nwant 400 with -26 "+
+			"(refused by the sanity check, as bitcoind's bad-txns-inputs-duplicate)", code, body)
 	}
 }
 
@@ -58,25 +91,11 @@ func TestEsploraBroadcastConfirmedFullySpent(t *testing.T) {
 	if _, err := n.Mine(101); err != nil {
 		t.Fatal(err)
 	}
-	post := func(tx *wire.MsgTx) (int, string) {
-		t.Helper()
-		var b bytes.Buffer
-		if err := tx.Serialize(&b); err != nil {
-			t.Fatal(err)
-		}
-		resp, err := http.Post(n.EsploraURL+"/tx", "text/plain", strings.NewReader(hex.EncodeToString(b.Bytes())))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
 	parent, err := SpendCoinbaseAt(n.RPC, 1, MiningScript(), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := post(parent); code != http.StatusOK {
+	if code, body := postTx(t, n, parent); code != http.StatusOK {
 		t.Fatalf("POST parent: %d %s", code, body)
 	}
 	if _, err := n.Mine(1); err != nil {
@@ -86,7 +105,7 @@ func TestEsploraBroadcastConfirmedFullySpent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := post(child); code != http.StatusOK {
+	if code, body := postTx(t, n, child); code != http.StatusOK {
 		t.Fatalf("POST child: %d %s", code, body)
 	}
 	if _, err := n.Mine(1); err != nil {
@@ -95,9 +114,7 @@ func TestEsploraBroadcastConfirmedFullySpent(t *testing.T) {
 	if err := n.WaitSynced(ctx); err != nil {
 		t.Fatal(err)
 	}
-	code, body := post(parent)
-	want := `sendrawtransaction RPC error: {"code":-25,"message":"bad-txns-inputs-missingorspent"}`
-	if code != http.StatusBadRequest || body != want {
-		t.Fatalf("POST of a confirmed transaction whose outputs are all spent: %d %s\nwant 400 %s", code, body, want)
+	if code, body := postTx(t, n, parent); code != http.StatusBadRequest || body != missingInputs {
+		t.Fatalf("POST of a confirmed transaction whose outputs are all spent: %d %s\nwant 400 %s", code, body, missingInputs)
 	}
 }
