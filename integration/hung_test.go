@@ -3,7 +3,10 @@
 package integration
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -25,6 +28,14 @@ func TestHelpersBoundedOnHungNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	// kill returns once the signal is sent; the process stops as each of
+	// its threads notices it.
+	for deadline := time.Now().Add(30 * time.Second); !processStopped(pid); {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d not stopped 30 s after SIGSTOP", pid)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 
 	for _, c := range []struct {
 		name string
@@ -64,4 +75,25 @@ func TestArgsMiningAddrRefused(t *testing.T) {
 		n.Stop()
 		t.Fatal("a node started with --miningaddr in Args")
 	}
+}
+
+// processStopped reports whether every thread of process pid is stopped
+// (state T in /proc).
+func processStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		// The state follows the command name, which is in parentheses.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) || stat[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }
