@@ -267,7 +267,8 @@ func (b *IndexBackend) mempoolHeight(txid chainhash.Hash, overlay int32) int32 {
 
 // MempoolBalance implements MempoolView.
 func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 {
-	return b.Mempool.BalanceOf(sh, b.unconfirmed)
+	d, _ := b.Mempool.BalanceOf(sh, b.unconfirmed)
+	return d
 }
 
 // MempoolUnspent implements MempoolView.
@@ -285,7 +286,8 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 // MempoolSpends implements MempoolView, restricted to spends that count
 // as unconfirmed, as MempoolIsSpent is.
 func (b *IndexBackend) MempoolSpends(sh indexers.ScriptHash) int {
-	return b.Mempool.SpendsOf(sh, b.unconfirmed)
+	_, n := b.Mempool.BalanceOf(sh, b.unconfirmed)
+	return n
 }
 
 // MempoolIsSpent implements MempoolView, restricted to spends that count

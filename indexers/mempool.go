@@ -341,14 +341,14 @@ func DisplayLess(a, b *chainhash.Hash) bool {
 	return false
 }
 
-// BalanceOf returns the unconfirmed change of sh's balance: outputs paying
-// it minus outputs of it spent, by the unconfirmed transactions include
-// accepts (all when include is nil; a caller that knows the pool moved on
-// since the last Sync leaves out what already left it). It may be negative.
-func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) int64 {
+// BalanceOf returns the unconfirmed change of sh's balance (outputs paying
+// it minus outputs of it spent: it may be negative) and how many of its
+// outputs, confirmed or not, are spent, by the unconfirmed transactions
+// include accepts (all when include is nil; a caller that knows the pool
+// moved on since the last Sync leaves out what already left it).
+func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) (d int64, spends int) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	var d int64
 	for txid := range m.byScript[sh] {
 		if include != nil && !include(&txid) {
 			continue
@@ -361,30 +361,11 @@ func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bo
 		}
 		for _, in := range ptx.ins {
 			if in.script == sh {
-				d -= in.value
+				d, spends = d-in.value, spends+1
 			}
 		}
 	}
-	return d
-}
-
-// SpendsOf returns the number of sh's outputs, confirmed or not, that the
-// unconfirmed transactions include accepts spend (all when include is nil).
-func (m *Mempool) SpendsOf(sh ScriptHash, include func(txid *chainhash.Hash) bool) int {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	n := 0
-	for txid := range m.byScript[sh] {
-		if include != nil && !include(&txid) {
-			continue
-		}
-		for _, in := range m.txs[txid].ins {
-			if in.script == sh {
-				n++
-			}
-		}
-	}
-	return n
+	return d, spends
 }
 
 // Unspent returns the unconfirmed outputs paying sh that no unconfirmed

@@ -88,13 +88,13 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 	if len(es) != 2 || es[0].TxHash != tx1 || es[1].TxHash != tx2 || es[1].Height != -1 || es[1].Fee != 50 {
 		t.Errorf("entries of B: %+v", es)
 	}
-	if got := m.BalanceOf(f.shA, nil); got != 300-1000 {
+	if got := balanceOf(m, f.shA); got != 300-1000 {
 		t.Errorf("unconfirmed balance of A %d, want -700", got)
 	}
-	if got := m.BalanceOf(f.shB, nil); got != 0 {
+	if got := balanceOf(m, f.shB); got != 0 {
 		t.Errorf("unconfirmed balance of B %d, want 0", got)
 	}
-	if got := m.BalanceOf(f.shC, nil); got != 550 {
+	if got := balanceOf(m, f.shC); got != 550 {
 		t.Errorf("unconfirmed balance of C %d, want 550", got)
 	}
 	if us := m.Unspent(f.shB); len(us) != 0 {
@@ -207,7 +207,7 @@ func TestMempoolResolvesSpentOutputLater(t *testing.T) {
 	if es := m.Entries(f.shA); len(es) != 1 {
 		t.Fatalf("script A before: %d entries (the change output only)", len(es))
 	}
-	if got := m.BalanceOf(f.shA, nil); got != 300 {
+	if got := balanceOf(m, f.shA); got != 300 {
 		t.Fatalf("script A before: balance %d, want the change 300", got)
 	}
 	f.confirmed[f.c1] = missing
@@ -215,7 +215,7 @@ func TestMempoolResolvesSpentOutputLater(t *testing.T) {
 	if !containsAll(touched, f.shA) {
 		t.Fatalf("Sync touched %v, not script A", touched)
 	}
-	if got := m.BalanceOf(f.shA, nil); got != 300-1000 {
+	if got := balanceOf(m, f.shA); got != 300-1000 {
 		t.Fatalf("script A after: balance %d, want %d", got, 300-1000)
 	}
 	if !isSpent(m, f.c1) {
@@ -273,8 +273,8 @@ func TestMempoolPrevOutFromIndex(t *testing.T) {
 	spend.AddTxOut(wire.NewTxOut(550, []byte{0x53}))
 	touched := m.Add(desc(spend, 50))
 	shA := ScriptHashFromScript(a)
-	if !containsAll(touched, shA, ScriptHashFromScript([]byte{0x53})) || m.BalanceOf(shA, nil) != -600 || !isSpent(m, wire.OutPoint{Hash: txid}) {
-		t.Fatalf("pool spend of an indexed output: touched %v, balance of its script %d", touched, m.BalanceOf(shA, nil))
+	if !containsAll(touched, shA, ScriptHashFromScript([]byte{0x53})) || balanceOf(m, shA) != -600 || !isSpent(m, wire.OutPoint{Hash: txid}) {
+		t.Fatalf("pool spend of an indexed output: touched %v, balance of its script %d", touched, balanceOf(m, shA))
 	}
 }
 
@@ -282,4 +282,10 @@ func TestMempoolPrevOutFromIndex(t *testing.T) {
 func isSpent(m *Mempool, op wire.OutPoint) bool {
 	_, ok := m.SpentBy(op)
 	return ok
+}
+
+// balanceOf is the unconfirmed change of sh's balance in m.
+func balanceOf(m *Mempool, sh ScriptHash) int64 {
+	d, _ := m.BalanceOf(sh, nil)
+	return d
 }

@@ -106,9 +106,7 @@ type assembly struct {
 	touched map[ScriptHash]struct{}
 	txids   map[chainhash.Hash]struct{}
 	all     bool
-	// undone says the batch also publishes the undos before it
-	// (writer.undone): its commit reports every script changed.
-	undone bool
+	undone  bool // it publishes the undos before it too (writer.undone)
 }
 
 // utxoOp is the batch's last write of an unspent row: a put of val, or a
@@ -140,7 +138,7 @@ func newAssembly(tip memTip, spare *assembly) *assembly {
 	clear(spare.touched)
 	spare.txids = make(map[chainhash.Hash]struct{})
 	spare.tip, spare.full, spare.lone = tip, false, false
-	spare.blocks, spare.txs, spare.all = 0, 0, false
+	spare.blocks, spare.txs, spare.all, spare.undone = 0, 0, false, false
 	return spare
 }
 
@@ -396,14 +394,10 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 	cm := w.startCommitter()
 	a := newAssembly(w.tip, w.spare)
 	w.spare = nil
-	// The first batch carries the undos not yet published; once it is
-	// committed (the tip moved) they are.
-	from0, carry := w.tip, w.undone
-	defer func() {
-		if w.tip != from0 {
-			w.undone = false
-		}
-	}()
+	// The first batch carries the undos not yet published: committed (the
+	// tip moved), it has published them.
+	a.undone = w.undone
+	defer func(from memTip) { w.undone = w.undone && w.tip == from }(w.tip)
 	var err error
 	for c := range futures {
 		f := <-c
@@ -426,7 +420,6 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		w.assemble(a, p, f.took, p.height == to)
 		planPool.Put(p.bufs)
 		if a.size() >= w.idx.opts.BatchBytes || len(a.rows.arena) >= maxRowBuf/2 || p.height == to {
-			a.undone, carry = carry, false
 			if !cm.send(w.seal(a)) {
 				a = nil
 				break
@@ -435,7 +428,6 @@ func (w *writer) catchUpTxs(from, to int32, targetTxs uint64, stop <-chan struct
 		}
 	}
 	if a != nil && a.blocks > 0 {
-		a.undone, carry = carry, false
 		cm.send(w.seal(a))
 	}
 	if cerr := cm.finish(); cerr != nil {
@@ -616,7 +608,7 @@ func (w *writer) commit(a *assembly, b *leveldb.Batch) error {
 		c.Confirmed = a.txids
 	}
 	w.idx.progress.committed(a.tip.height, a.txs, ops)
-	if !w.idx.progress.long() {
+	if !w.idx.progress.get().Running {
 		// From reading the first block to the commit's end.
 		took := time.Since(a.began).Round(time.Microsecond)
 		if a.blocks == 1 {
@@ -717,13 +709,6 @@ func (s *progressState) end() {
 	case p.Running:
 		log.Infof("Electrum index: caught up to height %d (%d tx in %v)", p.Height, p.Txs, took)
 	}
-}
-
-// long reports whether a catch-up of many blocks is running.
-func (s *progressState) long() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.p.Running
 }
 
 func (s *progressState) committed(height int32, txs uint64, writes int) {

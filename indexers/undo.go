@@ -272,8 +272,9 @@ func (w *writer) undoTip() error {
 	log.Infof("Electrum index: removed block %v at height %d, which is no longer in the main chain",
 		t.hash, t.height)
 	if !w.undone {
-		w.undone, w.undoneAt = true, time.Now()
+		w.undoneAt = time.Now()
 	}
+	w.undone = true
 	return nil
 }
 

@@ -89,15 +89,10 @@ type writer struct {
 	// batch is the committer's scratch leveldb.Batch, kept between passes
 	// for the same reason; one committer runs at a time.
 	batch *leveldb.Batch
-	// undone is set when blocks were undone since the last commit was
-	// published, at undoneAt. The undos are published with the pass's
-	// next commit, which reports every script changed, or at the pass's
-	// end: a wallet is not shown the tip between two branches, where a
-	// transaction both confirm is in neither (nor yet back in btcd's
-	// pool). btcd notifies each disconnect of a reorganization before
-	// the connects, and a pass may run between them: with nothing to
-	// connect, it waits up to settle after the undo for the chain to
-	// move on (awaitChain).
+	// undone: blocks were undone (first at undoneAt) and not yet
+	// published. They are with the pass's next commit, or at its end
+	// after awaitChain: wallets are not shown the tip between two
+	// branches, where a transaction both confirm is in neither.
 	undone   bool
 	undoneAt time.Time
 	settle   time.Duration
@@ -142,9 +137,8 @@ func (idx *ElectrumIndex) start(chain *blockchain.BlockChain, interrupt <-chan s
 	if err := w.pruneOldUndo(); err != nil {
 		return err
 	}
-	// The first pass's commits ran OnCommit before the writer was idx.w.
-	// The chain was still then; from now on a reorganization's undos
-	// wait for its connects.
+	// The first pass's commits ran OnCommit before the writer was idx.w;
+	// the chain was still then, and from now on undos await its connects.
 	w.handled, w.settle = w.tip.tip(), undoSettle
 	idx.w = w
 	go w.loop()
@@ -278,9 +272,7 @@ func (w *writer) signal(f func()) {
 // main chain, then catch up, until the index tip is the chain tip.
 func (w *writer) pass(stop <-chan struct{}) error {
 	defer func() {
-		// Also when the store is stuck: the undos are committed, and a
-		// restart resumes from them.
-		if w.undone {
+		if w.undone { // stuck or not: a restart resumes from them
 			w.undone = false
 			w.idx.committed(Commit{Tip: w.tip.tip(), All: true})
 		}
@@ -307,10 +299,7 @@ func (w *writer) pass(stop <-chan struct{}) error {
 			}
 		}
 		best := w.chain.BestSnapshot()
-		if best.Height <= w.tip.height {
-			// The chain's tip, or below the index tip's height with the
-			// tip in it: it is reorganizing right now, and the next
-			// wake-up finishes.
+		if best.Height <= w.tip.height { // at the chain's tip, or it is reorganizing
 			if w.awaitChain(stop) {
 				continue
 			}
@@ -323,29 +312,25 @@ func (w *writer) pass(stop <-chan struct{}) error {
 	}
 }
 
-// undoSettle is how long a pass that undid blocks waits for the chain's
-// next block before it publishes the undos alone: in a reorganization
-// btcd connects the new branch's first block right after the last
-// disconnect (it validated the branch before).
+// undoSettle bounds awaitChain: btcd notifies a reorganization's
+// disconnects, then at once its connects (it validated the branch before).
 const undoSettle = 250 * time.Millisecond
 
-// awaitChain waits, when undos are not yet published, until settle has
-// passed since the first of them, or a wake-up (true: the pass looks at
-// the chain again), or stop. The wake-up counts as a pass begun, for Sync.
+// awaitChain waits, while undos are not published, until settle after the
+// first, a wake-up (true: look at the chain again; it counts as a pass
+// begun, for Sync), or stop.
 func (w *writer) awaitChain(stop <-chan struct{}) bool {
 	left := time.Until(w.undoneAt.Add(w.settle))
 	if !w.undone || left <= 0 {
 		return false
 	}
-	t := time.NewTimer(left)
-	defer t.Stop()
 	select {
 	case <-w.wake:
 		w.mu.Lock()
 		w.started++
 		w.mu.Unlock()
 		return true
-	case <-t.C:
+	case <-time.After(left):
 	case <-stop:
 	}
 	return false
