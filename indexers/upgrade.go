@@ -2,24 +2,20 @@ package indexers
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 
 	"github.com/btcsuite/btcd/database"
 )
 
-// Versions of the node before the index had a store of its own kept its
-// rows in btcd's metadata bucket under "Ex", its tip in btcd's index tips
-// bucket, and a part of its rows in a leveldb database named
-// "electrum_base" beside btcd's. The first start of this version deletes
-// all of it and builds the index into its store.
+// Versions before the index had a store of its own kept its rows in btcd's
+// metadata bucket under "Ex", its tip in btcd's index tips bucket, and part
+// of its rows in "electrum_base" beside btcd's database. The first start of
+// this version deletes all of it and builds the index into its store.
 
-var (
-	// indexTipsBucketName is btcd's bucket of index tips.
-	indexTipsBucketName = []byte("idxtips")
-	// legacyTipKey named the index's tip in btcd's index tips bucket.
-	legacyTipKey = []byte("electrumidx")
-)
+// btcd's bucket of index tips, and the key that named the index's tip there.
+var indexTipsBucketName, legacyTipKey = []byte("idxtips"), []byte("electrumidx")
 
 // LegacyBaseDir is the directory name of an older version's base.
 const LegacyBaseDir = "electrum_base"
@@ -29,11 +25,11 @@ const legacyDeletesPerTx = 500000
 
 // removeLegacyRows deletes an older version's rows from btcd's database in
 // bounded transactions.
-func removeLegacyRows(db database.DB, interrupt <-chan struct{}) error {
+func removeLegacyRows(db database.DB, interrupt <-chan struct{}) (int, error) {
 	total := 0
 	for {
 		if interrupted(interrupt) {
-			return errInterrupted
+			return total, errInterrupted
 		}
 		n := 0
 		err := db.Update(func(dbTx database.Tx) error {
@@ -61,7 +57,7 @@ func removeLegacyRows(db database.DB, interrupt <-chan struct{}) error {
 			return nil
 		})
 		if err != nil {
-			return err
+			return total, err
 		}
 		if n == 0 {
 			break
@@ -74,13 +70,13 @@ func removeLegacyRows(db database.DB, interrupt <-chan struct{}) error {
 	if total > 0 {
 		log.Infof("Electrum index: removed %d rows of an older version from the block database", total)
 	}
-	return nil
+	return total, nil
 }
 
 // removeLegacy deletes an older version's rows from btcd's database and its
 // base beside the index's store.
 func (idx *ElectrumIndex) removeLegacy(interrupt <-chan struct{}) error {
-	if err := removeLegacyRows(idx.db, interrupt); err != nil {
+	if _, err := removeLegacyRows(idx.db, interrupt); err != nil {
 		return err
 	}
 	base := filepath.Join(filepath.Dir(idx.opts.Dir), LegacyBaseDir)
@@ -93,16 +89,21 @@ func (idx *ElectrumIndex) removeLegacy(interrupt <-chan struct{}) error {
 
 // DropElectrumIndex deletes the Electrum index: its store in dir, an older
 // version's base beside it, and an older version's rows in db. A later start
-// with --electrumindex builds it anew.
+// with --electrumindex builds it anew. As btcd's drops, it says so when there
+// was no index to drop.
 func DropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) error {
-	log.Infof("Dropping the Electrum index")
-	if err := removeLegacyRows(db, interrupt); err != nil {
+	base := filepath.Join(filepath.Dir(dir), LegacyBaseDir)
+	_, errDir := os.Lstat(dir)
+	_, errBase := os.Lstat(base)
+	rows, err := removeLegacyRows(db, interrupt)
+	switch {
+	case err != nil:
 		return err
+	case rows == 0 && errDir != nil && errBase != nil:
+		log.Infof("Not dropping the Electrum index because it does not exist")
+		return nil
 	}
-	if err := os.RemoveAll(filepath.Join(filepath.Dir(dir), LegacyBaseDir)); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := errors.Join(os.RemoveAll(base), os.RemoveAll(dir)); err != nil {
 		return err
 	}
 	log.Infof("Dropped the Electrum index")

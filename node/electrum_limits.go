@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,33 +55,42 @@ func defaultElectrumLimits() ElectrumLimits {
 }
 
 // parseExemptNets parses --electrumexemptnets: CIDR networks or single
-// addresses, comma-separated or repeated; "none" alone exempts nothing.
+// addresses, comma-separated or repeated; "none" alone exempts nothing, and
+// beside a network it is refused, as the operator's intent is unclear.
 func parseExemptNets(values []string) ([]*net.IPNet, error) {
-	var out []*net.IPNet
+	var items []string
 	for _, v := range values {
 		for _, item := range strings.Split(v, ",") {
-			item = strings.TrimSpace(item)
-			switch {
-			case item == "" || (item == "none" && len(values) == 1):
-				continue
-			case !strings.Contains(item, "/"):
-				ip := net.ParseIP(item)
-				if ip == nil {
-					return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
-				}
-				bits := 128
-				if ip.To4() != nil {
-					ip, bits = ip.To4(), 32
-				}
-				out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
-			default:
-				_, n, err := net.ParseCIDR(item)
-				if err != nil {
-					return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
-				}
-				out = append(out, n)
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
 			}
 		}
+	}
+	if slices.Contains(items, "none") {
+		if len(items) > 1 {
+			return nil, fmt.Errorf("--electrumexemptnets: none exempts nothing; it cannot be given with networks (%s)", strings.Join(items, ","))
+		}
+		return nil, nil
+	}
+	var out []*net.IPNet
+	for _, item := range items {
+		if !strings.Contains(item, "/") {
+			ip := net.ParseIP(item)
+			if ip == nil {
+				return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
+			}
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(item)
+		if err != nil {
+			return nil, fmt.Errorf("--electrumexemptnets: %q is not a network; want CIDR networks such as 127.0.0.0/8,::1/128 or none", item)
+		}
+		out = append(out, n)
 	}
 	return out, nil
 }
