@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -121,11 +122,13 @@ func (s *Server) Start() error {
 	ls := append([]Listener(nil), s.cfg.Listeners...)
 	open := func(addrs []string, t Transport) error {
 		for _, a := range addrs {
-			l, err := net.Listen("tcp", a)
+			opened, err := listen.Listen(a)
 			if err != nil {
 				return fmt.Errorf("electrum: listening on %s (%s): %w", a, t, err)
 			}
-			ls = append(ls, Listener{Transport: t, Listener: l})
+			for _, l := range opened {
+				ls = append(ls, Listener{Transport: t, Listener: l})
+			}
 		}
 		return nil
 	}

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 )
 
 // Defaults of Config's zero fields.
@@ -236,14 +238,16 @@ func (s *Server) Start() error {
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
 	}
 	for i, addr := range append(append([]string(nil), s.cfg.Listen...), s.cfg.TLSListen...) {
-		l, err := net.Listen("tcp", addr)
+		opened, err := listen.Listen(addr)
 		if err != nil {
 			return fail(fmt.Errorf("Esplora listener %s: %w", addr, err))
 		}
-		if i >= len(s.cfg.Listen) {
-			l = tls.NewListener(l, tlsConfig)
+		for _, l := range opened {
+			if i >= len(s.cfg.Listen) {
+				l = tls.NewListener(l, tlsConfig)
+			}
+			ls = append(ls, l)
 		}
-		ls = append(ls, l)
 	}
 	srv := &http.Server{
 		Handler:           s,

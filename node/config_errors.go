@@ -15,6 +15,7 @@ import (
 	flags "github.com/jessevdk/go-flags"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 )
 
 // configFileError describes an error in the config file on one line that
@@ -143,7 +144,7 @@ func (cfg *Config) probeListeners(withMetrics bool) error {
 			continue // that listener does not open here
 		}
 		for _, a := range set.addrs {
-			l, err := net.Listen("tcp", a)
+			ls, err := listen.Listen(a)
 			if err != nil {
 				var oe *net.OpError
 				if errors.As(err, &oe) {
@@ -151,7 +152,9 @@ func (cfg *Config) probeListeners(withMetrics bool) error {
 				}
 				return fmt.Errorf("--%s=%s: %v", set.option, a, err)
 			}
-			_ = l.Close()
+			for _, l := range ls {
+				_ = l.Close()
+			}
 		}
 	}
 	return nil

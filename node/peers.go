@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,8 @@ import (
 	"github.com/btcsuite/btcd/mempool"
 	"github.com/btcsuite/btcd/peer"
 	"github.com/btcsuite/btcd/wire/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 )
 
 const (
@@ -183,7 +184,7 @@ func (n *Node) setupPeerServer() error {
 
 	if !cfg.DisableListen {
 		for _, addr := range cfg.Listeners {
-			for _, network := range p2pListenNetworks(addr) {
+			for _, network := range listen.Networks(addr) {
 				l, err := net.Listen(network, addr)
 				if err != nil {
 					srvrLog.Warnf("Can't listen on %s (%s): %v", addr, network, err)
@@ -236,32 +237,6 @@ func (n *Node) setupPeerServer() error {
 	n.downgrader = peer.NewP2PDowngrader(uint(targetOutbound) + 1)
 	n.admission = newAdmission()
 	return nil
-}
-
-// p2pListenNetworks returns the networks a --listen address is opened on,
-// as btcd's parseListeners chooses them: tcp4 for an IPv4 host, tcp6 for
-// an IPv6 one, both for an empty host (Go's "tcp" would make 0.0.0.0 a
-// socket of both families). A host name, which btcd refuses, binds the
-// first address it resolves to.
-func p2pListenNetworks(addr string) []string {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return []string{"tcp"}
-	}
-	if host == "" {
-		return []string{"tcp4", "tcp6"}
-	}
-	if i := strings.LastIndex(host, "%"); i > 0 {
-		host = host[:i] // an IPv6 zone
-	}
-	switch ip := net.ParseIP(host); {
-	case ip == nil:
-		return []string{"tcp"}
-	case ip.To4() == nil:
-		return []string{"tcp6"}
-	default:
-		return []string{"tcp4"}
-	}
 }
 
 // newOutboundAddress picks an address from the address manager for an

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 )
 
 // Server is the node's btcd-compatible JSON-RPC server: HTTP POST at "/"
@@ -139,17 +141,19 @@ func (s *Server) Start() error {
 	}
 	var lns []net.Listener
 	for _, addr := range s.cfg.Listen {
-		ln, err := net.Listen("tcp", addr)
+		ls, err := listen.Listen(addr)
 		if err != nil {
 			for _, l := range lns {
 				l.Close()
 			}
 			return fmt.Errorf("rpcext: listen %s: %w", addr, err)
 		}
-		if s.tlsConfig != nil {
-			ln = tls.NewListener(ln, s.tlsConfig)
+		for _, ln := range ls {
+			if s.tlsConfig != nil {
+				ln = tls.NewListener(ln, s.tlsConfig)
+			}
+			lns = append(lns, ln)
 		}
-		lns = append(lns, ln)
 	}
 
 	mux := http.NewServeMux()
