@@ -3,7 +3,9 @@ package indexers
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 
@@ -91,7 +93,7 @@ func (m *Mempool) Add(descs ...*mempool.TxDesc) []ScriptHash {
 	defer m.mu.Unlock()
 	touched := make(map[ScriptHash]struct{})
 	m.addLocked(descs, touched)
-	return keys(touched)
+	return slices.Collect(maps.Keys(touched))
 }
 
 // Sync makes the view equal to the pool's current content (TxPool.TxDescs)
@@ -137,7 +139,7 @@ func (m *Mempool) SyncKeeping(descs []*mempool.TxDesc, keep func(chainhash.Hash)
 			}
 		}
 	}
-	return keys(touched)
+	return slices.Collect(maps.Keys(touched))
 }
 
 // addLocked adds the descs not yet in the view, parents before children.
@@ -173,12 +175,9 @@ func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{
 	msg := d.Tx.MsgTx()
 	ptx := &poolTx{txid: *d.Tx.Hash(), fee: d.Fee, vsize: mempool.GetTxVirtualSize(d.Tx)}
 	add := func(sh ScriptHash) {
-		for _, s := range ptx.scripts {
-			if s == sh {
-				return
-			}
+		if !slices.Contains(ptx.scripts, sh) {
+			ptx.scripts = append(ptx.scripts, sh)
 		}
-		ptx.scripts = append(ptx.scripts, sh)
 	}
 	for vout, out := range msg.TxOut {
 		if txscript.IsUnspendable(out.PkScript) {
@@ -197,15 +196,18 @@ func (m *Mempool) insertLocked(d *mempool.TxDesc, touched map[ScriptHash]struct{
 		ptx.spends = append(ptx.spends, prev)
 	}
 	m.txs[ptx.txid] = ptx
-	for _, sh := range ptx.scripts {
-		set := m.byScript[sh]
-		if set == nil {
-			set = make(map[chainhash.Hash]struct{})
-			m.byScript[sh] = set
+	// btcd announces accepted transactions outside its pool's lock: a
+	// child that came first spends this one's outputs as unknown.
+	for vout := range msg.TxOut {
+		if c := m.txs[m.spentBy[wire.OutPoint{Hash: ptx.txid, Index: uint32(vout)}]]; c != nil && len(c.unknown) > 0 {
+			m.resolveTxLocked(c, touched)
+			c.unconf = true
+			for _, sh := range c.scripts {
+				touched[sh] = struct{}{}
+			}
 		}
-		set[ptx.txid] = struct{}{}
-		touched[sh] = struct{}{}
 	}
+	m.indexLocked(ptx, ptx.scripts, touched)
 	m.histOK = false
 }
 
@@ -241,40 +243,46 @@ func (m *Mempool) resolveLocked(ptx *poolTx, prev wire.OutPoint, add func(Script
 // spent outputs were unknown, and indexes the scripts found.
 func (m *Mempool) resolveUnknownLocked(touched map[ScriptHash]struct{}) {
 	for _, ptx := range m.txs {
-		if len(ptx.unknown) == 0 {
-			continue
-		}
-		var added []ScriptHash
-		add := func(sh ScriptHash) {
-			// A script the transaction already paid changes too: its
-			// balance now counts the spend.
-			touched[sh] = struct{}{}
-			for _, s := range ptx.scripts {
-				if s == sh {
-					return
-				}
-			}
+		m.resolveTxLocked(ptx, touched)
+	}
+}
+
+// resolveTxLocked tries again ptx's unknown spent outputs. It keeps unconf,
+// which its callers set.
+func (m *Mempool) resolveTxLocked(ptx *poolTx, touched map[ScriptHash]struct{}) {
+	if len(ptx.unknown) == 0 {
+		return
+	}
+	var added []ScriptHash
+	add := func(sh ScriptHash) {
+		// A script the transaction already paid changes too: its
+		// balance now counts the spend.
+		touched[sh] = struct{}{}
+		if !slices.Contains(ptx.scripts, sh) {
 			ptx.scripts = append(ptx.scripts, sh)
 			added = append(added, sh)
 		}
-		// Sync sets unconf afterwards, and touches the scripts when it
-		// changes.
-		unconf := ptx.unconf
-		still := ptx.unknown[:0]
-		for _, prev := range ptx.unknown {
-			if !m.resolveLocked(ptx, prev, add) {
-				still = append(still, prev)
-			}
+	}
+	unconf, still := ptx.unconf, ptx.unknown[:0]
+	for _, prev := range ptx.unknown {
+		if !m.resolveLocked(ptx, prev, add) {
+			still = append(still, prev)
 		}
-		ptx.unknown, ptx.unconf = still, unconf
-		for _, sh := range added {
-			set := m.byScript[sh]
-			if set == nil {
-				set = make(map[chainhash.Hash]struct{})
-				m.byScript[sh] = set
-			}
-			set[ptx.txid] = struct{}{}
+	}
+	ptx.unknown, ptx.unconf = still, unconf
+	m.indexLocked(ptx, added, touched)
+}
+
+// indexLocked lists ptx under the scripts shs, and marks them touched.
+func (m *Mempool) indexLocked(ptx *poolTx, shs []ScriptHash, touched map[ScriptHash]struct{}) {
+	for _, sh := range shs {
+		set := m.byScript[sh]
+		if set == nil {
+			set = make(map[chainhash.Hash]struct{})
+			m.byScript[sh] = set
 		}
+		set[ptx.txid] = struct{}{}
+		touched[sh] = struct{}{}
 	}
 }
 
@@ -296,14 +304,6 @@ func (m *Mempool) removeLocked(ptx *poolTx, touched map[ScriptHash]struct{}) {
 		}
 	}
 	m.histOK = false
-}
-
-func keys(set map[ScriptHash]struct{}) []ScriptHash {
-	out := make([]ScriptHash, 0, len(set))
-	for sh := range set {
-		out = append(out, sh)
-	}
-	return out
 }
 
 // Entries returns the unconfirmed transactions touching sh in the canonical

@@ -289,3 +289,32 @@ func balanceOf(m *Mempool, sh ScriptHash) int64 {
 	d, _ := m.BalanceOf(sh, nil)
 	return d
 }
+
+// btcd announces accepted transactions outside its pool's lock, so a
+// child's event can come before its parent's. Once the parent comes, the
+// child's spend of its output counts, and the child is at height -1.
+func TestMempoolChildBeforeParent(t *testing.T) {
+	f := newPoolFixture()
+	m := NewMempool(f.prevOut)
+	m.Add(f.tx2)
+	touched := m.Add(f.tx1)
+	if !containsAll(touched, f.shA, f.shB, f.shC) {
+		t.Fatalf("the parent's Add touched %v, want A, B and the child's C", touched)
+	}
+	if got := balanceOf(m, f.shB); got != 0 {
+		t.Fatalf("script B: balance %d, want 600 paid by the parent and spent by the child", got)
+	}
+	if !isSpent(m, wire.OutPoint{Hash: *f.tx1.Tx.Hash(), Index: 0}) {
+		t.Fatal("the parent's output is not spent")
+	}
+	if es := m.Entries(f.shB); len(es) != 2 {
+		t.Fatalf("script B: %d entries, want the parent and the child", len(es))
+	}
+	if hs := heights(m.Entries(f.shC)); len(hs) != 1 || hs[0] != -1 {
+		t.Fatalf("the child's height on script C: %v, want -1", hs)
+	}
+	// The next reconciliation agrees.
+	if touched := m.Sync([]*mempool.TxDesc{f.tx1, f.tx2}); len(touched) != 0 {
+		t.Fatalf("Sync after found %v changed", touched)
+	}
+}
