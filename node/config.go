@@ -467,6 +467,14 @@ func (cfg *Config) Normalize() error {
 	if !cfg.DisableRPC && cfg.RPCLimitUser != "" && cfg.RPCLimitPass == "" {
 		return errors.New("--rpclimituser needs --rpclimitpass: with an empty password anyone who knows the user name could use the RPC server")
 	}
+	// btcd counts only whole pairs; half a pair here would let in a
+	// client with an empty user name, so it is refused too.
+	if !cfg.DisableRPC && cfg.RPCPass != "" && cfg.RPCUser == "" {
+		return errors.New("--rpcpass needs --rpcuser")
+	}
+	if !cfg.DisableRPC && cfg.RPCLimitPass != "" && cfg.RPCLimitUser == "" {
+		return errors.New("--rpclimitpass needs --rpclimituser")
+	}
 	if cfg.RPCMaxRequestBytes <= 0 {
 		return fmt.Errorf("--rpcmaxrequestbytes=%d: want a positive number of bytes", cfg.RPCMaxRequestBytes)
 	}

@@ -141,6 +141,8 @@ func TestLoadConfigRejects(t *testing.T) {
 		{"unknown flag", []string{"--regtest", "--nosuchflag"}, "unknown flag"},
 		{"exempt net not a network", []string{"--regtest", "--electrumexemptnets=127.0.0.0/8,localhost"}, "--electrumexemptnets"},
 		{"exempt net bad mask", []string{"--regtest", "--electrumexemptnets=10.0.0.0/33"}, "--electrumexemptnets"},
+		{"password without user", []string{"--regtest", "--rpcpass=secret"}, "--rpcpass needs --rpcuser"},
+		{"limited password without user", []string{"--regtest", "--rpcuser=a", "--rpcpass=b", "--rpclimitpass=c"}, "--rpclimitpass needs --rpclimituser"},
 		{"exempt none with a network", []string{"--regtest", "--electrumexemptnets=none,10.0.0.0/8"}, "--electrumexemptnets"},
 		{"exempt none repeated with a network", []string{"--regtest", "--electrumexemptnets=10.0.0.0/8", "--electrumexemptnets=none"}, "--electrumexemptnets"},
 		{"metrics address", []string{"--regtest", "--metricslisten=127.0.0.1:notaport"}, "--metricslisten"},
