@@ -17,13 +17,17 @@ import (
 // before it starts the next one.
 const histogramBin = 50_000
 
-// feeTargets are the confirmation targets /fee-estimates answers for.
+// feeTargets are the confirmation targets /fee-estimates answers for: those
+// btcd's estimator answers. electrs adds 144, 504 and 1008 from bitcoind;
+// btcd has no estimate that far, and the Electrum relay answers a longer
+// target with the 25-block rate, which here would read as a day's or a
+// week's. A client asking for a longer target takes the longest listed.
 var feeTargets = func() []int {
-	t := make([]int, 0, 28)
+	t := make([]int, 0, 25)
 	for i := 1; i <= 25; i++ {
 		t = append(t, i)
 	}
-	return append(t, 144, 504, 1008)
+	return t
 }()
 
 // vsize is electrs' virtual size: weight / 4, rounded down.
