@@ -80,7 +80,7 @@ func TestBadInput(t *testing.T) {
 		{"scripthash as list", "blockchain.scripthash.subscribe", []any{[]string{sh}}, codeBadRequest},
 		{"verbose not a bool", "blockchain.transaction.get", []any{fx.tx1.TxHash().String(), "yes"}, codeBadRequest},
 		{"tx hash too long", "blockchain.transaction.get", []any{strings.Repeat("a", 66)}, codeBadRequest},
-		{"merkle not a bool", "blockchain.transaction.id_from_pos", []any{1, 0, 1}, codeBadRequest},
+		{"merkle not a bool", "blockchain.transaction.id_from_pos", []any{1, 0, 2}, codeBadRequest},
 		{"features not an object", "server.add_peer", []any{"x"}, codeBadRequest},
 		{"raw tx garbage", "blockchain.transaction.broadcast", []any{"00ff"}, codeBadRequest},
 		{"estimatefee string", "blockchain.estimatefee", []any{"six"}, codeBadRequest},

@@ -108,10 +108,11 @@ func argBool(raw json.RawMessage, def bool) (bool, error) {
 	if raw == nil {
 		return def, nil
 	}
+	// ElectrumX and Fulcrum take 1 and 0 too (Python's 1 == True).
 	switch string(raw) {
-	case "true":
+	case "true", "1":
 		return true, nil
-	case "false":
+	case "false", "0":
 		return false, nil
 	}
 	return false, badRequest("%s should be a boolean value", echo(raw))
