@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -248,10 +249,9 @@ func nonEmpty(s string) []string {
 // with load, or both are missing and can be created (a self-signed pair is
 // then made). certOpt and keyOpt name the options in the message.
 func checkCertPair(certOpt, certFile, keyOpt, keyFile string, load func(certFile, keyFile string) error) error {
-	_, certErr := os.Stat(certFile)
-	_, keyErr := os.Stat(keyFile)
+	certMissing, keyMissing := missing(certFile), missing(keyFile)
 	switch {
-	case certErr != nil && keyErr != nil:
+	case certMissing && keyMissing:
 		for _, f := range []string{certFile, keyFile} {
 			if err := checkCreatable(f); err != nil {
 				return fmt.Errorf("--%s=%s, --%s=%s: the self-signed pair cannot be created: %v",
@@ -259,7 +259,7 @@ func checkCertPair(certOpt, certFile, keyOpt, keyFile string, load func(certFile
 			}
 		}
 		return nil
-	case certErr != nil || keyErr != nil:
+	case certMissing || keyMissing:
 		return fmt.Errorf("--%s=%s, --%s=%s: only one of them exists (both, or neither for a self-signed pair)",
 			certOpt, certFile, keyOpt, keyFile)
 	}
@@ -267,6 +267,15 @@ func checkCertPair(certOpt, certFile, keyOpt, keyFile string, load func(certFile
 		return fmt.Errorf("--%s=%s, --%s=%s: %v", certOpt, certFile, keyOpt, keyFile, err)
 	}
 	return nil
+}
+
+// missing reports whether nothing is at path. A file the node cannot reach
+// (a certbot link it may not follow, or one whose target is gone) is there:
+// loading it says why, where taking it for missing would write a
+// self-signed pair through the link.
+func missing(path string) bool {
+	_, err := os.Lstat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // loadElectrumPair loads the Electrum pair by the rule its listeners and

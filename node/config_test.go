@@ -313,3 +313,29 @@ func TestOperatorOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestCertLinksNotWrittenThrough: a certificate and key named through links
+// whose targets are gone (certbot's live/ links after a failed renewal) are
+// refused at start with the load's reason, not taken for a missing pair and
+// replaced by a self-signed one written through the links.
+func TestCertLinksNotWrittenThrough(t *testing.T) {
+	dir := t.TempDir()
+	archive := filepath.Join(dir, "archive")
+	if err := os.Mkdir(archive, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cert, key := filepath.Join(dir, "fullchain.pem"), filepath.Join(dir, "privkey.pem")
+	for link, target := range map[string]string{cert: "fullchain1.pem", key: "privkey1.pem"} {
+		if err := os.Symlink(filepath.Join(archive, target), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _, err := LoadConfig([]string{writeConfigFile(t, ""), "--regtest", "--electrumindex",
+		"--electrumtlslisten=127.0.0.1:0", "--electrumcert=" + cert, "--electrumkey=" + key})
+	if err == nil || !strings.Contains(err.Error(), "--electrumcert") {
+		t.Fatalf("error %v, want the pair refused", err)
+	}
+	if entries, _ := os.ReadDir(archive); len(entries) != 0 {
+		t.Fatalf("files written through the links: %v", entries)
+	}
+}

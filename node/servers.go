@@ -145,12 +145,11 @@ func electrumConfig(cfg *Config) (electrum.Config, error) {
 // ensureCertPair writes a self-signed certificate and key when neither file
 // exists; when only one exists it is an error.
 func ensureCertPair(certFile, keyFile string) error {
-	_, certErr := os.Stat(certFile)
-	_, keyErr := os.Stat(keyFile)
+	certMissing, keyMissing := missing(certFile), missing(keyFile)
 	switch {
-	case certErr == nil && keyErr == nil:
+	case !certMissing && !keyMissing:
 		return nil
-	case certErr == nil || keyErr == nil:
+	case !certMissing || !keyMissing:
 		return fmt.Errorf("only one of %s and %s exists", certFile, keyFile)
 	}
 	cert, key, err := electrum.SelfSignedCert()

@@ -24,8 +24,8 @@ func loadTLS(certFile, keyFile string, listen []string) (*tls.Config, error) {
 	if certFile == "" || keyFile == "" {
 		return nil, errors.New("rpcext: TLS needs a certificate and key file (or DisableTLS)")
 	}
-	_, certErr := os.Stat(certFile)
-	_, keyErr := os.Stat(keyFile)
+	_, certErr := os.Lstat(certFile)
+	_, keyErr := os.Lstat(keyFile)
 	switch {
 	case os.IsNotExist(certErr) && os.IsNotExist(keyErr):
 		if err := generateCertPair(certFile, keyFile, listen); err != nil {
