@@ -227,8 +227,8 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 		// Wallet web pages are served from other origins by design.
 		CheckOrigin: func(*http.Request) bool { return true },
 	}
-	// The timeouts bound a connection that is never upgraded: one kept
-	// alive between plain requests, or one sending a request slowly.
+	// The timeouts bound a connection that is never upgraded: one sending
+	// a request slowly.
 	// An upgraded session sets its own deadlines for every read and write.
 	hs := &http.Server{
 		ReadHeaderTimeout: tlsHandshakeTimeout,
@@ -252,6 +252,10 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 			s.runSession(newWSConn(c, s.cfg.WriteTimeout), remote, t)
 		}),
 	}
+	// The port serves upgrades only: a connection whose request was not
+	// one (answered 400) can never become a session, so no session limit
+	// counts it, and it is closed after the answer rather than kept alive.
+	hs.SetKeepAlivesEnabled(false)
 	s.mu.Lock()
 	s.httpServers = append(s.httpServers, hs)
 	s.mu.Unlock()
