@@ -9,6 +9,7 @@ import (
 	"math/bits"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -630,10 +631,34 @@ func (c *wsConn) ReadMessage() ([]byte, error) {
 	}
 }
 
-// account counts a message's payload as it is read: the frames' headers
-// and control frames are the library's to read.
+// account counts every byte read from the connection (wsCounted): frame
+// headers, empty frames and control frames included, as a line
+// connection counts empty lines. Uncounted, a message of empty
+// continuation frames kept the read loop busy at no cost.
 func (c *wsConn) account(onRead func(n int) error, budget *semaphore.Weighted) {
-	c.onRead, c.budget = onRead, budget
+	c.budget = budget
+	if cc, ok := c.Conn.NetConn().(*wsCounted); ok {
+		cc.onRead.Store(&onRead)
+		return
+	}
+	c.onRead = onRead
+}
+
+// wsCounted is a WebSocket port's connection, counting its reads for the
+// session once it has one (wsConn.account).
+type wsCounted struct {
+	net.Conn
+	onRead atomic.Pointer[func(n int) error]
+}
+
+func (c *wsCounted) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if f := c.onRead.Load(); n > 0 && f != nil {
+		if e := (*f)(n); e != nil {
+			return n, e
+		}
+	}
+	return n, err
 }
 
 // countedReader tells onRead (when set) of every read from r; an error

@@ -270,7 +270,7 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 					return
 				}
 			}
-			q.push(c)
+			q.push(&wsCounted{Conn: c})
 		})
 	}()
 	_ = hs.Serve(q)
