@@ -14,6 +14,7 @@ import (
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/wire/v2"
 
+	"github.com/btcd-electrum/btcd-electrum/indexers"
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
@@ -31,9 +32,20 @@ func (b rpcBackend) ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash
 
 // ConfirmedTx returns a transaction of the main chain and the hash of the
 // block holding it, through the Electrum index or btcd's transaction index.
+// When neither can tell whether the chain holds it (no index, or the
+// Electrum index trailing the chain) the error is an RPC error saying so.
 func (n *Node) ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash.Hash, error) {
 	if idx := n.index.electrum; idx != nil {
+		before, _ := idx.LatestTip()
 		raw, loc, err := idx.RawTx(*txHash)
+		if errors.Is(err, indexers.ErrNotFound) {
+			// The index trails the chain (catching up, or a block just
+			// connected): "not found" would be a guess.
+			if best := n.chain.BestSnapshot().Height; before.Height < best {
+				return nil, nil, &btcjson.RPCError{Code: btcjson.ErrRPCNoTxInfo, Message: fmt.Sprintf(
+					"The Electrum index is at height %d of the chain's %d: it cannot tell yet", before.Height, best)}
+			}
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -66,8 +78,14 @@ func (n *Node) ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash.Hash
 		}
 		return &tx, region.Hash, nil
 	}
-	return nil, nil, errors.New("no transaction index: start with --electrumindex or --txindex")
+	return nil, nil, errNoTxIndex
 }
+
+// errNoTxIndex is btcd's answer without a transaction index. Unlike "No
+// information available about transaction", which lnd takes for a
+// transaction that is not confirmed, it makes lnd scan the blocks.
+var errNoTxIndex = &btcjson.RPCError{Code: btcjson.ErrRPCNoTxInfo,
+	Message: "The transaction index must be enabled to query the blockchain (specify --txindex or --electrumindex)"}
 
 // SubmitBlock processes a block through the sync manager, as one from a
 // peer.

@@ -68,7 +68,9 @@ type Mempool interface {
 type Backend interface {
 	// ConfirmedTx finds a confirmed transaction through the Electrum
 	// index and returns it with the hash of the main-chain block holding
-	// it. Any error is reported to the client as "no such transaction".
+	// it. A *btcjson.RPCError (no index, or one that cannot tell yet)
+	// is passed to the client; any other error is reported as "no such
+	// transaction".
 	ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash.Hash, error)
 
 	// ProcessTx validates a transaction into the mempool, relays it and

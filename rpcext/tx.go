@@ -139,6 +139,10 @@ func handleGetRawTransaction(s *Server, cmd interface{}) (interface{}, error) {
 	}
 
 	mtx, blockHash, err := s.cfg.Backend.ConfirmedTx(hash)
+	var rerr *btcjson.RPCError
+	if errors.As(err, &rerr) {
+		return nil, rerr
+	}
 	if err != nil || mtx == nil || blockHash == nil {
 		return nil, noTxInfo(hash)
 	}
