@@ -156,13 +156,16 @@ func handleRescan(c *wsClient, cmd interface{}) (interface{}, error) {
 }
 
 // watchKeys has the client told of later transactions paying the
-// rescan's addresses or spending its outputs; a client they would take
-// past its subscription limit is disconnected, as it would miss them.
+// rescan's addresses or spending its outputs, and, as btcd, of mempool
+// transactions already spending them; a client they would take past its
+// subscription limit is disconnected, as it would miss them.
 func (c *wsClient) watchKeys(keys *rescanKeys) {
 	addrs, ops := keys.lists()
 	if !c.subscribe(addrs, ops) {
 		c.closeOverSubscribed()
+		return
 	}
+	c.tellPoolSpends(ops)
 }
 
 // lists returns the keys' addresses and outpoints.

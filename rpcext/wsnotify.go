@@ -196,24 +196,31 @@ func handleNotifySpent(c *wsClient, cmd interface{}) (interface{}, error) {
 	if !c.subscribe(nil, ops) {
 		return nil, c.errSubscriptionLimit()
 	}
-	// As btcd: a spend already in the mempool is told at once, with
-	// redeemingtx alone.
-	if pool, err := c.s.pool(); err == nil {
-		seen := make(map[chainhash.Hash]bool)
-		for _, op := range ops {
-			tx := pool.CheckSpend(op)
-			if tx == nil || seen[*tx.Hash()] {
-				continue
-			}
-			seen[*tx.Hash()] = true
-			var buf bytes.Buffer
-			if err := tx.MsgTx().Serialize(&buf); err == nil &&
-				!c.queueNtfn(btcjson.NewRedeemingTxNtfn(hex.EncodeToString(buf.Bytes()), nil)) {
-				break
-			}
+	c.tellPoolSpends(ops)
+	return nil, nil
+}
+
+// tellPoolSpends sends, as btcd does when it starts watching outpoints
+// (notifyspent, a rescan reaching the tip), redeemingtx alone for each
+// mempool transaction already spending one of ops.
+func (c *wsClient) tellPoolSpends(ops []wire.OutPoint) {
+	pool, err := c.s.pool()
+	if err != nil {
+		return
+	}
+	seen := make(map[chainhash.Hash]bool)
+	for _, op := range ops {
+		tx := pool.CheckSpend(op)
+		if tx == nil || seen[*tx.Hash()] {
+			continue
+		}
+		seen[*tx.Hash()] = true
+		var buf bytes.Buffer
+		if err := tx.MsgTx().Serialize(&buf); err == nil &&
+			!c.queueNtfn(btcjson.NewRedeemingTxNtfn(hex.EncodeToString(buf.Bytes()), nil)) {
+			return
 		}
 	}
-	return nil, nil
 }
 
 // handleStopNotifySpent answers stopnotifyspent.
