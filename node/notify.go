@@ -34,6 +34,8 @@ type nodeEvent struct {
 	// restore are the pool transactions held aside during a
 	// reorganization that just ended, to submit again (reorgpool.go).
 	restore []*btcutil.Tx
+	// restoreGen is the held set's disconnect count when it was taken.
+	restoreGen uint64
 }
 
 // eventQueue is an unbounded FIFO: the chain's notification callback and
@@ -182,7 +184,7 @@ func (n *Node) dispatchEvents() {
 			if len(ev.restore) > 0 {
 				// Before the view's reconciliation below, which then
 				// sees the pool as the reorganization left it.
-				n.restoreHeld(ev.restore)
+				n.restoreHeld(ev.restore, ev.restoreGen)
 				blocks = true
 			}
 			// A connected block's transactions leave the view when the

@@ -30,6 +30,10 @@ type heldAside struct {
 	mu   sync.Mutex
 	txs  []*btcutil.Tx
 	seen map[chainhash.Hash]struct{}
+	// gen counts disconnects; takenAt is gen at the last take. A
+	// restore that began before a later disconnect may have been refused
+	// in the middle of that reorganization (retry).
+	gen, takenAt uint64
 }
 
 // newHeldAside returns an empty set.
@@ -42,6 +46,7 @@ func newHeldAside() *heldAside {
 func (h *heldAside) add(pool *mempool.TxPool, block *btcutil.Block) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.gen++
 	walked := make(map[chainhash.Hash]struct{})
 	queue := block.Transactions()
 	for len(queue) > 0 {
@@ -56,29 +61,60 @@ func (h *heldAside) add(pool *mempool.TxPool, block *btcutil.Block) {
 				continue
 			}
 			walked[*child.Hash()] = struct{}{}
-			if _, ok := h.seen[*child.Hash()]; !ok {
-				if len(h.txs) >= maxHeldAside {
-					log.Warnf("Reorganization: more than %d pool transactions spend the disconnected blocks' "+
-						"transactions; the others are not submitted again after it", maxHeldAside)
-					return
-				}
-				h.seen[*child.Hash()] = struct{}{}
-				h.txs = append(h.txs, child)
+			if !h.hold(child) {
+				return
 			}
 			queue = append(queue, child)
 		}
 	}
 }
 
-// take returns the held transactions and empties the set.
-func (h *heldAside) take() []*btcutil.Tx {
+// hold adds tx to the set; false once the set is full.
+func (h *heldAside) hold(tx *btcutil.Tx) bool {
+	if _, ok := h.seen[*tx.Hash()]; ok {
+		return true
+	}
+	if len(h.txs) >= maxHeldAside {
+		log.Warnf("Reorganization: more than %d pool transactions spend the disconnected blocks' "+
+			"transactions; the others are not submitted again after it", maxHeldAside)
+		return false
+	}
+	h.seen[*tx.Hash()] = struct{}{}
+	h.txs = append(h.txs, tx)
+	return true
+}
+
+// take returns the held transactions and the disconnect count they were
+// held by, and empties the set.
+func (h *heldAside) take() ([]*btcutil.Tx, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	txs := h.txs
 	if len(txs) > 0 {
 		h.txs, h.seen = nil, make(map[chainhash.Hash]struct{})
 	}
-	return txs
+	h.takenAt = h.gen
+	return txs, h.gen
+}
+
+// retry holds again txs that a restore queued at disconnect count gen
+// could not return to the pool, when a disconnect came after it: the
+// restore may have run between that disconnect and its reorganization's
+// connects, when a parent the new branch confirms again was confirmed
+// nowhere. It reports whether that reorganization has already ended
+// (taken the set), so that the caller queues them itself.
+func (h *heldAside) retry(txs []*btcutil.Tx, gen uint64) (ended bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(txs) == 0 || h.gen == gen {
+		return false
+	}
+	for _, tx := range txs {
+		if !h.hold(tx) {
+			break
+		}
+	}
+	return h.takenAt == h.gen
 }
 
 // holdDescendants is subscribed to the chain before netsync, so that on a
@@ -100,8 +136,8 @@ func (n *Node) holdDescendants(note *blockchain.Notification) {
 // and reconsiderblock return (which send none, docs/BTCD.md §2). It never
 // blocks.
 func (n *Node) reorganized() {
-	if txs := n.held.take(); len(txs) > 0 {
-		n.events.push(nodeEvent{restore: txs})
+	if txs, gen := n.held.take(); len(txs) > 0 {
+		n.events.push(nodeEvent{restore: txs, restoreGen: gen})
 	}
 }
 
@@ -115,9 +151,15 @@ func (n *Node) reorganized() {
 // none of them without its parent. Orphans waiting for a restored
 // transaction are accepted and announced. It runs on the dispatcher, never
 // in a chain callback, since the pool takes the chain lock.
-func (n *Node) restoreHeld(txs []*btcutil.Tx) {
+func (n *Node) restoreHeld(txs []*btcutil.Tx, gen uint64) {
 	var restored int
 	var unlocked []*mempool.TxDesc
+	var out []*btcutil.Tx
+	defer func() {
+		if n.held.retry(out, gen) {
+			n.reorganized()
+		}
+	}()
 	for _, tx := range parentsFirst(txs) {
 		if n.txMemPool.IsTransactionInPool(tx.Hash()) {
 			continue
@@ -126,6 +168,7 @@ func (n *Node) restoreHeld(txs []*btcutil.Tx) {
 		if err != nil || len(missing) > 0 || desc == nil {
 			log.Debugf("Transaction %v, held aside during a reorganization, stays out of the mempool: "+
 				"err %v, missing inputs %d", tx.Hash(), err, len(missing))
+			out = append(out, tx)
 			continue
 		}
 		restored++
