@@ -366,7 +366,8 @@ func (c *ElectrumClient) take(ctx context.Context, method string, belongs, match
 		c.mu.Lock()
 		queued := slices.Clone(c.notes)
 		signal := c.noteSignal
-		closed := isClosed(c.done)
+		// err is set with the last wake-up, before done is closed.
+		closed := c.err != nil || isClosed(c.done)
 		c.mu.Unlock()
 		var superseded []uint64
 		lost := false
