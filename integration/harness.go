@@ -368,9 +368,11 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 	n.Args = append(args, cfg.Args...)
 	// A --datadir or --logdir in Args is what the node uses. Args the
 	// node refuses are left for it to report.
+	espPath := ""
 	if c, _, err := node.LoadConfig(n.Args); err == nil {
 		n.DataDir, n.LogDir = filepath.Dir(c.NetDataDir()), filepath.Dir(c.NetLogDir())
 		n.LogFile = c.LogFile()
+		espPath = c.EsploraPath // in any form Args give it, a config file's included
 	}
 
 	if cfg.Binary {
@@ -386,7 +388,7 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 			n.ElectrumWSSAddr = pick(cfg.ElectrumWSS, elWSS)
 		}
 		if cfg.Esplora {
-			n.EsploraURL = "http://" + esp + esploraPath(cfg.Args)
+			n.EsploraURL = "http://" + esp + espPath
 		}
 	} else {
 		if err := n.startInProcess(); err != nil {
@@ -448,18 +450,6 @@ func writeCertPair(certFile, keyFile string) error {
 	return os.WriteFile(keyFile, keyPEM, 0o600)
 }
 
-// esploraPath returns the --esplorapath among args, without a trailing
-// slash.
-func esploraPath(args []string) string {
-	path := ""
-	for _, a := range args {
-		if p, ok := strings.CutPrefix(a, "--esplorapath="); ok {
-			path = strings.TrimRight(p, "/")
-		}
-	}
-	return path
-}
-
 // pick returns addr when on is set and "" otherwise.
 func pick(on bool, addr string) string {
 	if on {
@@ -511,11 +501,10 @@ func (n *Node) startInProcess() error {
 	// Several nodes of one process may peer with each other.
 	cfg.AllowSelfConns = true
 	node.SetLogStdout(LogStdout)
-	for _, a := range n.Args {
-		if strings.HasPrefix(a, "--debuglevel=") {
-			if err := node.SetLogLevels(cfg.DebugLevel); err != nil {
-				return err
-			}
+	// Only a level Args give (in any form) changes the process's log.
+	if cfg.DebugLevel != node.DefaultLogLevel {
+		if err := node.SetLogLevels(cfg.DebugLevel); err != nil {
+			return err
 		}
 	}
 	nd, err := node.New(cfg)

@@ -27,13 +27,15 @@ import (
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
+// DefaultLogLevel is --debuglevel's default, as btcd's.
+const DefaultLogLevel = "info"
+
 // Defaults, matching btcd's where btcd has the same option.
 const (
 	defaultConfigFilename       = "btcd-electrum.conf"
 	defaultDataDirname          = "data"
 	defaultLogDirname           = "logs"
 	defaultLogFilename          = "btcd-electrum.log"
-	defaultLogLevel             = "info"
 	defaultMaxPeers             = 125
 	defaultBanDuration          = 24 * time.Hour
 	defaultBanThreshold         = 100
@@ -213,7 +215,7 @@ func DefaultConfig() *Config {
 		ConfigFile:           defaultConfigFile,
 		DataDir:              defaultDataDir,
 		LogDir:               defaultLogDir,
-		DebugLevel:           defaultLogLevel,
+		DebugLevel:           DefaultLogLevel,
 		MaxPeers:             defaultMaxPeers,
 		BanDuration:          defaultBanDuration,
 		BanThreshold:         defaultBanThreshold,
