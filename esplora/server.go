@@ -156,6 +156,7 @@ type Server struct {
 	mu        sync.Mutex
 	srv       *http.Server
 	listeners []net.Listener
+	tls       []bool // listeners[i] serves HTTPS
 	done      sync.WaitGroup
 	// closed is set by Shutdown: a shut-down server does not start again,
 	// as the Electrum server does not.
@@ -221,6 +222,7 @@ func (s *Server) Start() error {
 		return fmt.Errorf("esplora: path prefix %q: want a path such as /api", p)
 	}
 	ls := append([]net.Listener(nil), s.cfg.Listeners...)
+	isTLS := make([]bool, len(ls))
 	fail := func(err error) error {
 		for _, l := range ls[len(s.cfg.Listeners):] {
 			_ = l.Close()
@@ -243,10 +245,11 @@ func (s *Server) Start() error {
 			return fail(fmt.Errorf("Esplora listener %s: %w", addr, err))
 		}
 		for _, l := range opened {
-			if i >= len(s.cfg.Listen) {
+			secure := i >= len(s.cfg.Listen)
+			if secure {
 				l = tls.NewListener(l, tlsConfig)
 			}
-			ls = append(ls, l)
+			ls, isTLS = append(ls, l), append(isTLS, secure)
 		}
 	}
 	srv := &http.Server{
@@ -258,7 +261,7 @@ func (s *Server) Start() error {
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         s.connState,
 	}
-	s.listeners, s.srv = ls, srv
+	s.listeners, s.tls, s.srv = ls, isTLS, srv
 	for _, u := range s.urls() {
 		s.cfg.Logf("Esplora HTTP API listening on %s", u)
 	}
@@ -286,7 +289,7 @@ func (s *Server) urls() []string {
 	out := make([]string, len(s.listeners))
 	for i, l := range s.listeners {
 		scheme := "http"
-		if i >= len(s.cfg.Listen) {
+		if s.tls[i] {
 			scheme = "https"
 		}
 		out[i] = scheme + "://" + l.Addr().String() + s.prefix

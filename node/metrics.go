@@ -18,6 +18,7 @@ import (
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
 	"github.com/btcd-electrum/btcd-electrum/indexers"
+	"github.com/btcd-electrum/btcd-electrum/internal/listen"
 )
 
 // The Prometheus endpoint (--metricslisten) opens as soon as the database
@@ -103,20 +104,22 @@ func newMetricsServer(addr string, idx *indexers.ElectrumIndex) (*metricsServer,
 			return nil, err
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
+	lns, err := listen.Listen(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metricslisten=%s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(metricsPath, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	m.ln = ln
+	m.ln = lns[0]
 	m.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	log.Infof("Prometheus metrics at %s", m.url())
-	go func() {
-		if err := m.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Errorf("Metrics server: %v", err)
-		}
-	}()
+	for _, ln := range lns {
+		go func() {
+			if err := m.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Errorf("Metrics server: %v", err)
+			}
+		}()
+	}
 	return m, nil
 }
 

@@ -6,8 +6,10 @@
 package listen
 
 import (
+	"errors"
 	"net"
 	"strings"
+	"syscall"
 )
 
 // Networks returns the networks a host:port address is opened on. A host
@@ -33,18 +35,32 @@ func Networks(addr string) []string {
 	}
 }
 
-// Listen opens addr on each of its networks; on an error none is left open.
-func Listen(addr string) ([]net.Listener, error) {
+// Listen opens addr on each of its networks; on an error none is left
+// open. For an empty host, a family the machine does not have (IPv6
+// disabled in its kernel) is left out when the other opened, as btcd
+// leaves it out.
+func Listen(addr string) ([]net.Listener, error) { return listenWith(addr, net.Listen) }
+
+func listenWith(addr string, open func(network, addr string) (net.Listener, error)) ([]net.Listener, error) {
 	var ls []net.Listener
+	var missing error
 	for _, network := range Networks(addr) {
-		l, err := net.Listen(network, addr)
-		if err != nil {
+		l, err := open(network, addr)
+		switch {
+		case err == nil:
+			ls = append(ls, l)
+		case missing == nil && (errors.Is(err, syscall.EAFNOSUPPORT) || errors.Is(err, syscall.EPROTONOSUPPORT) ||
+			errors.Is(err, syscall.EADDRNOTAVAIL)):
+			missing = err
+		default:
 			for _, l := range ls {
 				_ = l.Close()
 			}
 			return nil, err
 		}
-		ls = append(ls, l)
+	}
+	if len(ls) == 0 {
+		return nil, missing
 	}
 	return ls, nil
 }

@@ -1,9 +1,12 @@
 package listen
 
 import (
+	"errors"
 	"net"
+	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -51,4 +54,41 @@ func TestIPv4AnyRefusesIPv6(t *testing.T) {
 		t.Fatalf("IPv4: %v", err)
 	}
 	c.Close()
+}
+
+// TestMissingFamilyLeftOut: for an empty host, a family the kernel lacks is
+// left out when the other opens; any other failure, or a lone family
+// missing, fails the address with nothing left open.
+func TestMissingFamilyLeftOut(t *testing.T) {
+	var opened []net.Listener
+	open := func(fail map[string]error) func(network, addr string) (net.Listener, error) {
+		return func(network, addr string) (net.Listener, error) {
+			if err := fail[network]; err != nil {
+				return nil, &net.OpError{Op: "listen", Net: network, Err: os.NewSyscallError("socket", err)}
+			}
+			l, err := net.Listen(network, "127.0.0.1:0")
+			opened = append(opened, l)
+			return l, err
+		}
+	}
+	ls, err := listenWith(":0", open(map[string]error{"tcp6": syscall.EAFNOSUPPORT}))
+	if err != nil || len(ls) != 1 {
+		t.Fatalf("IPv6 missing: %v, %v; want the IPv4 socket alone", ls, err)
+	}
+	ls[0].Close()
+	if _, err := listenWith(":0", open(map[string]error{"tcp6": syscall.EADDRINUSE})); !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("IPv6 port taken: %v, want the failure", err)
+	}
+	if _, err := listenWith("[::]:0", open(map[string]error{"tcp6": syscall.EAFNOSUPPORT})); !errors.Is(err, syscall.EAFNOSUPPORT) {
+		t.Fatalf("an IPv6 address without IPv6: %v, want the failure", err)
+	}
+	for _, l := range opened {
+		if l == nil {
+			continue
+		}
+		if c, err := net.Dial("tcp", l.Addr().String()); err == nil {
+			c.Close()
+			t.Errorf("listener %v left open", l.Addr())
+		}
+	}
 }
