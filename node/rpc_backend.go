@@ -38,22 +38,27 @@ func (n *Node) ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash.Hash
 	if idx := n.index.electrum; idx != nil {
 		before, _ := idx.LatestTip()
 		raw, loc, err := idx.RawTx(*txHash)
-		if errors.Is(err, indexers.ErrNotFound) {
+		switch {
+		case err == nil:
+			var tx wire.MsgTx
+			if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
+				return nil, nil, err
+			}
+			return &tx, &loc.BlockHash, nil
+		case n.index.txIndex != nil:
+			// btcd's transaction index, in step with the chain, settles
+			// what this one may not have reached yet.
+		case !errors.Is(err, indexers.ErrNotFound):
+			return nil, nil, err
+		default:
 			// The index trails the chain (catching up, or a block just
 			// connected): "not found" would be a guess.
 			if best := n.chain.BestSnapshot().Height; before.Height < best {
 				return nil, nil, &btcjson.RPCError{Code: btcjson.ErrRPCNoTxInfo, Message: fmt.Sprintf(
 					"The Electrum index is at height %d of the chain's %d: it cannot tell yet", before.Height, best)}
 			}
-		}
-		if err != nil {
 			return nil, nil, err
 		}
-		var tx wire.MsgTx
-		if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
-			return nil, nil, err
-		}
-		return &tx, &loc.BlockHash, nil
 	}
 	if idx := n.index.txIndex; idx != nil {
 		region, err := idx.TxBlockRegion(txHash)
