@@ -3,6 +3,7 @@ package indexers
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -99,7 +100,7 @@ func DropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) er
 	switch {
 	case err != nil:
 		return err
-	case rows == 0 && errDir != nil && errBase != nil:
+	case rows == 0 && errors.Is(errDir, fs.ErrNotExist) && errors.Is(errBase, fs.ErrNotExist):
 		log.Infof("Not dropping the Electrum index because it does not exist")
 		return nil
 	}

@@ -89,6 +89,10 @@ func (h *heldAside) hold(tx *btcutil.Tx) bool {
 func (h *heldAside) take() ([]*btcutil.Tx, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.takeLocked()
+}
+
+func (h *heldAside) takeLocked() ([]*btcutil.Tx, uint64) {
 	txs := h.txs
 	if len(txs) > 0 {
 		h.txs, h.seen = nil, make(map[chainhash.Hash]struct{})
@@ -101,20 +105,25 @@ func (h *heldAside) take() ([]*btcutil.Tx, uint64) {
 // could not return to the pool, when a disconnect came after it: the
 // restore may have run between that disconnect and its reorganization's
 // connects, when a parent the new branch confirms again was confirmed
-// nowhere. It reports whether that reorganization has already ended
-// (taken the set), so that the caller queues them itself.
-func (h *heldAside) retry(txs []*btcutil.Tx, gen uint64) (ended bool) {
+// nowhere. When that reorganization has already ended (taken the set), it
+// takes them back at once, under the same lock, for the caller to submit:
+// a disconnect coming in between would otherwise hand them to its own
+// reorganization's end before its connects.
+func (h *heldAside) retry(txs []*btcutil.Tx, gen uint64) ([]*btcutil.Tx, uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(txs) == 0 || h.gen == gen {
-		return false
+		return nil, 0
 	}
 	for _, tx := range txs {
 		if !h.hold(tx) {
 			break
 		}
 	}
-	return h.takenAt == h.gen
+	if h.takenAt != h.gen {
+		return nil, 0 // the reorganization under way submits them at its end
+	}
+	return h.takeLocked()
 }
 
 // holdDescendants is subscribed to the chain before netsync, so that on a
@@ -156,8 +165,8 @@ func (n *Node) restoreHeld(txs []*btcutil.Tx, gen uint64) {
 	var unlocked []*mempool.TxDesc
 	var out []*btcutil.Tx
 	defer func() {
-		if n.held.retry(out, gen) {
-			n.reorganized()
+		if again, g := n.held.retry(out, gen); len(again) > 0 {
+			n.events.push(nodeEvent{restore: again, restoreGen: g})
 		}
 	}()
 	for _, tx := range parentsFirst(txs) {
