@@ -13,7 +13,7 @@ func StoreOptions() *opt.Options { return storeOptions(0) }
 // whose reads fail for a while. The index is not kept.
 func PrepareStoreOn(store *leveldb.DB) error {
 	idx := &ElectrumIndex{store: store, statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
-	err := idx.prepareStore()
+	err := idx.prepareStore(nil)
 	if p := idx.pub.Swap(nil); p != nil {
 		p.unref()
 	}

@@ -18,17 +18,14 @@ import (
 // ElectrumIndexName is the human-readable name of the index.
 const ElectrumIndexName = "electrum index"
 
-// DefaultUndoBlocks is how many of the newest blocks keep an undo record
-// unless Options say otherwise.
+// DefaultUndoBlocks is how many of the newest blocks keep an undo record.
 const DefaultUndoBlocks = 288
 
 // DefaultBatchBytes is the size of a catch-up batch (its rows' keys and
-// values and their bookkeeping, assembly.size) unless Options say
-// otherwise.
+// values and their bookkeeping, assembly.size).
 const DefaultBatchBytes = 16 << 20
 
-// DefaultProgressInterval is the default interval of the catch-up's
-// progress log line.
+// DefaultProgressInterval is the interval of the catch-up's progress line.
 const DefaultProgressInterval = 10 * time.Second
 
 // Options configure an ElectrumIndex. The zero value of every field but Dir
@@ -57,6 +54,9 @@ type Options struct {
 	// OnBlock, when set, receives the pass of every block the writer
 	// indexes (observe.go).
 	OnBlock func(BlockPass)
+	// Interrupt, once closed, stops NewElectrumIndex's wipe of a store of
+	// another schema version with an error; the next start finishes it.
+	Interrupt <-chan struct{}
 }
 
 // Commit is what one commit of the writer changed.
@@ -127,7 +127,7 @@ func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 		if err == nil {
 			idx := &ElectrumIndex{db: db, opts: opts, store: store,
 				statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
-			if err = idx.prepareStore(); err == nil {
+			if err = idx.prepareStore(opts.Interrupt); err == nil {
 				return idx, nil
 			}
 			store.Close()
@@ -172,10 +172,9 @@ func (idx *ElectrumIndex) Close() error {
 }
 
 // prepareStore writes the schema version of a new store and wipes one of
-// another version, or one whose tip is damaged, which is then built again.
-// A store without a version is new, or one whose wipe a crash interrupted:
-// it is wiped (a new one holds nothing to delete).
-func (idx *ElectrumIndex) prepareStore() error {
+// another version, or whose tip is damaged, to build it again. A store
+// without a version is new, or its wipe was interrupted: it is wiped.
+func (idx *ElectrumIndex) prepareStore(stop <-chan struct{}) error {
 	v, err := idx.store.Get(versionKey, nil)
 	switch {
 	case errors.Is(err, leveldb.ErrNotFound):
@@ -194,7 +193,7 @@ func (idx *ElectrumIndex) prepareStore() error {
 	default:
 		log.Infof("Electrum index has another schema version, rebuilding it")
 	}
-	if err := idx.wipe(); err != nil {
+	if err := idx.wipe(stop); err != nil {
 		return err
 	}
 	b := new(leveldb.Batch)
@@ -211,8 +210,8 @@ func (idx *ElectrumIndex) prepareStore() error {
 }
 
 // wipe deletes every row of the store, the schema version first: a wipe
-// a crash interrupts is finished at the next start (prepareStore).
-func (idx *ElectrumIndex) wipe() error {
+// a crash or stop interrupts is finished at the next start (prepareStore).
+func (idx *ElectrumIndex) wipe(stop <-chan struct{}) error {
 	if err := idx.store.Delete(versionKey, nil); err != nil {
 		return err
 	}
@@ -222,6 +221,9 @@ func (idx *ElectrumIndex) wipe() error {
 	for it.Next() {
 		b.Delete(it.Key())
 		if b.Len() >= 100000 {
+			if interrupted(stop) {
+				return errInterrupted
+			}
 			if err := idx.store.Write(b, nil); err != nil {
 				return err
 			}
@@ -234,8 +236,7 @@ func (idx *ElectrumIndex) wipe() error {
 	return idx.store.Write(b, nil)
 }
 
-// memTip is the index tip with its cumulative transaction count and the
-// index's size at that tip.
+// memTip is the index tip with its cumulative transaction count and size.
 type memTip struct {
 	hash    chainhash.Hash
 	height  int32
@@ -245,9 +246,9 @@ type memTip struct {
 
 func (t memTip) tip() Tip { return Tip{Hash: t.hash, Height: t.height} }
 
-// loadTip reads the index tip, its cumulative transaction count and the
-// index's size from the store, which only the caller writes. A row that
-// cannot be read is that error; one missing or malformed is a CorruptError.
+// loadTip reads the index tip, its transaction count and size from the
+// store, which only the caller writes. A row that cannot be read is that
+// error; one missing or malformed is a CorruptError.
 func (idx *ElectrumIndex) loadTip() (memTip, error) {
 	var rerr error
 	get := func(k []byte) []byte {
@@ -275,8 +276,7 @@ func (idx *ElectrumIndex) loadTip() (memTip, error) {
 	return t, nil
 }
 
-// Size returns the number of rows of the index at its tip and their key and
-// value bytes (the logical size; the store adds its own overhead).
+// Size returns the index's rows at its tip and their key and value bytes.
 func (idx *ElectrumIndex) Size() (rows, bytes int64, err error) {
 	v, err := idx.store.Get(statsKey, nil)
 	if err != nil {

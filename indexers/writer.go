@@ -343,7 +343,7 @@ func (w *writer) rebuild() error {
 	if err := w.idx.store.Delete(versionKey, nil); err != nil {
 		return err
 	}
-	if err := w.idx.prepareStore(); err != nil {
+	if err := w.idx.prepareStore(w.quit); err != nil {
 		return err
 	}
 	t, err := w.idx.loadTip()

@@ -41,28 +41,28 @@ func openBlockDB(path string, params *chaincfg.Params) (database.DB, error) {
 	}
 	var dbErr database.Error
 	if !errors.As(err, &dbErr) || dbErr.ErrorCode != database.ErrDbDoesNotExist {
-		return nil, inUseError(path, err)
+		return nil, inUseError("block database", path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, err
 	}
 	log.Infof("Creating block database in '%s'", path)
 	db, err = database.Create(dbType, path, params.Net)
-	return db, inUseError(path, err)
+	return db, inUseError("block database", path, err)
 }
 
 // inUseError returns err, or, when it is the database's lock held by
 // another process (leveldb's non-blocking flock), an error that says so
 // and names the database: the lock's errno alone ("resource temporarily
 // unavailable") tells an operator neither.
-func inUseError(path string, err error) error {
+func inUseError(what, path string, err error) error {
 	cause := err
 	var dbErr database.Error
 	if errors.As(err, &dbErr) && dbErr.Err != nil {
 		cause = dbErr.Err // ffldb's error does not unwrap
 	}
 	if errors.Is(cause, syscall.EWOULDBLOCK) {
-		return fmt.Errorf("the block database %s is in use by another process; stop it first (one process at a time)", path)
+		return fmt.Errorf("the %s %s is in use by another process; stop it first (one process at a time)", what, path)
 	}
 	return err
 }

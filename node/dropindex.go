@@ -28,7 +28,7 @@ func DropIndexes(cfg *Config) error {
 	}
 	db, err := database.Open(cfg.DbType, path, cfg.params.Net)
 	if err != nil {
-		return fmt.Errorf("open block database: %w", inUseError(path, err))
+		return fmt.Errorf("open block database: %w", inUseError("block database", path, err))
 	}
 	defer func() {
 		if e := db.Close(); e != nil {

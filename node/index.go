@@ -59,9 +59,10 @@ func newIndexSet(db database.DB, cfg *Config, onCommit func(indexers.Commit),
 			ProgressInterval: cfg.ElectrumProgress,
 			OnCommit:         onCommit,
 			OnBlock:          onBlock,
+			Interrupt:        cfg.Interrupt,
 		})
 		if err != nil {
-			return nil, err
+			return nil, inUseError("Electrum index store", ElectrumIndexPath(cfg.netDataDir), err)
 		}
 	}
 	switch {

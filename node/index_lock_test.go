@@ -1,0 +1,53 @@
+//go:build unix
+
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestLockedIndexStoreSaysItIsInUse: the Electrum index's store held by
+// another process (leveldb's lock: a copy of the node, a leveldb tool, a
+// backup job) stops the start with an error that names the store and says
+// it is in use, as for btcd's database, not with the lock's errno alone
+// ("resource temporarily unavailable"), which reads as worth retrying.
+func TestLockedIndexStoreSaysItIsInUse(t *testing.T) {
+	dir := t.TempDir()
+	first := testConfig(t, dir, true)
+	n := startNode(t, first)
+	generate(t, n, 2)
+	if err := n.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	storeDir := ElectrumIndexPath(first.NetDataDir())
+
+	// Another process's lock: flock on a descriptor of our own, which
+	// conflicts with goleveldb's as one of another process does.
+	f, err := os.OpenFile(filepath.Join(storeDir, "LOCK"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+
+	second := testConfig(t, dir, true)
+	n2, err := New(second)
+	if err == nil {
+		_ = n2.Stop()
+		t.Fatal("the node opened an index store another process holds")
+	}
+	msg := err.Error()
+	t.Logf("New: %s", msg)
+	if !strings.Contains(msg, storeDir) {
+		t.Errorf("the error does not name the index store: %q", msg)
+	}
+	if !strings.Contains(msg, "in use") && !strings.Contains(msg, "another process") {
+		t.Errorf("the error does not say another process holds the index store: %q", msg)
+	}
+}
