@@ -150,3 +150,24 @@ func TestGetInfoReportsProxy(t *testing.T) {
 		t.Fatalf("getinfo proxy %q, btcd reports %q", info.Proxy, cfg.Proxy)
 	}
 }
+
+// btcd's getinfo reports the offset of the peers' median time (the version
+// messages' timestamps) from the clock.
+func TestGetInfoReportsTimeOffset(t *testing.T) {
+	n := startNode(t, testConfig(t, t.TempDir(), false))
+	ahead := time.Now().Add(90 * time.Second)
+	for i := 0; i < 5; i++ {
+		n.timeSource.AddTimeSample(fmt.Sprintf("192.0.2.%d", i+1), ahead)
+	}
+	raw, err := rpcClient(t, n.RPCAddrs()[0].String()).RawRequest("getinfo", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info btcjson.InfoChainResult
+	if err := json.Unmarshal(raw, &info); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(n.timeSource.Offset().Seconds()); want == 0 || info.TimeOffset != want {
+		t.Fatalf("getinfo timeoffset %d, the node's median time is %d s off", info.TimeOffset, want)
+	}
+}

@@ -1,6 +1,7 @@
 package rpcext
 
 import (
+	"math"
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -13,7 +14,7 @@ import (
 // current btcd.
 func handleGetInfo(s *Server, _ interface{}) (interface{}, error) {
 	best := s.cfg.Chain.BestSnapshot()
-	return &btcjson.InfoChainResult{
+	res := &btcjson.InfoChainResult{
 		Version:         s.cfg.Version,
 		ProtocolVersion: int32(peer.MaxProtocolVersion),
 		Blocks:          best.Height,
@@ -22,7 +23,12 @@ func handleGetInfo(s *Server, _ interface{}) (interface{}, error) {
 		TestNet:         isTestNet(s.cfg.Params),
 		RelayFee:        s.cfg.RelayFee,
 		Proxy:           s.cfg.Proxy,
-	}, nil
+	}
+	// As btcd: the peers' median time's offset from the clock, in seconds.
+	if tb, ok := s.cfg.Backend.(TemplateBackend); ok {
+		res.TimeOffset = int64(math.Round(time.Until(tb.AdjustedTime()).Seconds()))
+	}
+	return res, nil
 }
 
 // isTestNet reports whether params are one of the public test networks.
