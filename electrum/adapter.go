@@ -271,9 +271,10 @@ func (b *IndexBackend) MempoolBalance(sh indexers.ScriptHash) int64 {
 	return d
 }
 
-// MempoolUnspent implements MempoolView.
+// MempoolUnspent implements MempoolView: outputs of transactions that count
+// as unconfirmed, less those spent by one that does.
 func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent {
-	us := b.Mempool.Unspent(sh)
+	us := b.Mempool.Unspent(sh, b.unconfirmed)
 	out := us[:0]
 	for _, u := range us {
 		if b.unconfirmed(&u.TxHash) {

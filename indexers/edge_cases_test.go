@@ -114,7 +114,7 @@ func TestMempoolChainToOneScript(t *testing.T) {
 	if got, want := balanceOf(m, sh), ch.TxOut[0].Value-c; got != want {
 		t.Errorf("unconfirmed balance %d, want %d", got, want)
 	}
-	if us := m.Unspent(sh); len(us) != 1 || us[0].TxHash != ch.TxHash() {
+	if us := m.Unspent(sh, nil); len(us) != 1 || us[0].TxHash != ch.TxHash() {
 		t.Errorf("unspent %+v", us)
 	}
 	b := r.mine(edgeScript(700), p)

@@ -368,9 +368,9 @@ func (m *Mempool) BalanceOf(sh ScriptHash, include func(txid *chainhash.Hash) bo
 	return d, spends
 }
 
-// Unspent returns the unconfirmed outputs paying sh that no unconfirmed
-// transaction spends, with height 0, ordered by txid and output index.
-func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
+// Unspent returns sh's unconfirmed outputs that no transaction include
+// accepts (nil: any) spends, with height 0, ordered by txid and output index.
+func (m *Mempool) Unspent(sh ScriptHash, include func(txid *chainhash.Hash) bool) []Unspent {
 	m.mu.RLock()
 	var out []Unspent
 	for txid := range m.byScript[sh] {
@@ -378,7 +378,7 @@ func (m *Mempool) Unspent(sh ScriptHash) []Unspent {
 			if o.script != sh {
 				continue
 			}
-			if _, spent := m.spentBy[wire.OutPoint{Hash: txid, Index: o.vout}]; spent {
+			if by, spent := m.spentBy[wire.OutPoint{Hash: txid, Index: o.vout}]; spent && (include == nil || include(&by)) {
 				continue
 			}
 			out = append(out, Unspent{TxHash: txid, Vout: o.vout, Height: 0, Value: o.value})

@@ -97,10 +97,10 @@ func TestMempoolViewFollowsThePool(t *testing.T) {
 	if got := balanceOf(m, f.shC); got != 550 {
 		t.Errorf("unconfirmed balance of C %d, want 550", got)
 	}
-	if us := m.Unspent(f.shB); len(us) != 0 {
+	if us := m.Unspent(f.shB, nil); len(us) != 0 {
 		t.Errorf("B's output is spent by tx2 but listed: %+v", us)
 	}
-	if us := m.Unspent(f.shA); len(us) != 1 || us[0].TxHash != tx1 || us[0].Vout != 1 || us[0].Value != 300 || us[0].Height != 0 {
+	if us := m.Unspent(f.shA, nil); len(us) != 1 || us[0].TxHash != tx1 || us[0].Vout != 1 || us[0].Value != 300 || us[0].Height != 0 {
 		t.Errorf("unspent of A: %+v", us)
 	}
 	if !isSpent(m, f.c1) {
