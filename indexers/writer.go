@@ -293,7 +293,7 @@ func (w *writer) pass(stop <-chan struct{}) error {
 			} else if err != nil {
 				log.Warnf("Electrum index tip %v at height %d is not in the main chain and "+
 					"cannot be undone (%v): rebuilding the index", w.tip.hash, w.tip.height, err)
-				if err := w.rebuild(); err != nil {
+				if err := w.rebuild(stop); err != nil {
 					return err
 				}
 			}
@@ -339,11 +339,11 @@ func (w *writer) awaitChain(stop <-chan struct{}) bool {
 // rebuild empties the index; the pass then builds it from the genesis
 // block. A store without its version is wiped by prepareStore, at the next
 // start too should this one crash.
-func (w *writer) rebuild() error {
+func (w *writer) rebuild(stop <-chan struct{}) error {
 	if err := w.idx.store.Delete(versionKey, nil); err != nil {
 		return err
 	}
-	if err := w.idx.prepareStore(w.quit); err != nil {
+	if err := w.idx.prepareStore(stop); err != nil {
 		return err
 	}
 	t, err := w.idx.loadTip()
