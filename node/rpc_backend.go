@@ -38,24 +38,26 @@ func (n *Node) ConfirmedTx(txHash *chainhash.Hash) (*wire.MsgTx, *chainhash.Hash
 	if idx := n.index.electrum; idx != nil {
 		before, _ := idx.LatestTip()
 		raw, loc, err := idx.RawTx(*txHash)
-		switch {
-		case err == nil:
+		if err == nil && n.chain.MainChainHasBlock(&loc.BlockHash) {
 			var tx wire.MsgTx
 			if err := tx.Deserialize(bytes.NewReader(raw)); err != nil {
 				return nil, nil, err
 			}
 			return &tx, &loc.BlockHash, nil
-		case n.index.txIndex != nil:
-			// btcd's transaction index, in step with the chain, settles
-			// what this one may not have reached yet.
-		case !errors.Is(err, indexers.ErrNotFound):
+		}
+		if err != nil && !errors.Is(err, indexers.ErrNotFound) {
 			return nil, nil, err
-		default:
-			// The index trails the chain (catching up, or a block just
-			// connected): "not found" would be a guess.
-			if best := n.chain.BestSnapshot().Height; before.Height < best {
+		}
+		// Not found, or found in a block the chain has left: the index
+		// may not have followed the chain yet (catching up, a block just
+		// connected, a reorganization). btcd's transaction index, in step
+		// with the chain, settles it; without it, "not found" would be a
+		// guess.
+		if n.index.txIndex == nil {
+			best := n.chain.BestSnapshot()
+			if err == nil || before.Height < best.Height || !n.chain.MainChainHasBlock(&before.Hash) {
 				return nil, nil, &btcjson.RPCError{Code: btcjson.ErrRPCNoTxInfo, Message: fmt.Sprintf(
-					"The Electrum index is at height %d of the chain's %d: it cannot tell yet", before.Height, best)}
+					"The Electrum index is at height %d of the chain's %d: it cannot tell yet", before.Height, best.Height)}
 			}
 			return nil, nil, err
 		}
