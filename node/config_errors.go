@@ -162,20 +162,20 @@ func (cfg *Config) probeListeners(withMetrics bool) error {
 }
 
 // listenSpot is what a listen address binds: a port on some addresses, or
-// on all of them (a host left empty, "0.0.0.0" or "::": Go listens on both
-// families for any of them). A host name binds one of the addresses it
-// resolves to; all of them count.
+// on all of one family or both (internal/listen: a host left empty is both,
+// "0.0.0.0" all of IPv4, "::" all of IPv6, as btcd's listeners). A host
+// name binds one of the addresses it resolves to; all of them count.
 type listenSpot struct {
 	option, addr string
 	port         int
 	ips          []netip.Addr
-	all          bool
+	all4, all6   bool
 }
 
 // listenSpotOf returns the spot of addr, an address checkListenAddr took.
 func listenSpotOf(option, addr string) listenSpot {
 	host, port, _ := net.SplitHostPort(addr)
-	s := listenSpot{option: option, addr: addr, all: host == ""}
+	s := listenSpot{option: option, addr: addr, all4: host == "", all6: host == ""}
 	s.port, _ = net.LookupPort("tcp", port)
 	hosts := []string{host}
 	if _, err := netip.ParseAddr(host); err != nil && host != "" {
@@ -183,11 +183,22 @@ func listenSpotOf(option, addr string) listenSpot {
 	}
 	for _, h := range hosts {
 		if ip, err := netip.ParseAddr(h); err == nil {
-			s.all = s.all || ip.IsUnspecified()
-			s.ips = append(s.ips, ip.Unmap())
+			ip = ip.Unmap()
+			s.all4 = s.all4 || ip.IsUnspecified() && ip.Is4()
+			s.all6 = s.all6 || ip.IsUnspecified() && ip.Is6()
+			s.ips = append(s.ips, ip)
 		}
 	}
 	return s
+}
+
+// binds reports whether s binds addresses of ip's family, and all of them.
+func (s listenSpot) binds(is4 bool) (some, all bool) {
+	all = s.all6
+	if is4 {
+		all = s.all4
+	}
+	return all || slices.ContainsFunc(s.ips, func(ip netip.Addr) bool { return ip.Is4() == is4 }), all
 }
 
 // overlaps reports whether s and o cannot both be bound.
@@ -195,8 +206,12 @@ func (s listenSpot) overlaps(o listenSpot) bool {
 	if s.port != o.port {
 		return false
 	}
-	if s.all || o.all {
-		return true
+	for _, is4 := range []bool{true, false} {
+		sSome, sAll := s.binds(is4)
+		oSome, oAll := o.binds(is4)
+		if sSome && oSome && (sAll || oAll) {
+			return true
+		}
 	}
 	for _, ip := range o.ips {
 		if slices.Contains(s.ips, ip) {
