@@ -7,6 +7,7 @@ import (
 
 	btcdindexers "github.com/btcsuite/btcd/blockchain/indexers"
 	"github.com/btcsuite/btcd/database"
+	"github.com/syndtr/goleveldb/leveldb/storage"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
@@ -46,7 +47,7 @@ func DropIndexes(cfg *Config) error {
 		errs = append(errs, btcdindexers.DropCfIndex(db, cfg.Interrupt))
 	}
 	if cfg.DropElectrumIndex {
-		errs = append(errs, indexers.DropElectrumIndex(db, ElectrumIndexPath(cfg.netDataDir), cfg.Interrupt))
+		errs = append(errs, dropElectrumIndex(db, ElectrumIndexPath(cfg.netDataDir), cfg.Interrupt))
 	}
 	return errors.Join(errs...)
 }
@@ -94,4 +95,18 @@ func checkIndexesAgainstPruning(db database.DB, cfg *Config) error {
 func electrumIndexExists(netDataDir string) bool {
 	_, err := os.Stat(ElectrumIndexPath(netDataDir))
 	return err == nil
+}
+
+// dropElectrumIndex drops the Electrum index unless another process holds
+// its store (its lock, as a start would find it): deleting the files of a
+// store in use would leave that process writing into nothing.
+func dropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) error {
+	if _, err := os.Stat(dir); err == nil {
+		st, err := storage.OpenFile(dir, false)
+		if err != nil {
+			return inUseError("Electrum index store", dir, err)
+		}
+		_ = st.Close()
+	}
+	return indexers.DropElectrumIndex(db, dir, interrupt)
 }
