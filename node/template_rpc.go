@@ -42,6 +42,9 @@ func (b rpcBackend) IsCurrent() bool { return b.syncManager.IsCurrent() }
 // AdjustedTime is the network-adjusted time.
 func (b rpcBackend) AdjustedTime() time.Time { return b.timeSource.AdjustedTime() }
 
+// TimeOffset is the peers' median time's offset from the clock (getinfo).
+func (b rpcBackend) TimeOffset() time.Duration { return b.timeSource.Offset() }
+
 // CheckConnectBlockTemplate checks a proposed block against the tip.
 func (b rpcBackend) CheckConnectBlockTemplate(block *btcutil.Block) error {
 	return b.chain.CheckConnectBlockTemplate(block)

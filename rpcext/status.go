@@ -1,7 +1,6 @@
 package rpcext
 
 import (
-	"math"
 	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
@@ -24,11 +23,17 @@ func handleGetInfo(s *Server, _ interface{}) (interface{}, error) {
 		RelayFee:        s.cfg.RelayFee,
 		Proxy:           s.cfg.Proxy,
 	}
-	// As btcd: the peers' median time's offset from the clock, in seconds.
-	if tb, ok := s.cfg.Backend.(TemplateBackend); ok {
-		res.TimeOffset = int64(math.Round(time.Until(tb.AdjustedTime()).Seconds()))
+	if ts, ok := s.cfg.Backend.(TimeSource); ok {
+		res.TimeOffset = int64(ts.TimeOffset().Seconds())
 	}
 	return res, nil
+}
+
+// TimeSource is implemented by a Backend that knows the offset of the
+// peers' median time from the clock, which getinfo reports as btcd does.
+type TimeSource interface {
+	// TimeOffset is btcd's MedianTimeSource.Offset.
+	TimeOffset() time.Duration
 }
 
 // isTestNet reports whether params are one of the public test networks.
