@@ -211,9 +211,13 @@ func (b *IndexBackend) SendRawTransaction(tx *wire.MsgTx) error {
 	}
 	txid := tx.TxHash()
 	if b.Pool != nil && b.Chain != nil && !b.Pool.IsTransactionInPool(&txid) {
-		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded down.
+		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded
+		// down. As bitcoind's, the cap is put to a transaction the pool
+		// would take; another is refused for what is wrong with it.
 		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 {
-			return ErrMaxFee
+			if _, err := b.Pool.CheckMempoolAcceptance(btcutil.NewTx(tx)); err == nil {
+				return ErrMaxFee
+			}
 		}
 	}
 	return b.Broadcast(tx)
