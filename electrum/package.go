@@ -10,6 +10,7 @@ import (
 	"github.com/btcsuite/btcd/blockchain"
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
+	"github.com/btcsuite/btcd/mining"
 	"github.com/btcsuite/btcd/txscript/v2"
 	"github.com/btcsuite/btcd/wire/v2"
 )
@@ -214,13 +215,40 @@ func (b *IndexBackend) SendRawTransaction(tx *wire.MsgTx) error {
 		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded
 		// down. As bitcoind's, the cap is put to a transaction the pool
 		// would take; another is refused for what is wrong with it.
-		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 {
-			if _, err := b.Pool.CheckMempoolAcceptance(btcutil.NewTx(tx)); err == nil {
-				return ErrMaxFee
-			}
+		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 && b.spendable(tx) {
+			return ErrMaxFee
 		}
 	}
 	return b.Broadcast(tx)
+}
+
+// spendable reports whether the outputs tx spends exist, unspent in the
+// chain or outputs of btcd's pool, may be spent at the next height
+// (coinbase maturity), and whether its signatures verify: the checks of
+// btcd's pool a transaction over the fee cap is put to first. btcd's own
+// test-accept would log a client's refusal as an error.
+func (b *IndexBackend) spendable(tx *wire.MsgTx) bool {
+	btx := btcutil.NewTx(tx)
+	view, err := b.Chain.FetchUtxoView(btx)
+	if err != nil {
+		return false
+	}
+	for _, in := range tx.TxIn {
+		op := in.PreviousOutPoint
+		if e := view.LookupEntry(op); e != nil && !e.IsSpent() {
+			continue
+		}
+		parent, err := b.Pool.FetchTransaction(&op.Hash)
+		if err != nil || int(op.Index) >= len(parent.MsgTx().TxOut) {
+			return false
+		}
+		view.AddTxOut(parent, op.Index, mining.UnminedHeight)
+	}
+	next := b.Chain.BestSnapshot().Height + 1
+	if _, err := blockchain.CheckTransactionInputs(btx, next, view, b.Params); err != nil {
+		return false
+	}
+	return blockchain.ValidateTransactionScripts(btx, view, txscript.StandardVerifyFlags, nil, txscript.NewHashCache(1)) == nil
 }
 
 // BurnsOver reports whether an output of tx burns more than max
