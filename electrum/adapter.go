@@ -277,7 +277,7 @@ func (b *IndexBackend) MempoolUnspent(sh indexers.ScriptHash) []indexers.Unspent
 	us := b.Mempool.Unspent(sh, b.unconfirmed)
 	out := us[:0]
 	for _, u := range us {
-		if b.unconfirmed(&u.TxHash) && !b.MempoolIsSpent(wire.OutPoint{Hash: u.TxHash, Index: u.Vout}) {
+		if b.unconfirmed(&u.TxHash) {
 			out = append(out, u)
 		}
 	}
@@ -299,13 +299,9 @@ func (b *IndexBackend) MempoolIsSpent(op wire.OutPoint) bool {
 }
 
 // MempoolSpender returns the transaction spending op that counts as
-// unconfirmed (unconfirmed), for the Esplora API's spenders: the view's, or
-// one mined in a block the index has not committed (aheadSpender).
+// unconfirmed (unconfirmed), for the Esplora API's spenders.
 func (b *IndexBackend) MempoolSpender(op wire.OutPoint) (chainhash.Hash, bool) {
-	if txid, ok := b.Mempool.SpentBy(op); ok && b.unconfirmed(&txid) {
-		return txid, true
-	}
-	txid, ok := b.aheadSpender(op)
+	txid, ok := b.Mempool.SpentBy(op)
 	return txid, ok && b.unconfirmed(&txid)
 }
 
@@ -338,8 +334,6 @@ const maxAhead = 3
 type aheadTxs struct {
 	chainTip, indexTip chainhash.Hash
 	txs                map[chainhash.Hash]*btcutil.Tx
-	// spent are the outputs those transactions spend, by spender.
-	spent map[wire.OutPoint]chainhash.Hash
 }
 
 // MinedAhead reports whether txid was mined in one of the main chain's
@@ -353,26 +347,16 @@ func (b *IndexBackend) MinedAhead(txid chainhash.Hash) bool {
 // ahead returns the transactions of the main chain's blocks the index has
 // not committed: none when the index is at the chain's tip, or more than
 // maxAhead blocks from it.
-func (b *IndexBackend) ahead() map[chainhash.Hash]*btcutil.Tx { return b.aheadSet().txs }
-
-// aheadSpender returns the transaction of those blocks (ahead) spending op.
-// btcd's pool may have dropped a pool spender of op the block double-spends,
-// and the view keeps it until the index commits the block: this one counts.
-func (b *IndexBackend) aheadSpender(op wire.OutPoint) (chainhash.Hash, bool) {
-	txid, ok := b.aheadSet().spent[op]
-	return txid, ok
-}
-
-func (b *IndexBackend) aheadSet() *aheadTxs {
+func (b *IndexBackend) ahead() map[chainhash.Hash]*btcutil.Tx {
 	tip, ok := b.Index.LatestTip()
 	best := b.Chain.BestSnapshot()
 	if !ok || best.Hash == tip.Hash {
-		return &aheadTxs{}
+		return nil
 	}
 	b.aheadMu.Lock()
 	defer b.aheadMu.Unlock()
 	if a := b.aheadCache; a != nil && a.chainTip == best.Hash && a.indexTip == tip.Hash {
-		return a
+		return a.txs
 	}
 	a := &aheadTxs{chainTip: best.Hash, indexTip: tip.Hash}
 	b.aheadCache = a
@@ -387,23 +371,20 @@ func (b *IndexBackend) aheadSet() *aheadTxs {
 		}
 	}
 	if best.Height-fork > maxAhead {
-		return a
+		return nil
 	}
-	txs, spent := make(map[chainhash.Hash]*btcutil.Tx), make(map[wire.OutPoint]chainhash.Hash)
+	a.txs = make(map[chainhash.Hash]*btcutil.Tx)
 	for h := fork + 1; h <= best.Height; h++ {
 		block, err := b.Chain.BlockByHeight(h)
 		if err != nil {
-			return a
+			a.txs = nil
+			return nil
 		}
 		for _, tx := range block.Transactions()[1:] {
-			txs[*tx.Hash()] = tx
-			for _, in := range tx.MsgTx().TxIn {
-				spent[in.PreviousOutPoint] = *tx.Hash()
-			}
+			a.txs[*tx.Hash()] = tx
 		}
 	}
-	a.txs, a.spent = txs, spent
-	return a
+	return a.txs
 }
 
 // FeeHistogram implements MempoolView.
