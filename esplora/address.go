@@ -828,7 +828,9 @@ func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, err
 			lastSeen = &h
 		}
 	}
-	page, err := s.chainPage(q, sh, lastSeen)
+	// At one tip: an entry undone between the history's read and its
+	// transaction's would leave a short page, where a pager stops.
+	page, err := atOneTip(s, q, func() ([]*txValue, error) { return s.chainPage(q, sh, lastSeen) })
 	if err != nil {
 		return nil, err
 	}
