@@ -214,21 +214,29 @@ func (b *IndexBackend) SendRawTransaction(tx *wire.MsgTx) error {
 	if b.Pool != nil && b.Chain != nil && !b.Pool.IsTransactionInPool(&txid) {
 		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded
 		// down. As bitcoind's, the cap is put to a transaction the pool
-		// would take; another is refused for what is wrong with it.
+		// would take (spendable, then its test-accept); another is
+		// refused for what is wrong with it.
 		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 && b.spendable(tx) {
-			return ErrMaxFee
+			if _, err := b.Pool.CheckMempoolAcceptance(btcutil.NewTx(tx)); err == nil {
+				return ErrMaxFee
+			}
 		}
 	}
 	return b.Broadcast(tx)
 }
 
-// spendable reports whether the outputs tx spends exist, unspent in the
-// chain or outputs of btcd's pool, may be spent at the next height
-// (coinbase maturity), and whether its signatures verify: the checks of
-// btcd's pool a transaction over the fee cap is put to first. btcd's own
-// test-accept would log a client's refusal as an error.
+// spendable reports whether tx is sane (no input twice, say), the outputs
+// it spends exist, unspent in the chain or outputs of btcd's pool, may be
+// spent at the next height (coinbase maturity), and its signatures verify.
+// A transaction over the fee cap passes these before btcd's pool is asked
+// whether it would take it (CheckMempoolAcceptance, which logs a refusal
+// as an error): a client's plain mistakes are refused by the pool itself
+// and logged at debug, and what is left to log needs coins of its own.
 func (b *IndexBackend) spendable(tx *wire.MsgTx) bool {
 	btx := btcutil.NewTx(tx)
+	if blockchain.CheckTransactionSanity(btx) != nil {
+		return false
+	}
 	view, err := b.Chain.FetchUtxoView(btx)
 	if err != nil {
 		return false
