@@ -397,6 +397,7 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 		}
 	}
 	full := false
+	var watched []wire.OutPoint // a block's outputs now watched
 	if len(c.watch.received) > 0 {
 		paid := false
 		for i, out := range tx.MsgTx().TxOut {
@@ -421,6 +422,9 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 					c.watch.spent = make(map[wire.OutPoint]struct{})
 				}
 				c.watch.spent[op] = struct{}{}
+				if block != nil {
+					watched = append(watched, op)
+				}
 			}
 		}
 		if paid {
@@ -444,6 +448,10 @@ func (s *Server) notifyTx(c *wsClient, tx *btcutil.Tx, block *btcutil.Block, hei
 			return
 		}
 	}
+	// As btcd: a confirmed output that starts being watched is told of a
+	// pool transaction already spending it (a pool spend of an output
+	// paid in the mempool was told when it came).
+	c.tellPoolSpends(watched)
 }
 
 // hasTxClients reports whether any websocket client wants transaction
