@@ -377,10 +377,10 @@ func (v *verifier) part(k []byte) (int, int32) {
 		return int(k[pfx]), int32(binary.BigEndian.Uint32(k[pfx+hashXLen:]))
 	case tagTx, tagLoc:
 		h := posHeight(getTxPos(k[pfx:]))
-		return int(min(max(h, 0)/v.span, verifyParts-1)), h
+		return int(min(uint32(h)/uint32(v.span), verifyParts-1)), h // key order: a top-bit height is last
 	default: // tagBlk
 		h := int32(binary.BigEndian.Uint32(k[pfx:]))
-		return int(min(max(h, 0)/v.span, verifyParts-1)), h
+		return int(min(uint32(h)/uint32(v.span), verifyParts-1)), h
 	}
 }
 
