@@ -150,7 +150,7 @@ func (b *IndexBackend) submitMember(tx *wire.MsgTx, maxRate int64) (PackageTxRes
 	size := vsize(tx)
 	rate := fee * 1000 / size
 	known := b.Pool.IsTransactionInPool(&txid)
-	if !known && maxRate > 0 && rate > maxRate {
+	if !known && maxRate > 0 && rate > maxRate && b.wouldTake(tx) {
 		r.Error = "max feerate exceeded"
 		return r, nil
 	}
@@ -214,15 +214,24 @@ func (b *IndexBackend) SendRawTransaction(tx *wire.MsgTx) error {
 	if b.Pool != nil && b.Chain != nil && !b.Pool.IsTransactionInPool(&txid) {
 		// As bitcoind's CFeeRate.GetFee: the most the fee may be, rounded
 		// down. As bitcoind's, the cap is put to a transaction the pool
-		// would take (spendable, then its test-accept); another is
-		// refused for what is wrong with it.
-		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 && b.spendable(tx) {
-			if _, err := b.Pool.CheckMempoolAcceptance(btcutil.NewTx(tx)); err == nil {
-				return ErrMaxFee
-			}
+		// would take (wouldTake); another is refused for what is wrong
+		// with it.
+		if fee, ok := b.fee(tx); ok && fee > DefaultMaxFeeRate*vsize(tx)/1000 && b.wouldTake(tx) {
+			return ErrMaxFee
 		}
 	}
 	return b.Broadcast(tx)
+}
+
+// wouldTake reports whether btcd's pool would take tx: a fee cap (bitcoind's
+// maxfeerate, submitpackage's) is put only to such a transaction, as
+// bitcoind checks it after its pool's own rules.
+func (b *IndexBackend) wouldTake(tx *wire.MsgTx) bool {
+	if !b.spendable(tx) {
+		return false
+	}
+	_, err := b.Pool.CheckMempoolAcceptance(btcutil.NewTx(tx))
+	return err == nil
 }
 
 // spendable reports whether tx is sane (no input twice, say), the outputs
