@@ -1,6 +1,7 @@
 package electrum
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -12,16 +13,17 @@ import (
 
 // TestMaxFeeAfterPoolPolicy: the fee cap is put only to a transaction the
 // pool would take, as bitcoind's BroadcastTransaction runs the whole
-// mempool test-accept before comparing the fee with maxfeerate. A
-// transaction over 0.10 BTC/kvB whose inputs exist and whose scripts
-// verify, but which btcd's pool refuses for another rule, is answered with
-// that rule: a relative lock time (BIP68) not yet met (bitcoind:
-// non-BIP68-final), and an input listed twice (bitcoind:
-// bad-txns-inputs-duplicate; the duplicate also doubles the fee counted).
+// mempool test-accept before comparing the fee with maxfeerate, and its
+// submitpackage its PreChecks. A transaction over 0.10 BTC/kvB whose inputs
+// exist and whose scripts verify, but which btcd's pool refuses for another
+// rule, is answered with that rule by broadcast and broadcast_package: a
+// relative lock time (BIP68) not yet met (bitcoind: non-BIP68-final), and an
+// input listed twice (bitcoind: bad-txns-inputs-duplicate; the duplicate
+// also doubles the fee counted).
 func TestMaxFeeAfterPoolPolicy(t *testing.T) {
 	n := newRealNode(t, 0, nil)
 	c := dial(t, n.addr)
-	c.negotiate("1.4")
+	c.negotiate("1.6")
 
 	// A coin confirmed in the tip block, spent with a relative lock of 10
 	// blocks and 1 BTC of fee.
@@ -54,6 +56,19 @@ func TestMaxFeeAfterPoolPolicy(t *testing.T) {
 		if strings.Contains(rerr.Message, "Fee exceeds maximum") || !strings.Contains(rerr.Message, tc.poolWhy) {
 			t.Errorf("%s: broadcast refused with %q;\nwant the pool's refusal (%v): the fee cap applies only to a transaction the pool would take",
 				tc.name, firstLine(rerr.Message), perr)
+		}
+		// broadcast_package (1.6), as submitpackage, which runs its
+		// PreChecks before its maxfeerate.
+		res, rerr = c.call("blockchain.transaction.broadcast_package", []string{txHex(tc.tx)}, true)
+		if rerr != nil {
+			t.Fatalf("%s: broadcast_package: %v", tc.name, rerr)
+		}
+		var pr PackageResult
+		if err := json.Unmarshal(res, &pr); err != nil {
+			t.Fatal(err)
+		}
+		if r := pr.Results[tc.tx.WitnessHash().String()]; r.Error == "max feerate exceeded" || !strings.Contains(r.Error, tc.poolWhy) {
+			t.Errorf("%s: broadcast_package member refused with %q; want the pool's rule (%v)", tc.name, r.Error, perr)
 		}
 	}
 }

@@ -14,7 +14,8 @@ import (
 // another process (leveldb's lock: a copy of the node, a leveldb tool, a
 // backup job) stops the start with an error that names the store and says
 // it is in use, as for btcd's database, not with the lock's errno alone
-// ("resource temporarily unavailable"), which reads as worth retrying.
+// ("resource temporarily unavailable"), which reads as worth retrying; and
+// --dropelectrumindex refuses to delete it.
 func TestLockedIndexStoreSaysItIsInUse(t *testing.T) {
 	dir := t.TempDir()
 	first := testConfig(t, dir, true)
@@ -49,5 +50,16 @@ func TestLockedIndexStoreSaysItIsInUse(t *testing.T) {
 	}
 	if !strings.Contains(msg, "in use") && !strings.Contains(msg, "another process") {
 		t.Errorf("the error does not say another process holds the index store: %q", msg)
+	}
+
+	// --dropelectrumindex refuses it too, and leaves its files alone.
+	d := testConfig(t, dir, false)
+	d.DropElectrumIndex = true
+	err = DropIndexes(d)
+	if err == nil || !strings.Contains(err.Error(), "in use by another process") || !strings.Contains(err.Error(), storeDir) {
+		t.Fatalf("drop of an index store another process holds: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(storeDir, "CURRENT")); err != nil {
+		t.Fatalf("the store's files were deleted: %v", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/btcsuite/btcd/btcjson"
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -35,17 +34,7 @@ func reorgWhileIndexHeld(t *testing.T, txIndex bool) (n *Node, a, aPrime *btcuti
 	stale = hs[0]
 	syncIndex(t, n)
 
-	gate := &gatedCounter{Counter: n.metrics.blocks, entered: make(chan struct{}), release: make(chan struct{})}
-	n.metrics.blocks = gate
-	t.Cleanup(func() { close(gate.release) })
-	if _, err := n.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-gate.entered:
-	case <-time.After(time.Minute): // hang guard
-		t.Fatal("the Electrum index's writer never reached the block")
-	}
+	mineHeld(t, n)
 	// The reorganization: B and the block above it leave the chain, a
 	// returns to the pool, a' replaces it and B' confirms a'.
 	if err := n.Chain().InvalidateBlock(stale); err != nil {

@@ -29,6 +29,24 @@ func (c *gatedCounter) Inc() {
 	c.Counter.Inc()
 }
 
+// mineHeld mines a block and returns once the Electrum index's writer
+// waits on it, where it stays until the test ends: the index trails the
+// chain by that block. The node runs with metrics (MetricsListen).
+func mineHeld(t *testing.T, n *Node) {
+	t.Helper()
+	gate := &gatedCounter{Counter: n.metrics.blocks, entered: make(chan struct{}), release: make(chan struct{})}
+	n.metrics.blocks = gate
+	t.Cleanup(func() { close(gate.release) })
+	if _, err := n.Generate(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gate.entered:
+	case <-time.After(time.Minute): // hang guard
+		t.Fatal("the Electrum index's writer never reached the block")
+	}
+}
+
 // confirmedWhileIndexTrails starts a node (with btcd's --txindex too when
 // txIndex), confirms a transaction in a block the Electrum index is held
 // before, and returns the transaction and an RPC client.
@@ -47,17 +65,7 @@ func confirmedWhileIndexTrails(t *testing.T, txIndex bool) (*btcutil.Tx, *Node) 
 	if err := n.index.electrum.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	gate := &gatedCounter{Counter: n.metrics.blocks, entered: make(chan struct{}), release: make(chan struct{})}
-	n.metrics.blocks = gate
-	t.Cleanup(func() { close(gate.release) })
-	if _, err := n.Generate(1, nil); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-gate.entered:
-	case <-time.After(time.Minute): // hang guard
-		t.Fatal("the Electrum index's writer never reached the block")
-	}
+	mineHeld(t, n)
 	if n.txMemPool.IsTransactionInPool(spend.Hash()) {
 		t.Fatal("the transaction is still in the mempool after being mined")
 	}

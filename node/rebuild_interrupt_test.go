@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/util"
 )
 
 // closeOnLine is a log writer that closes a channel once a line holding
@@ -46,22 +45,7 @@ func TestStartRebuildWipeHonoursInterrupt(t *testing.T) {
 	}
 	// Many rows, as an index of a real chain has.
 	const filler = 600_000
-	b := new(leveldb.Batch)
-	for i := 0; i < filler; i++ {
-		k := make([]byte, 3+8+4)
-		copy(k, "Exh")
-		binary.BigEndian.PutUint64(k[3:], uint64(i)*0x9E3779B97F4A7C15)
-		b.Put(k, make([]byte, 8))
-		if b.Len() == 50_000 {
-			if err := st.Write(b, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.Reset()
-		}
-	}
-	if err := st.Write(b, nil); err != nil {
-		t.Fatal(err)
-	}
+	fillStore(t, st, filler)
 	// The tip: a block at height 5 that btcd does not know (a branch it
 	// no longer holds), without an undo record: it cannot be undone.
 	var fake [32]byte
@@ -119,19 +103,7 @@ func TestStartRebuildWipeHonoursInterrupt(t *testing.T) {
 	}
 	t.Logf("New: %v", err)
 
-	st, err = leveldb.OpenFile(storeDir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left := 0
-	it := st.NewIterator(util.BytesPrefix([]byte("Exh")), nil)
-	for it.Next() {
-		left++
-	}
-	it.Release()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	left := historyRows(t, storeDir)
 	if left == 0 {
 		t.Fatalf("the start interrupted as the rebuild began deleted all %d rows before it stopped: "+
 			"the rebuild's wipe in the first pass does not look at cfg.Interrupt", filler)

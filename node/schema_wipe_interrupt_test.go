@@ -33,22 +33,7 @@ func TestSchemaWipeHonoursInterrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := new(leveldb.Batch)
-	for i := 0; i < filler; i++ {
-		k := make([]byte, 3+8+4)
-		copy(k, "Exh")
-		binary.BigEndian.PutUint64(k[3:], uint64(i)*0x9E3779B97F4A7C15)
-		b.Put(k, make([]byte, 8))
-		if b.Len() == 50_000 {
-			if err := st.Write(b, nil); err != nil {
-				t.Fatal(err)
-			}
-			b.Reset()
-		}
-	}
-	if err := st.Write(b, nil); err != nil {
-		t.Fatal(err)
-	}
+	fillStore(t, st, filler)
 	if err := st.Put([]byte("Exv"), []byte{0, 0, 0, 5}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -68,19 +53,7 @@ func TestSchemaWipeHonoursInterrupt(t *testing.T) {
 	}
 	t.Logf("New: %v", err)
 
-	st, err = leveldb.OpenFile(storeDir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	left := 0
-	it := st.NewIterator(util.BytesPrefix([]byte("Exh")), nil)
-	for it.Next() {
-		left++
-	}
-	it.Release()
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	left := historyRows(t, storeDir)
 	if left == 0 {
 		t.Fatalf("the interrupted start deleted all %d rows of the old index before it stopped: "+
 			"the schema wipe does not look at the interrupt", filler)
@@ -91,4 +64,43 @@ func TestSchemaWipeHonoursInterrupt(t *testing.T) {
 	if tip, _ := n3.index.electrum.LatestTip(); tip.Hash != n3.Chain().BestSnapshot().Hash {
 		t.Fatalf("after the interrupted wipe, the next start's index is at %v, want the chain's tip", tip)
 	}
+}
+
+// fillStore puts n history-table rows of no meaning into st: an index's
+// worth of rows for a wipe to delete.
+func fillStore(t *testing.T, st *leveldb.DB, n int) {
+	t.Helper()
+	b := new(leveldb.Batch)
+	for i := 0; i < n; i++ {
+		k := make([]byte, 3+8+4)
+		copy(k, "Exh")
+		binary.BigEndian.PutUint64(k[3:], uint64(i)*0x9E3779B97F4A7C15)
+		b.Put(k, make([]byte, 8))
+		if b.Len() == 50_000 {
+			if err := st.Write(b, nil); err != nil {
+				t.Fatal(err)
+			}
+			b.Reset()
+		}
+	}
+	if err := st.Write(b, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// historyRows counts the history-table rows of the closed store in dir.
+func historyRows(t *testing.T, dir string) int {
+	t.Helper()
+	st, err := leveldb.OpenFile(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n := 0
+	it := st.NewIterator(util.BytesPrefix([]byte("Exh")), nil)
+	for it.Next() {
+		n++
+	}
+	it.Release()
+	return n
 }
