@@ -12,8 +12,8 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// zzEvent is one notification as rpcclient hands it over, in order.
-type zzEvent struct {
+// clientEvent is one notification as rpcclient hands it over, in order.
+type clientEvent struct {
 	method  string
 	hash    chainhash.Hash
 	details *btcjson.BlockDetails
@@ -44,16 +44,16 @@ func TestNotifyReceivedBlockPaymentTellsPoolSpend(t *testing.T) {
 		}
 	}
 
-	events := make(chan zzEvent, 100)
+	events := make(chan clientEvent, 100)
 	client := ts.wsClient(t, &rpcclient.NotificationHandlers{
 		OnRecvTx: func(tx *btcutil.Tx, d *btcjson.BlockDetails) {
-			events <- zzEvent{"recvtx", *tx.Hash(), d}
+			events <- clientEvent{"recvtx", *tx.Hash(), d}
 		},
 		OnRedeemingTx: func(tx *btcutil.Tx, d *btcjson.BlockDetails) {
-			events <- zzEvent{"redeemingtx", *tx.Hash(), d}
+			events <- clientEvent{"redeemingtx", *tx.Hash(), d}
 		},
 		OnBlockConnected: func(h *chainhash.Hash, _ int32, _ time.Time) {
-			events <- zzEvent{method: "blockconnected", hash: *h}
+			events <- clientEvent{method: "blockconnected", hash: *h}
 		},
 	})
 	if err := client.NotifyBlocks(); err != nil {
@@ -72,7 +72,7 @@ func TestNotifyReceivedBlockPaymentTellsPoolSpend(t *testing.T) {
 		t.Fatal("test setup: C left the pool")
 	}
 
-	var got []zzEvent
+	var got []clientEvent
 	for {
 		select {
 		case ev := <-events:
