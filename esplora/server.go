@@ -407,6 +407,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if rest == "" {
 		rest = "/"
 	}
+	if r.Method == http.MethodOptions {
+		s.preflight(w, r)
+		s.mx.observe("", http.StatusNoContent, false, time.Since(start))
+		return
+	}
 	ip, exempt := s.clientIP(r)
 	body := &countingBody{ReadCloser: r.Body}
 	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
@@ -435,9 +440,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = cw
 		defer func() { s.costs.charge(ip, s.limits, body.n+cw.n) }()
 	}
+	method := r.Method
+	if method == http.MethodHead {
+		// Answered as GET; net/http sends the headers only.
+		method = http.MethodGet
+	}
 	req := &request{
 		ctx:    r.Context(),
-		method: r.Method,
+		method: method,
 		parts:  strings.Split(rest, "/")[1:],
 		query:  r.URL.Query(),
 		txs:    make(map[[32]byte]*cachedTx),
@@ -469,6 +479,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(rep.ttl))
 	h.Set("Content-Length", strconv.Itoa(len(rep.body)))
 	_, _ = w.Write(rep.body)
+}
+
+// preflight answers OPTIONS: the methods the API takes and, with CORS set,
+// a browser's preflight, so that a web page may POST JSON (/txs/package)
+// or send headers of its own.
+func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
+	const methods = "GET, HEAD, POST, OPTIONS"
+	h := w.Header()
+	h.Set("Allow", methods)
+	if s.cfg.CORS != "" {
+		h.Set("Access-Control-Allow-Methods", methods)
+		if asked := r.Header.Get("Access-Control-Request-Headers"); asked != "" {
+			h.Set("Access-Control-Allow-Headers", asked)
+		}
+		h.Set("Access-Control-Max-Age", "86400")
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *httpError) {
