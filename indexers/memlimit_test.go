@@ -40,3 +40,17 @@ func TestCatchUpMemoryLimitKeepsALaterOne(t *testing.T) {
 		t.Fatalf("the catch-up's end left limit %d, not the one set meanwhile (%d)", got, serving)
 	}
 }
+
+// GOMEMLIMIT=off is the operator's choice of no limit: a catch-up sets none.
+func TestCatchUpMemoryLimitKeepsGOMEMLIMITOff(t *testing.T) {
+	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Skip("a memory limit is already set (GOMEMLIMIT)")
+	}
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
+	t.Setenv("GOMEMLIMIT", "off")
+	lift := limitMemory(64)
+	defer lift()
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Fatalf("GOMEMLIMIT=off: the catch-up set a limit (%d)", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"math"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -351,8 +352,7 @@ func (r *rowBuf) each(put func(k, v []byte), del func(k []byte)) {
 
 // catchUp indexes the main chain's blocks from..to onto the index tip. It
 // returns errChainMoved when a block no longer extends the tip. A large
-// catch-up runs under a soft memory limit, lifted once its batches are
-// garbage.
+// catch-up runs under a soft memory limit (limitMemory).
 func (w *writer) catchUp(from, to int32, stop <-chan struct{}) error {
 	var targetTxs uint64
 	if best := w.chain.BestSnapshot(); best.Height == to && best.TotalTxns > w.tip.txCount {
@@ -742,12 +742,12 @@ func (s *progressState) maybeLog(every time.Duration) {
 const DefaultCatchUpMemory = 320
 
 // limitMemory runs a large catch-up under a soft memory limit of what the
-// process holds now plus mib, unless a limit is set already (GOMEMLIMIT, or
-// the node's while it serves): without one the garbage collector lets the
-// heap grow to twice what the catch-up keeps live. The returned function
-// lifts it, unless another was set meanwhile, and frees the memory.
+// process holds now plus mib, unless GOMEMLIMIT is set ("off" included) or a
+// limit is (the node's while it serves): without one the collector lets the
+// heap grow to twice what is live. The returned function lifts it, unless
+// another was set meanwhile, and frees the memory.
 func limitMemory(mib int) func() {
-	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	if os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return func() {}
 	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}

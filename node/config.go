@@ -271,15 +271,15 @@ func LoadConfig(args []string) (*Config, []string, error) {
 
 	// Errors are returned, not printed: the caller prints them once.
 	parser := flags.NewParser(cfg, flags.HelpFlag|flags.PassDoubleDash)
-	explicitConfig := preCfg.ConfigFile != defaultConfigFile
+	// Named with -C even when the name is the default path; only a
+	// default file that does not exist is passed over (one the node's
+	// user cannot read would leave its options silently unapplied).
+	explicitConfig := preParser.FindOptionByLongName("configfile").IsSet()
 	testNet := preCfg.RegressionTest || preCfg.SimNet || preCfg.SigNet
 	if !testNet || explicitConfig {
 		err := flags.NewIniParser(parser).ParseFile(cleanAndExpandPath(preCfg.ConfigFile))
-		if err != nil {
-			var pe *os.PathError
-			if !errors.As(err, &pe) || explicitConfig {
-				return nil, nil, configFileError(preCfg.ConfigFile, err)
-			}
+		if err != nil && (explicitConfig || !errors.Is(err, os.ErrNotExist)) {
+			return nil, nil, configFileError(preCfg.ConfigFile, err)
 		}
 	}
 	// As btcd: peers from a config file are not added on regtest.

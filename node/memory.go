@@ -2,6 +2,7 @@ package node
 
 import (
 	"math"
+	"os"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -22,7 +23,9 @@ const DefaultServeMemory = 512
 // node is made and before it starts: the index has caught up, what the node
 // holds is its working set, and no catch-up's own limit can be in force.
 func SetServeMemoryLimit(mib int) int64 {
-	if mib <= 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+	// GOMEMLIMIT=off leaves the runtime's limit at its maximum: the
+	// environment is read, not only the limit.
+	if mib <= 0 || os.Getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
 		return 0
 	}
 	// What is free goes back first, so the limit starts from what is used.

@@ -36,3 +36,15 @@ func TestServeMemoryLimitAtMaximum(t *testing.T) {
 		t.Errorf("--electrumservemem=%d set a soft memory limit of %d MiB", maxElectrumMiB, limit>>20)
 	}
 }
+
+// GOMEMLIMIT=off is the operator's choice of no limit: the node sets none.
+func TestServeMemoryLimitKeepsGOMEMLIMITOff(t *testing.T) {
+	if debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Skip("a memory limit is already set (GOMEMLIMIT)")
+	}
+	t.Cleanup(func() { debug.SetMemoryLimit(math.MaxInt64) })
+	t.Setenv("GOMEMLIMIT", "off")
+	if got := SetServeMemoryLimit(64); got != 0 || debug.SetMemoryLimit(-1) != math.MaxInt64 {
+		t.Fatalf("GOMEMLIMIT=off: the node set a limit (%d)", got)
+	}
+}
