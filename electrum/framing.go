@@ -339,6 +339,10 @@ func (c *lineConn) ReadMessage() ([]byte, error) {
 		if n := len(line); n > 0 && line[n-1] == '\r' {
 			line = line[:n-1]
 		}
+		if len(line) > c.maxRecv {
+			c.ReleaseMessage()
+			return nil, errFrameTooLarge
+		}
 		if len(line) == 0 {
 			continue
 		}
@@ -357,7 +361,8 @@ func (c *lineConn) ReleaseMessage() {
 
 // readLine returns the next line without its '\n' (at the end of the
 // stream, what follows the last '\n'), or errFrameTooLarge once a line
-// over maxRecv bytes has been skipped. A line that fits the reader's
+// over maxRecv bytes and a '\r' (which ReadMessage drops, and then
+// checks the limit) has been skipped. A line that fits the reader's
 // buffer is returned from it; a longer one is read straight into c.buf
 // in reads as large as c.buf's free space, which grows as the line does.
 // Read lineReadBuffer bytes at a time, a 500 KB batch took 125 system
@@ -370,13 +375,13 @@ func (c *lineConn) readLine() ([]byte, error) {
 	chunk, err := c.r.ReadSlice('\n')
 	switch {
 	case err == nil:
-		if len(chunk) > c.maxRecv+1 {
+		if len(chunk) > c.maxRecv+2 {
 			return nil, errFrameTooLarge
 		}
 		return chunk[:len(chunk)-1], nil
 	case err == io.EOF && len(chunk) > 0:
 		// A final message without its newline is still a message.
-		if len(chunk) > c.maxRecv {
+		if len(chunk) > c.maxRecv+1 {
 			return nil, errFrameTooLarge
 		}
 		return chunk, nil
@@ -385,7 +390,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 	}
 	// The reader's buffer is full and now empty: the rest of the line
 	// comes from src.
-	if len(chunk) > c.maxRecv+1 {
+	if len(chunk) > c.maxRecv+2 {
 		return nil, c.skipRest(errFrameTooLarge)
 	}
 	var ok bool
@@ -395,8 +400,8 @@ func (c *lineConn) readLine() ([]byte, error) {
 	c.buf = append(c.buf, chunk...)
 	src := lineSource{c}
 	for {
-		// room is what the line may still have, counting its '\n'.
-		room := c.maxRecv + 1 - len(c.buf)
+		// room is what the line may still have, counting its "\r\n".
+		room := c.maxRecv + 2 - len(c.buf)
 		if room <= 0 {
 			c.ReleaseMessage()
 			return nil, c.skipRest(errFrameTooLarge)
@@ -417,7 +422,7 @@ func (c *lineConn) readLine() ([]byte, error) {
 			return c.buf[:start+i], nil
 		}
 		if err == io.EOF && len(c.buf) > 0 {
-			if len(c.buf) > c.maxRecv {
+			if len(c.buf) > c.maxRecv+1 {
 				return nil, errFrameTooLarge
 			}
 			return c.buf, nil

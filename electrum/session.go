@@ -366,6 +366,9 @@ func abortive(c msgConn) {
 	case *wsConn:
 		nc = x.Conn.NetConn()
 	}
+	if wc, ok := nc.(*wsCounted); ok {
+		nc = wc.Conn
+	}
 	if tc, ok := nc.(*tls.Conn); ok {
 		nc = tc.NetConn()
 	}
