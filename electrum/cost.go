@@ -76,7 +76,7 @@ func (ss *session) checkHardLimit() bool {
 	if cost < cfg.CostHardLimit {
 		return true
 	}
-	ss.cutOff(cost)
+	ss.finishAnswers(true)
 	return false
 }
 

@@ -95,7 +95,9 @@ type session struct {
 	// answer is the last message it gets.
 	overLimit atomic.Bool
 	// cutLogged is set once its disconnection at the hard limit is logged.
-	cutLogged  atomic.Bool
+	cutLogged atomic.Bool
+	// finishing is set once finishAnswers runs.
+	finishing  atomic.Bool
 	lastHeader headerMark
 }
 
@@ -504,17 +506,9 @@ func (ss *session) readLoop() {
 			continue
 		}
 		if errors.Is(err, errCostLimit) {
-			// The requests read before are answered first: the
-			// throttle refuses them, and the first refused closes the
-			// session once its -101 is written.
-			for range cap(ss.sem) {
-				if !ss.acquire() {
-					return
-				}
-			}
-			if !ss.overLimit.Load() {
-				ss.cutOff(ss.currentCost())
-			}
+			// The requests read before are answered first (the
+			// throttle refuses them), then the -101 if none carried it.
+			ss.finishAnswers(true)
 			return
 		}
 		if err != nil {
@@ -528,7 +522,7 @@ func (ss *session) readLoop() {
 				ss.setCloseReason(DisconnectProtocol)
 			}
 			if _, line := ss.conn.(*lineConn); line && errors.Is(err, io.EOF) {
-				ss.finishAnswers()
+				ss.finishAnswers(false)
 			}
 			return
 		}
@@ -561,15 +555,25 @@ func (ss *session) received(n int) error {
 }
 
 // finishAnswers ends a session whose client closed its sending side (as
-// a script piping requests in does): the requests it sent are answered,
-// and the session closes once the answers are written. A WebSocket client
-// closes with a close frame, after which nothing more is sent to it.
-func (ss *session) finishAnswers() {
+// a script piping requests in does), or which reached the hard cost
+// limit: the requests running are answered, and the session closes once
+// the answers are written; with tell, a -101 goes last unless an answer
+// carried one (the reading, not a request, met the limit). Only the first
+// call acts. A WebSocket client closes with a close frame, after which
+// nothing more is sent to it.
+func (ss *session) finishAnswers(tell bool) {
+	if ss.finishing.Swap(true) {
+		return
+	}
 	// Holding every request slot means no request is running.
 	for range cap(ss.sem) {
 		if !ss.acquire() {
 			return
 		}
+	}
+	if tell && !ss.overLimit.Load() {
+		ss.cutOff(ss.currentCost())
+		return
 	}
 	ss.sendMu.Lock()
 	ss.closeAfter = true
@@ -578,21 +582,6 @@ func (ss *session) finishAnswers() {
 	case ss.wake <- struct{}{}:
 	default:
 	}
-}
-
-// deliver sends an answer; after the answer that reported the hard cost
-// limit the session is closed once everything is written.
-func (ss *session) deliver(resp []byte) { ss.deliverMsg(outMsg{head: resp}) }
-
-// deliverMsg is deliver for an answer in parts.
-func (ss *session) deliverMsg(m outMsg) {
-	if ss.overLimit.Load() {
-		if !ss.enqueueMsg(m, true, true) {
-			ss.close()
-		}
-		return
-	}
-	ss.enqueueMsg(m, false, true)
 }
 
 // errorCost is the cost added for every error answer, as ElectrumX.
@@ -661,9 +650,7 @@ func (ss *session) dispatch(m *message) bool {
 		defer ss.releaseSlot()
 		resp, ok, after := ss.executeMsg(r)
 		if ok {
-			ss.deliverMsg(resp)
-		} else if ss.overLimit.Load() {
-			ss.close()
+			ss.enqueueMsg(resp, false, true)
 		}
 		if after != nil {
 			after()
@@ -682,8 +669,15 @@ func (ss *session) acquire() bool {
 	}
 }
 
-// releaseSlot frees a request slot.
-func (ss *session) releaseSlot() { <-ss.sem }
+// releaseSlot frees a request slot. Past the hard cost limit the session
+// then ends once the requests running are answered: the -101 is not the
+// only answer a client with requests in flight is owed.
+func (ss *session) releaseSlot() {
+	<-ss.sem
+	if ss.overLimit.Load() {
+		go ss.finishAnswers(false)
+	}
+}
 
 // handleVersion runs server.version as the first message.
 func (ss *session) handleVersion(r *request) bool {
@@ -820,16 +814,14 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 				}
 			}
 			unhold()
-			ss.deliver(encodeResponse(true, nil, nil, responseTooLarge(ss)))
+			ss.send(encodeResponse(true, nil, nil, responseTooLarge(ss)))
 			return
 		}
 	}
 	if len(out) > 0 {
 		b := encodeBatch(out)
 		unhold()
-		ss.deliver(b)
-	} else if ss.overLimit.Load() {
-		ss.close()
+		ss.send(b)
 	}
 }
 
@@ -881,8 +873,8 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 		} else {
 			ss.charge(float64(len(result)) / float64(ss.srv.cfg.BandwidthUnit))
 		}
-		// Over the hard limit, the caller closes the session: at once
-		// when no answer carries the -101, else once that is written.
+		// Over the hard limit the session ends once the requests
+		// running are answered (releaseSlot).
 		if after != nil {
 			after()
 		}
