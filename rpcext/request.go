@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"strings"
 
 	"github.com/btcsuite/btcd/btcjson"
 )
@@ -242,6 +243,11 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 	if !ok {
 		wsm, ok = wsMethods[req.Method]
 		if !ok {
+			// As btcd: the parameters of a method btcjson knows
+			// are checked first.
+			if _, perr := parse(); perr != nil {
+				return nil, perr
+			}
 			return nil, notServed(req.Method)
 		}
 		if wsc == nil {
@@ -285,10 +291,29 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 var unimplemented = map[string]bool{"estimatepriority": true, "getmempoolentry": true,
 	"getnetworkinfo": true, "getwork": true, "preciousblock": true}
 
+// askWallet are the methods btcd answers as a node without a wallet. Its
+// list, not btcjson's wallet flag: a client probing for a method (ElectrumX
+// for estimatesmartfee) takes any answer but "Method not found" for one
+// the node has.
+var askWallet = map[string]bool{}
+
+func init() {
+	for _, m := range strings.Fields(`addmultisigaddress backupwallet createencryptedwallet createmultisig
+		dumpprivkey dumpwallet encryptwallet getaccount getaccountaddress getaddressesbyaccount getbalance
+		getnewaddress getrawchangeaddress getreceivedbyaccount getreceivedbyaddress gettransaction
+		gettxoutsetinfo getunconfirmedbalance getwalletinfo importprivkey importwallet keypoolrefill
+		listaccounts listaddressgroupings listlockunspent listreceivedbyaccount listreceivedbyaddress
+		listsinceblock listtransactions listunspent lockunspent move sendfrom sendmany sendtoaddress
+		setaccount settxfee signmessage signrawtransaction walletlock walletpassphrase
+		walletpassphrasechange`) {
+		askWallet[m] = true
+	}
+}
+
 // notServed is btcd's answer to a method the server does not serve: a
 // wallet command is answered as by a node without a wallet.
 func notServed(method string) *btcjson.RPCError {
-	if flags, err := btcjson.MethodUsageFlags(method); err == nil && flags&btcjson.UFWalletOnly != 0 {
+	if askWallet[method] {
 		return btcjson.NewRPCError(btcjson.ErrRPCNoWallet, "This implementation does not implement wallet commands")
 	}
 	if unimplemented[method] {
