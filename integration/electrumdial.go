@@ -27,7 +27,14 @@ func DialElectrumTLS(ctx context.Context, addr string, cfg *tls.Config) (*Electr
 // ws://host:port/ or wss://host:port/ (cfg is used for wss). Each
 // protocol message travels as one WebSocket text message.
 func DialElectrumWS(ctx context.Context, url string, cfg *tls.Config) (*ElectrumClient, error) {
-	var raw *writeCutConn
+	// gorilla/websocket watches only a context's deadline, not its
+	// cancellation, once connected: the connection is closed when ctx ends
+	// during the handshake.
+	var (
+		mu  sync.Mutex
+		raw *writeCutConn
+	)
+	outer := ctx
 	d := websocket.Dialer{TLSClientConfig: cfg, HandshakeTimeout: StartTimeout,
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var nd net.Dialer
@@ -35,10 +42,29 @@ func DialElectrumWS(ctx context.Context, url string, cfg *tls.Config) (*Electrum
 			if err != nil {
 				return nil, err
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err := outer.Err(); err != nil {
+				conn.Close()
+				return nil, err
+			}
 			raw = &writeCutConn{Conn: conn}
 			return raw, nil
 		}}
+	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if raw != nil {
+			raw.Conn.Close()
+		}
+	})
 	ws, _, err := d.DialContext(ctx, url, nil)
+	if !stop() {
+		if err == nil {
+			ws.Close()
+		}
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -558,6 +558,11 @@ func (n *Node) startProcess() error {
 	if err != nil {
 		return err
 	}
+	// A Dir the caller named may not exist yet: the node makes its data
+	// and log directories itself, but the harness writes here first.
+	if err := os.MkdirAll(n.Dir, 0o700); err != nil {
+		return err
+	}
 	out, err := os.OpenFile(filepath.Join(n.Dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
