@@ -4,6 +4,7 @@ package node
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -61,5 +62,20 @@ func TestLockedIndexStoreSaysItIsInUse(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(storeDir, "CURRENT")); err != nil {
 		t.Fatalf("the store's files were deleted: %v", err)
+	}
+
+	// The binary stops with the same error, and says it in its log file
+	// too: an operator reading the log learns why the node stopped.
+	logDir := filepath.Join(dir, "binlogs")
+	cmd := exec.Command(buildBinary(t), "--regtest", "--datadir="+first.DataDir, "--logdir="+logDir,
+		"-C", os.DevNull, "--listen="+freePort(t), "--rpclisten="+freePort(t), "--rpcuser=user", "--rpcpass=pass",
+		"--notls", "--electrumindex", "--electrumlisten="+freePort(t))
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the binary started on a store another process holds:\n%s", out)
+	}
+	logged, rerr := os.ReadFile(filepath.Join(logDir, "regtest", "btcd-electrum.log"))
+	if rerr != nil || !strings.Contains(string(logged), "in use by another process") {
+		t.Errorf("the log file does not say why the node stopped (%v):\n%s\noutput:\n%s", rerr, logged, out)
 	}
 }

@@ -33,7 +33,7 @@ func main() {
 // run loads the configuration, starts the node and waits for SIGINT,
 // SIGTERM or an RPC stop request, then shuts the node down. SIGHUP reloads
 // the Electrum TLS certificate and key.
-func run(args []string) error {
+func run(args []string) (err error) {
 	cfg, _, err := node.LoadConfig(args)
 	if err != nil {
 		var fe *flags.Error
@@ -63,6 +63,13 @@ func run(args []string) error {
 	}
 	log := node.Logger("NODE")
 	log.Infof("Version %s", version)
+	// Why the node stops goes into its log file too, not only to stderr
+	// (runs before the deferred close of the file).
+	defer func() {
+		if err != nil {
+			log.Errorf("%v", err)
+		}
+	}()
 
 	// The first signal interrupts start-up (index catch-up) or asks a
 	// running node to stop; later ones are only logged.
