@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"github.com/btcsuite/btcd/database"
 	"github.com/syndtr/goleveldb/leveldb"
 	"github.com/syndtr/goleveldb/leveldb/opt"
 )
@@ -18,4 +19,10 @@ func PrepareStoreOn(store *leveldb.DB) error {
 		p.unref()
 	}
 	return err
+}
+
+// NewElectrumIndexOn is NewElectrumIndex on a store the test opened itself,
+// e.g. over a storage whose reads fail for a while.
+func NewElectrumIndexOn(db database.DB, opts Options, store *leveldb.DB) (*ElectrumIndex, error) {
+	return newIndexOn(db, opts, store)
 }

@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -109,28 +110,14 @@ func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 	if opts.Dir == "" {
 		return nil, errors.New("electrum index: no store directory")
 	}
-	if opts.UndoBlocks <= 0 {
-		opts.UndoBlocks = DefaultUndoBlocks
-	}
-	if opts.BatchBytes <= 0 {
-		opts.BatchBytes = DefaultBatchBytes
-	}
-	if opts.CatchUpMemory <= 0 {
-		opts.CatchUpMemory = DefaultCatchUpMemory
-	}
-	if opts.ProgressInterval <= 0 {
-		opts.ProgressInterval = DefaultProgressInterval
-	}
 	for remade := false; ; remade = true {
 		store, err := openStore(opts.Dir, opts.CacheMiB)
 		damaged := lerrors.IsCorrupted(err)
 		if err == nil {
-			idx := &ElectrumIndex{db: db, opts: opts, store: store,
-				statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
-			if err = idx.prepareStore(opts.Interrupt); err == nil {
+			var idx *ElectrumIndex
+			if idx, err = newIndexOn(db, opts, store); err == nil {
 				return idx, nil
 			}
-			store.Close()
 			damaged = lerrors.IsCorrupted(err)
 		} else {
 			err = fmt.Errorf("electrum index: open store %s: %w", opts.Dir, err)
@@ -146,6 +133,22 @@ func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 			return nil, fmt.Errorf("electrum index: delete damaged store %s: %w", opts.Dir, err)
 		}
 	}
+}
+
+// newIndexOn makes the index on an open store (closed if that fails),
+// options at their defaults where zero.
+func newIndexOn(db database.DB, opts Options, store *leveldb.DB) (*ElectrumIndex, error) {
+	opts.UndoBlocks = cmp.Or(max(opts.UndoBlocks, 0), DefaultUndoBlocks)
+	opts.BatchBytes = cmp.Or(max(opts.BatchBytes, 0), DefaultBatchBytes)
+	opts.CatchUpMemory = cmp.Or(max(opts.CatchUpMemory, 0), DefaultCatchUpMemory)
+	opts.ProgressInterval = cmp.Or(max(opts.ProgressInterval, 0), DefaultProgressInterval)
+	idx := &ElectrumIndex{db: db, opts: opts, store: store,
+		statuses: newStatusCache(statusCacheEntries), scanSplit: scanSplitAfter}
+	if err := idx.prepareStore(opts.Interrupt); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return idx, nil
 }
 
 // Close stops the writer and closes the store. Call it before btcd's

@@ -25,7 +25,11 @@ func (idx *ElectrumIndex) read(fn func(r *snapView, tip Tip) error) (Tip, error)
 	}
 	v := &snapView{snap: p.snap, mu: make(chan struct{}, 1), done: p.unref}
 	defer v.release()
-	return p.tip, fn(v, p.tip)
+	err := fn(v, p.tip)
+	if rerr := v.Err(); rerr != nil {
+		err = rerr
+	}
+	return p.tip, err
 }
 
 // Tip returns the block the index ends at.
@@ -507,7 +511,7 @@ func (idx *ElectrumIndex) statusIn(r kvReader, c cursor, tip Tip, sh ScriptHash,
 		case from != nil:
 			last = *from
 		}
-		if m := st.midstate(hx, tip, last); m != nil {
+		if m := st.midstate(hx, tip, last); m != nil && r.Err() == nil {
 			idx.statuses.put(m)
 		}
 	}

@@ -1,6 +1,7 @@
 package indexers
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/syndtr/goleveldb/leveldb"
@@ -59,6 +60,9 @@ type kvReader interface {
 	// Bulk returns a reader of the same rows for a read that touches
 	// more blocks than the store's cache should keep for it.
 	Bulk() kvReader
+	// Err is the first read that failed (a disk's error): a row that could
+	// not be read is that error, never a row that is not there.
+	Err() error
 }
 
 // cursor steps through rows in key order. Key and Value are valid until
@@ -79,6 +83,7 @@ type snapView struct {
 	mu   chan struct{} // guards its; a one-slot semaphore
 	// done lets go of the snapshot; nil: release it.
 	done func()
+	fail atomic.Pointer[error] // Err
 }
 
 func newSnapView(db *leveldb.DB) (*snapView, error) {
@@ -94,10 +99,25 @@ func (v *snapView) Get(k []byte) []byte { return v.get(k, nil) }
 
 func (v *snapView) get(k []byte, ro *opt.ReadOptions) []byte {
 	val, err := v.snap.Get(k, ro)
+	if err != nil && err != leveldb.ErrNotFound {
+		v.failed(err)
+	}
 	if err != nil {
-		return nil
+		return nil // goleveldb may return a value with ErrNotFound
 	}
 	return val
+}
+
+func (v *snapView) failed(err error) {
+	err = fmt.Errorf("%w: %w", errStoreRead, err)
+	v.fail.CompareAndSwap(nil, &err)
+}
+
+func (v *snapView) Err() error {
+	if p := v.fail.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (v *snapView) Cursor() cursor { return v.cursor(nil) }
@@ -107,7 +127,7 @@ func (v *snapView) cursor(ro *opt.ReadOptions) cursor {
 	v.mu <- struct{}{}
 	v.its = append(v.its, it)
 	<-v.mu
-	return iterCursor{it}
+	return iterCursor{it, v}
 }
 
 func (v *snapView) Bulk() kvReader { return bulkView{v} }
@@ -122,6 +142,7 @@ var bulkRead = &opt.ReadOptions{DontFillCache: true}
 func (b bulkView) Cursor() cursor      { return b.v.cursor(bulkRead) }
 func (b bulkView) Bulk() kvReader      { return b }
 func (b bulkView) Get(k []byte) []byte { return b.v.get(k, bulkRead) }
+func (b bulkView) Err() error          { return b.v.Err() }
 
 // release releases the snapshot and every cursor handed out.
 func (v *snapView) release() {
@@ -184,13 +205,23 @@ func (idx *ElectrumIndex) acquire() *pubSnap {
 	}
 }
 
-// iterCursor is a cursor over a goleveldb iterator.
-type iterCursor struct{ it iterator.Iterator }
+// iterCursor is a cursor over a goleveldb iterator; a move that fails is
+// the end of the rows, and its error v's.
+type iterCursor struct {
+	it iterator.Iterator
+	v  *snapView
+}
 
-func (c iterCursor) Seek(k []byte) bool { return c.it.Seek(k) }
-func (c iterCursor) Next() bool         { return c.it.Next() }
-func (c iterCursor) Key() []byte        { return c.it.Key() }
-func (c iterCursor) Value() []byte      { return c.it.Value() }
+func (c iterCursor) Seek(k []byte) bool { return c.ok(c.it.Seek(k)) }
+func (c iterCursor) Next() bool         { return c.ok(c.it.Next()) }
+func (c iterCursor) ok(moved bool) bool {
+	if err := c.it.Error(); !moved && err != nil {
+		c.v.failed(err)
+	}
+	return moved
+}
+func (c iterCursor) Key() []byte   { return c.it.Key() }
+func (c iterCursor) Value() []byte { return c.it.Value() }
 
 // batchWriter is a rowWriter into a goleveldb batch; the batch copies every
 // key and value it is given.

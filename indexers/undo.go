@@ -235,13 +235,18 @@ func ownRows(b *leveldb.Batch, c cursor, height int32, hist []hashX) {
 // undoTip removes the index tip block: one batch with the previous block as
 // the new tip. The tip between two branches is not published: readers and
 // OnCommit see the undo with the pass's next commit (writer.undone).
-func (w *writer) undoTip() error {
+func (w *writer) undoTip() (err error) {
 	t := w.tip
 	view, err := newSnapView(w.idx.store)
 	if err != nil {
 		return err
 	}
 	defer view.release()
+	defer func() { // a row not read is no block that cannot be undone
+		if rerr := view.Err(); rerr != nil && err != nil {
+			err = rerr
+		}
+	}()
 	b := new(leveldb.Batch)
 	var delta sizeStats
 	if rec := view.Get(undoKey(t.height)); rec != nil {

@@ -209,7 +209,10 @@ func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, o
 	v.meta = snap
 	err = db.View(func(dbTx database.Tx) error {
 		v.dbTx = dbTx
-		return v.run()
+		if err := v.run(); err != nil {
+			return err
+		}
+		return snap.Err() // rows not read are no differences
 	})
 	v.res.Duration = time.Since(start)
 	if err != nil {

@@ -30,6 +30,9 @@ var (
 	// errStoreFailed ends every pass after a failed write of the store.
 	errStoreFailed = errors.New("electrum index: a write of its store failed; it writes nothing more " +
 		"until the node is restarted, and then resumes from its last commit")
+	// errStoreRead is a read that failed: the answer or pass it was for
+	// fails, and the next is tried again.
+	errStoreRead = errors.New("electrum index: a read of its store failed")
 )
 
 // storeWrite runs write, a write of the store. A failed write may leave
@@ -162,6 +165,9 @@ func (w *writer) loop() {
 		if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errStoreFailed) {
 			log.Errorf("Electrum index: %v", err)
 		}
+		if errors.Is(err, errStoreRead) {
+			time.AfterFunc(time.Second, w.poke) // a disk's moment: try again soon
+		}
 		// A pass may have begun again while it waited (awaitChain).
 		w.signal(func() { w.finished, w.lastErr = max(n, w.started), err })
 	}
@@ -288,7 +294,7 @@ func (w *writer) pass(stop <-chan struct{}) error {
 			if interrupted(stop) {
 				return errInterrupted
 			}
-			if err := w.undoTip(); errors.Is(err, errStoreFailed) {
+			if err := w.undoTip(); errors.Is(err, errStoreFailed) || errors.Is(err, errStoreRead) {
 				return err
 			} else if err != nil {
 				log.Warnf("Electrum index tip %v at height %d is not in the main chain and "+
