@@ -198,6 +198,11 @@ func (n *Node) dispatchEvents() {
 			if c := ev.indexed; c != nil {
 				indexed, tip = true, c.Tip
 				all = all || c.All
+				if c.All {
+					// Blocks undone: what the batch's earlier
+					// commits confirmed may be the pool's again.
+					clear(confirmed)
+				}
 				touched = append(touched, c.Touched...)
 				for txid := range c.Confirmed {
 					confirmed[txid] = struct{}{}
