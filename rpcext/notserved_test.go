@@ -11,7 +11,8 @@ import (
 // A method the server does not serve is answered from btcd v0.26.2's own
 // lists: its wallet commands -1 "This implementation does not implement
 // wallet commands", anything else -32601 "Method not found", after the
-// parameters of a method btcjson knows are checked (-32602). A client
+// parameters of a method btcjson knows are checked (-32602), also for one
+// served over websockets only and asked over HTTP. A client
 // probing for a method (ElectrumX for estimatesmartfee) takes any other
 // answer than -32601 as "the node has it".
 func TestNotServedAnswersAsBtcd(t *testing.T) {
@@ -34,6 +35,10 @@ func TestNotServedAnswersAsBtcd(t *testing.T) {
 		{"importaddress", []string{`"a"`, `"b"`, `true`, `1`, `2`}, btcjson.ErrRPCInvalidParams.Code},
 		{"getbalance", []string{`1`, `2`, `3`, `4`}, btcjson.ErrRPCInvalidParams.Code},
 		{"nosuchmethod", nil, btcjson.ErrRPCMethodNotFound.Code},
+		// Websocket-only methods over HTTP: parameters first too.
+		{"notifyblocks", []string{`1`}, btcjson.ErrRPCInvalidParams.Code},
+		{"loadtxfilter", []string{`"x"`}, btcjson.ErrRPCInvalidParams.Code},
+		{"notifyblocks", nil, btcjson.ErrRPCMethodNotFound.Code},
 	} {
 		var params []json.RawMessage
 		for _, p := range tc.params {

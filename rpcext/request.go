@@ -242,12 +242,14 @@ func (s *Server) execute(ver btcjson.RPCVersion, id interface{}, req *rawRequest
 	var wsm wsMethod
 	if !ok {
 		wsm, ok = wsMethods[req.Method]
-		if !ok {
-			// As btcd: the parameters of a method btcjson knows
-			// are checked first.
+		// As btcd: the parameters of a method btcjson knows are checked
+		// before it is refused.
+		if !ok || wsc == nil {
 			if _, perr := parse(); perr != nil {
 				return nil, perr
 			}
+		}
+		if !ok {
 			return nil, notServed(req.Method)
 		}
 		if wsc == nil {
