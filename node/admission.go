@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/btcsuite/btcd/v2transport"
 	"golang.org/x/time/rate"
@@ -18,8 +19,8 @@ const (
 	// maxPendingPerSource is how many connections of one source network
 	// (a /24 of IPv4, a /64 of IPv6) may be between accept and verack.
 	maxPendingPerSource = 8
-	// v2 responder phases: per source a burst of 4, then 2 a second; in
-	// all a burst of 40, then 20 a second, at most 4 at once.
+	// v2 handshakes: per source a burst of 4, then 2 a second; in all a
+	// burst of 40, then 20 a second; at most 4 responder phases at once.
 	v2SourceBurst, v2SourceRate = 4, 2
 	v2TotalBurst, v2TotalRate   = 40, 20
 	v2Concurrent                = 4
@@ -91,27 +92,41 @@ func (a *admission) admit(addr net.Addr) (done func(), v2 v2transport.HandshakeA
 				delete(a.sources, key)
 			}
 		})
-	}, v2Phase{a, s.v2}, true
+	}, &v2Phase{a: a, source: s.v2}, true
 }
 
-// v2Phase is the admission of one inbound peer's v2 responder phases.
+// v2Phase is the admission of one inbound peer's v2 responder phases: its
+// first phase is charged to the rates, as btcd charges a handshake once;
+// every phase takes a place among those at once.
 type v2Phase struct {
-	a      *admission
-	source *rate.Limiter
+	a        *admission
+	source   *rate.Limiter
+	mu       sync.Mutex
+	admitted bool
 }
 
 // Acquire implements v2transport.HandshakeAdmission.
-func (p v2Phase) Acquire() (func(), error) {
+func (p *v2Phase) Acquire() (func(), error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	select {
 	case p.a.v2Slots <- struct{}{}:
 	default:
 		return nil, errV2Busy
 	}
-	if !p.source.Allow() || !p.a.v2Total.Allow() {
-		<-p.a.v2Slots
+	release := func() { <-p.a.v2Slots }
+	if p.admitted {
+		return release, nil
+	}
+	// The source's token goes back when the node-wide rate refuses.
+	now := time.Now()
+	if r := p.source.ReserveN(now, 1); r.DelayFrom(now) > 0 || !p.a.v2Total.AllowN(now, 1) {
+		r.CancelAt(now)
+		release()
 		return nil, errV2Busy
 	}
-	return func() { <-p.a.v2Slots }, nil
+	p.admitted = true
+	return release, nil
 }
 
 // sourceKey is the source network of addr: its /24 for IPv4, its /64 for
