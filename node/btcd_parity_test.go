@@ -177,3 +177,29 @@ func TestGetInfoReportsTimeOffset(t *testing.T) {
 		t.Fatalf("getinfo timeoffset %d, the node's median time is %d s off", info.TimeOffset, want)
 	}
 }
+
+// btcd's "addnode <addr> add" of a peer connected for now (onetry) adds it
+// to keep: only a permanent peer of that address refuses it.
+func TestAddNodeAddOfTemporaryPeer(t *testing.T) {
+	a := startNode(t, testConfig(t, t.TempDir(), false))
+	b := startNode(t, testConfig(t, t.TempDir(), false))
+	addr := b.P2PAddrs()[0].String()
+	if err := a.ConnectPeer(addr, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the temporary peer", func() bool { return a.ConnectedCount() == 1 })
+	if err := a.ConnectPeer(addr, true); err != nil {
+		t.Fatalf("addnode %s add of a temporary peer: %v; btcd keeps it", addr, err)
+	}
+	waitFor(t, "the permanent peer", func() bool {
+		for _, sp := range a.peers.snapshot() {
+			if sp.persistent && sp.Addr() == addr {
+				return true
+			}
+		}
+		return false
+	})
+	if err := a.ConnectPeer(addr, true); err == nil {
+		t.Error("a second addnode add of the permanent peer was accepted")
+	}
+}

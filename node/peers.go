@@ -312,8 +312,10 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", addr, err)
 	}
+	// A peer connected for now may still be added to keep, as btcd and
+	// Bitcoin Core add it: only a permanent one refuses that.
 	for _, sp := range n.peers.snapshot() {
-		if sp.Addr() == tcpAddr.String() {
+		if sp.Addr() == tcpAddr.String() && (!permanent || sp.persistent) {
 			return errors.New("peer already connected")
 		}
 	}
