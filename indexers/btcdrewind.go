@@ -13,17 +13,13 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
-// rewindStaleBtcdIndexes walks btcd's indexes (txindex, addrindex,
-// cfindex) whose tip is not on the main chain back to it before btcd's
-// manager initialises them. That happens when an index was disabled (not
-// dropped) while the chain reorganised: btcd's manager would rewind it with
-// the blocks' spend journals, but the chain deleted those when it
-// disconnected the blocks, and btcd v0.26.2 then fails to start ("mismatched
-// spend journal serialization"). Here the address index's spent scripts
-// are read from the transaction index instead (the compact filter and
-// transaction indexes need none); an index that cannot be rewound is
-// dropped, and btcd's manager builds it again from the blocks. The node
-// starts either way, in the indexes' reverse order, as btcd rewinds them.
+// rewindStaleBtcdIndexes walks btcd's indexes (txindex, addrindex, cfindex)
+// whose tip left the main chain while they were disabled back to it before
+// btcd's manager initialises them: btcd v0.26.2 would need the spend journals
+// the chain deleted with the blocks, and fail to start. The address index's
+// spent scripts are read from the transaction index instead; an index that
+// cannot be rewound is dropped and built again by btcd's manager. The order
+// is the indexes' reverse, as btcd's.
 func (m *Manager) rewindStaleBtcdIndexes(chain *blockchain.BlockChain, interrupt <-chan struct{}) error {
 	var txIndex *btcdindexers.TxIndex
 	for _, ix := range m.others {

@@ -7,12 +7,10 @@ import (
 	"github.com/btcsuite/btcd/database"
 )
 
-// Manager is the node's blockchain.IndexManager. btcd's own index manager
-// runs btcd's other indexes (for example --txindex) inside the chain's
-// transactions; the Electrum index only follows: its writer is started at
-// Init, after bringing the index to the chain tip, btcd's hooks hand it each
-// connected block with its spent outputs, and btcd's notifications, sent
-// after the chain's tip moved, wake it.
+// Manager is the node's blockchain.IndexManager. btcd's own manager runs its
+// other indexes (--txindex) inside the chain's transactions; the Electrum
+// index's writer, started at Init at the chain tip, is handed each connected
+// block with its spent outputs by btcd's hooks and woken by its notifications.
 type Manager struct {
 	db       database.DB
 	electrum *ElectrumIndex

@@ -80,19 +80,15 @@ func (w *writer) fetchAndPlan(height int32) fetched {
 	return fetched{plan: p, took: time.Since(start)}
 }
 
-// assembly is a batch being assembled, then committed. It is the
-// rowWriter of its blocks. Rows are kept until the commit and written in
-// key order, which leveldb's memtable takes about twice as fast as rows
-// in block order: unspent-output rows in a map, so that an output
-// created and spent inside the batch is never written, the others in
-// rows.
-//
-// A full batch (BatchBytes) is written as a leveldb transaction, straight
-// to new tables; any other, a block at the tip or the last of a catch-up,
-// is a leveldb.Batch, through the journal and the memtable. A pass's last
-// batch holding its one block (lone, as at the tip) puts its unspent rows
-// in spent as they come: the plan left out those the block creates and
-// spends, so none cancel.
+// assembly is a batch being assembled, then committed; the rowWriter of its
+// blocks. Rows are written at the commit in key order, which leveldb's
+// memtable takes about twice as fast as block order: unspent-output rows in
+// a map, so that one created and spent inside the batch is never written,
+// the others in rows. A full batch (BatchBytes) is written as a leveldb
+// transaction, straight to tables; any other (a tip block, a catch-up's last)
+// as a leveldb.Batch. A pass's last batch holding one block (lone, as at the
+// tip) puts its unspent rows in spent as they come: the plan left out those
+// the block creates and spends, so none cancel.
 type assembly struct {
 	rows    rowBuf
 	utxo    map[[utxoKeyLen]byte]utxoOp

@@ -48,10 +48,8 @@ func (idx *ElectrumIndex) LatestTip() (Tip, bool) {
 }
 
 // historyNumsWith returns the txpos of hx's history after position from (all
-// when from is nil), failing with ErrHistoryTooLarge past room entries (room
-// < 0: no bound). It reads with cursor c, which the caller goes on using
-// (for the history's chunks, or the next scripts of one view): creating a
-// cursor costs more than a seek.
+// when nil), failing with ErrHistoryTooLarge past room entries (room < 0: no
+// bound). Its cursor c is the caller's to go on with: a new one costs more.
 func historyNumsWith(c cursor, hx *hashX, from *uint64, room int) ([]uint64, error) {
 	pre := histPrefix(hx)
 	seek := pre
@@ -117,13 +115,10 @@ func readHistory(r kvReader, c cursor, sh ScriptHash, nums []uint64, split int) 
 	return out, err
 }
 
-// readRuns has read(w, r, c, lo, hi) read the history positions
-// nums[lo:hi] with reader r and its cursor c, run w of runs that cover nums
-// in order; run 0 on the calling goroutine. A history longer than split
-// entries loads a good part of the "Ext" table, block by block, around the
-// block cache (bulkView), and the cores share that work: each run is read
-// by a goroutine and a cursor of its own; cuts fall between chunks, so no
-// chunk is read twice.
+// readRuns has read(w, r, c, lo, hi) read positions nums[lo:hi] with reader r
+// and its cursor c, runs covering nums in order, run 0 on the calling
+// goroutine. Past split entries the "Ext" blocks are read around the cache
+// (bulkView), a goroutine and a cursor a run, cut between chunks.
 func readRuns(r kvReader, c cursor, nums []uint64, split int, read func(w int, r kvReader, c cursor, lo, hi int) error) error {
 	if len(nums) <= split {
 		return read(0, r, c, 0, len(nums))
@@ -161,13 +156,11 @@ func readRuns(r kvReader, c cursor, nums []uint64, split int, read func(w int, r
 	return errors.Join(errs...)
 }
 
-// historyEntries calls put(i, row) with the "Ext" entry (txid and height)
-// of sh's history position nums[i], reading their
-// chunks; entries in one chunk share a read. Positions come in chain order,
-// so chunks ascend; a chunk in the same or the next block as the one before
-// is reached by stepping cursor c (a fraction of the cost of a seek or a
-// get), and a chunk far from both neighbours is read with a get, which,
-// unlike a seek, stops at the first table holding the key.
+// historyEntries calls put(i, row) with the "Ext" entry (txid and height) of
+// position nums[i]; positions are in chain order, and entries of one chunk
+// share a read. A chunk in the same or next block as the last is reached by
+// stepping c (a fraction of a seek's cost), a far one with a get, which stops
+// at the first table holding the key.
 func historyEntries(r kvReader, c cursor, sh ScriptHash, nums []uint64, put func(i int, row *txRow)) error {
 	var (
 		k     [txKeyLen]byte
@@ -272,13 +265,10 @@ func (idx *ElectrumIndex) History(sh ScriptHash, limit int) ([]HistoryEntry, Tip
 	return idx.HistoryPage(sh, nil, math.MaxInt, limit)
 }
 
-// HistoryPage returns up to n entries of sh's confirmed history that come
-// right before the entry of transaction before (nil: the end of the
-// history), in history order; none when n <= 0 or before is not in the
-// history. Only the page's transactions are read, so a page of a long
-// history costs its positions and n entries, not the whole history. With
-// limit > 0, a history of more than limit entries fails with
-// ErrHistoryTooLarge.
+// HistoryPage returns up to n entries of sh's confirmed history right before
+// transaction before's (nil: the end), in history order; none when n <= 0 or
+// before is not in it. Only the page's transactions are read. With limit > 0,
+// a history of more than limit entries fails with ErrHistoryTooLarge.
 func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, limit int) ([]HistoryEntry, Tip, error) {
 	var out []HistoryEntry
 	hx := sh.hashX()
@@ -307,14 +297,10 @@ func (idx *ElectrumIndex) HistoryPage(sh ScriptHash, before *chainhash.Hash, n, 
 const historyTxsChunk = 1024
 
 // HistoryTxs calls fn with each confirmed transaction of sh's history from
-// its from-th entry on, in history order, serialized with witness; raw is
-// valid only during the call. The history and the transactions' places are
-// read at one tip, which it returns, and the transactions from btcd's block
-// files, many to a database transaction: a caller that needs every
-// transaction of a long history pays neither a txid lookup nor a database
-// transaction per transaction, as RawTx would. fn runs inside a database
-// transaction of btcd's: it must return, with an error to stop, rather
-// than block or end its goroutine.
+// its from-th entry on, in history order, serialized with witness (raw is
+// valid during the call only). History and places are read at one tip, which
+// it returns; the transactions many to a database transaction of btcd's, in
+// which fn runs: it must return (an error stops), not block.
 func (idx *ElectrumIndex) HistoryTxs(sh ScriptHash, from int, fn func(i int, e HistoryEntry, raw []byte) error) (Tip, error) {
 	var rows []txRow
 	var blocks map[int32]chainhash.Hash
@@ -525,11 +511,9 @@ func inChain(r kvReader, at Tip) bool {
 	return ok && hash == at.Hash
 }
 
-// Unspent returns the confirmed unspent outputs of a script ordered by
-// height, position in block and output index. With limit > 0, more than
-// limit outputs fail with ErrHistoryTooLarge. It is one prefix scan: the rows
-// carry their transaction's position, so putting outputs that share a height
-// in chain order needs no other read.
+// Unspent returns the confirmed unspent outputs of a script by height,
+// position in block and output index, in one prefix scan (the rows carry
+// their position). With limit > 0, more than limit fail with ErrHistoryTooLarge.
 func (idx *ElectrumIndex) Unspent(sh ScriptHash, limit int) ([]Unspent, Tip, error) {
 	var (
 		out []Unspent

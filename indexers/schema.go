@@ -6,52 +6,36 @@ import (
 	"github.com/btcsuite/btcd/chainhash/v2"
 )
 
-// Schema of the Electrum index.
-//
-// Every row lives in the index's own store (store.go) under the two-byte
-// key prefix "Ex" followed by a one-byte table tag. All integers in keys and
-// values are big-endian, so byte order of keys is numeric order. A
-// transaction's position txpos is its block's height and its index in the
-// block, height(4) pos(2): keys ordered by txpos are in chain order, and
-// consensus keeps a block far below 65,536 transactions (a transaction
-// weighs at least 240 of the 4,000,000 weight units of a block). A hashX is
-// the first 11 bytes of a script hash (sha256 of the output script,
-// internal byte order). docs/ARCHITECTURE.md has the table and the reasons.
+// Schema of the Electrum index (docs/ARCHITECTURE.md has the table and the
+// reasons). Every key is "Ex", a one-byte table tag, then big-endian
+// integers, so key order is numeric order. txpos is height(4) pos(2), a
+// transaction's block and index in it: keys in txpos order are in chain
+// order (a transaction weighs at least 240 of a block's 4,000,000 weight
+// units, so pos fits). A hashX is the first 11 bytes of a script hash.
 //
 //	"Exv"                                      schema version, uint32
 //	"Ext" txpos(6)                       ->    32 x txid(32)
-//	      the txids of a block in chunks of txChunk: the key is the
-//	      position of the chunk's first transaction (pos a multiple of
-//	      txChunk), the value one txid per transaction, fewer in a block's
-//	      last chunk.
+//	      a block's txids in chunks of txChunk keyed by the position of the
+//	      chunk's first, fewer in the block's last chunk.
 //	"Exl" txpos(6)                       ->    32 x (offset(4) size(4))
-//	      the same chunks' places of the transactions inside their block as
-//	      btcd stores it (with witness): a raw transaction is one
-//	      block-region read. Statuses and histories read most of "Ext" for
-//	      a long history and need only its txids, so the places stand apart.
+//	      the same chunks' places in btcd's stored block (a raw transaction
+//	      is one read), apart so that long histories read txids only.
 //	"Exi" txid[0:8] txpos(6)             ->    (empty)
-//	      txid lookup: seek the 8-byte prefix, confirm the txid with "Ext".
+//	      txid lookup: seek the prefix, confirm the txid with "Ext".
 //	"Exh" hashX(11) height(4)            ->    pos(2) pos(2) ...
-//	      one row per block per script the block's transactions fund or
-//	      spend: the positions in the block of those transactions,
-//	      ascending, each once. Key order, then value order, is chain order.
+//	      per block per script it funds or spends: the positions of those
+//	      transactions, ascending, each once; key then value order is chain order.
 //	"Exu" hashX(11) height(4) txid(32) vout(4) -> value(8) pos(2)
-//	      one row per unspent output. Every part of the key of a spent output
-//	      is known from the input and btcd's spent output (script, height), so
-//	      a spend is a blind delete. pos is the creating transaction's index
-//	      in its block, so an unspent list is put in chain order from its
-//	      own rows.
+//	      per unspent output; a spend is a blind delete of the key the input
+//	      and btcd's spent output give. pos puts an unspent list in chain order.
 //	"Exb" height(4)                      ->    txcount(8) blockhash(32)
-//	      txcount is the number of transactions in the main chain up to and
-//	      including this block.
-//	"Exd" height(4)                      ->    undo record (undo.go)
-//	      the writes that remove the block at height again, kept for the
-//	      last Options.UndoBlocks blocks.
+//	      txcount: the main chain's transactions up to this block, included.
+//	"Exd" height(4)                      ->    undo record (undo.go), for
+//	      the last Options.UndoBlocks blocks.
 //	"Exz"                                ->    hash(32) height(4, little-endian)
 //	      the index tip: the block every other row ends at.
 //	"Exs"                                ->    rows(8) bytes(8)
-//	      the number of rows of the six tables "Ext", "Exl", "Exi", "Exh",
-//	      "Exu" and "Exb" and their key and value bytes.
+//	      rows and key+value bytes of "Ext", "Exl", "Exi", "Exh", "Exu", "Exb".
 var (
 	// rowPrefix starts every key of the index.
 	rowPrefix = []byte("Ex")

@@ -94,11 +94,9 @@ const statusCacheEntries = 20000
 const statusCacheMin = 64
 
 // statusCache keeps, for long histories, the SHA-256 midstate after the
-// confirmed entries up to a txpos, so the status after a new block hashes
-// only the new entries. A midstate remembers the index tip of the read that
-// made it: the history up to that block is fixed for as long as the block
-// stays in the chain, so a later read may resume from it exactly when its
-// own view still holds that block at that height.
+// confirmed entries up to a txpos, so a status after a block hashes only the
+// new entries. A midstate keeps the tip of its read: the history up to that
+// block is fixed, so a read whose view still holds it there may resume.
 type statusCache struct {
 	c *lru.Cache[hashX, *statusMid]
 }

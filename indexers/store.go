@@ -18,15 +18,11 @@ import (
 // DefaultCacheMiB is the store's block cache unless Options say otherwise.
 const DefaultCacheMiB = 64
 
-// storeOptions are goleveldb's options for the index (docs/BENCHMARKS.md
-// has the measurements). The index's batches span the whole key space, so
-// with goleveldb's small default tables and levels a build spends most of
-// its time rewriting tables from level to level; here level 1 holds 640
-// MiB, all of an index of that size. A build's full batches skip the
-// memtable (pipeline.go); a block at the tip goes through it, and an insert
-// costs more the more the memtable holds, so it is small. Blocks of 16 KiB
-// make the first read of a long history, which loads most of "Ext", a file
-// read per block; it reads around the block cache (bulkView).
+// storeOptions are goleveldb's options for the index (docs/BENCHMARKS.md has
+// the measurements): a level 1 of 640 MiB holds an index of that size, so a
+// build does not rewrite tables level to level; the memtable is small, as a
+// tip block's inserts cost more the more it holds; blocks are 16 KiB, so the
+// first read of a long history is a file read a block (bulkView).
 func storeOptions(cacheMiB int) *opt.Options {
 	if cacheMiB <= 0 {
 		cacheMiB = DefaultCacheMiB

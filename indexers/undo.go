@@ -17,18 +17,16 @@ import (
 )
 
 // Undo (docs/ARCHITECTURE.md, "Undo and crash safety"). btcd deletes a
-// block's spend journal with the block, and a crash can take blocks the
-// index already holds, so the newest blocks carry an undo record written in
-// their batch (kept UndoBlocks deep and undoKeep old), and an older block is
-// undone from btcd's block files with its spent outputs rebuilt from the
-// index's own rows.
+// block's spend journal with the block, and a crash can take blocks the index
+// holds: the newest blocks carry an undo record written in their batch (kept
+// UndoBlocks deep and undoKeep old); an older block is undone from btcd's
+// block files with its spent outputs rebuilt from the index's rows.
 //
-// An undo record is rows(8) bytes(8), the size change of the undo, then its
-// writes: op(1) keylen(uvarint) key, and for a put vallen(uvarint) value.
-// A restored unspent row's transaction position, which btcd's spent outputs
-// do not give, is zero in the record and looked up by the undo. The block's
-// own rows are not listed, only the deletes of its history rows and a
-// closing undoOwn: the undo reads them from the store (ownRows).
+// A record is rows(8) bytes(8), the undo's size change, then its writes:
+// op(1) keylen(uvarint) key, and for a put vallen(uvarint) value. A restored
+// unspent row's position is zero in it and looked up by the undo. The block's
+// own rows are not listed, only the deletes of its history rows and a closing
+// undoOwn: the undo reads them from the store (ownRows).
 
 const (
 	undoPut = 1

@@ -221,12 +221,10 @@ func (w *writer) take(hash *chainhash.Hash) (handed, bool) {
 	return hb, ok
 }
 
-// Sync waits until the index holds the chain's tip as of the call, and
-// OnCommit has returned for it: a main-chain block at least that high, or,
-// should the chain have become shorter, the chain's tip once a pass that
-// began after the call ends. It returns the error of a pass that began
-// after the call and failed first. Blocks arriving meanwhile do not hold it
-// up.
+// Sync waits until the index holds the chain's tip as of the call and
+// OnCommit has returned for it (should the chain have become shorter: the
+// chain's tip once a pass begun after the call ends). It returns the error of
+// the first such pass that failed; blocks arriving meanwhile do not hold it up.
 func (idx *ElectrumIndex) Sync() error {
 	w := idx.w
 	if w == nil {
