@@ -118,23 +118,26 @@ func loadConfig(args []string) (*config, []string, error) {
 	return cfg, rest, nil
 }
 
-// credentialsFromNodeConfig takes rpcuser and rpcpass from the node's config
-// file when it exists.
+// credentialsFromNodeConfig takes rpcuser, rpcpass and notls from the node's
+// config file when it exists.
 func credentialsFromNodeConfig(cfg *config) error {
 	// Read as the node reads it (go-flags' ini parser: sections, quoted
 	// values), so both see the same credentials.
 	var node struct {
 		RPCUser string `long:"rpcuser"`
 		RPCPass string `long:"rpcpass"`
+		NoTLS   bool   `long:"notls"`
 	}
 	p := flags.NewParser(&node, flags.IgnoreUnknown)
 	if err := flags.NewIniParser(p).ParseFile(defaultNodeConfigFile); err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("node config file %s: %w", defaultNodeConfigFile, err)
 	}
+	// As btcctl takes it from btcd's: a node serving plain HTTP on
+	// loopback is reached without --notls each time.
+	cfg.NoTLS = cfg.NoTLS || node.NoTLS
 	if node.RPCUser != "" {
 		cfg.RPCUser = node.RPCUser
 	}
