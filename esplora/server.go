@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"math"
 	"net"
 	"net/http"
@@ -260,6 +261,7 @@ func (s *Server) Start() error {
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ConnState:         s.connState,
+		ErrorLog:          stdlog.New(httpErrorLog{s}, "", 0),
 	}
 	s.listeners, s.tls, s.srv = ls, isTLS, srv
 	for _, u := range s.urls() {
@@ -496,6 +498,19 @@ func (s *Server) preflight(w http.ResponseWriter, r *http.Request) {
 		h.Set("Access-Control-Max-Age", "86400")
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// httpErrorLog takes net/http's own lines, which would go to stderr: a TLS
+// handshake's failure is the client's (a browser refusing the certificate,
+// a scanner) and is dropped, as the Electrum server drops it; others go to
+// Logf.
+type httpErrorLog struct{ s *Server }
+
+func (w httpErrorLog) Write(p []byte) (int, error) {
+	if !bytes.Contains(p, []byte("TLS handshake error")) {
+		w.s.cfg.Logf("Esplora: %s", bytes.TrimSpace(p))
+	}
+	return len(p), nil
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *httpError) {
