@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,30 +129,50 @@ type headerMark struct {
 	msg []byte
 }
 
-// ipKeyOf groups addresses for per-IP limits: the IP without port, and for
-// IPv6 its /64, the block one home or one server is given.
-func ipKeyOf(addr net.Addr) (string, net.IP) {
-	host, _, err := net.SplitHostPort(addr.String())
+// ipKeyOf is the per-IP key of addr (AddrKey), its IP and whether it is
+// exempt. An exempt address is a key of its own: the sessions of an exempt
+// proxy or host count against no neighbour of its /64.
+func (s *Server) ipKeyOf(addr net.Addr) (key string, ip net.IP, exempt bool) {
+	host, ip := HostIP(addr.String())
+	if ip != nil && s.exempt(ip) {
+		return host, ip, true
+	}
+	return AddrKey(host, ip), ip, false
+}
+
+// HostIP returns the host of a host:port address, without an IPv6 zone,
+// and its IP (nil for a name).
+func HostIP(addr string) (string, net.IP) {
+	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		host = addr.String()
+		host = addr
 	}
-	ip := net.ParseIP(host)
-	if ip != nil && ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64", ip
+	if i := strings.LastIndexByte(host, '%'); i > 0 {
+		host = host[:i]
 	}
-	return host, ip
+	return host, net.ParseIP(host)
+}
+
+// AddrKey is what per-address limits count a client as: its IP, and for
+// IPv6 its /64, the block one home or one server is given; a link-local
+// address stands for itself, as a LAN's devices are not one.
+func AddrKey(host string, ip net.IP) string {
+	if ip != nil && ip.To4() == nil && !ip.IsLinkLocalUnicast() {
+		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return host
 }
 
 // runSession serves one connection over transport t until it closes.
 func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
-	key, ip := ipKeyOf(remote)
+	key, ip, exempt := s.ipKeyOf(remote)
 	now := time.Now()
 	ss := &session{
 		srv:       s,
 		conn:      c,
 		ipKey:     key,
 		ip:        ip,
-		exempt:    ip != nil && s.exempt(ip),
+		exempt:    exempt,
 		transport: t,
 		remote:    remote.String(),
 		started:   now,

@@ -194,8 +194,8 @@ func plainHTTP(b [5]byte) bool {
 // the server, has no more of them pending than it may have sessions.
 // done ends the count; nil, with the reason, when the handshake is refused.
 func (s *Server) holdHandshake(addr net.Addr) (done func(), refused RefusalReason) {
-	key, ip := ipKeyOf(addr)
-	perIP := s.cfg.MaxSessionsPerIP > 0 && (ip == nil || !s.exempt(ip))
+	key, _, exempt := s.ipKeyOf(addr)
+	perIP := s.cfg.MaxSessionsPerIP > 0 && !exempt
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.handshakes >= s.cfg.MaxSessions {
@@ -243,7 +243,7 @@ func (s *Server) serveWS(l net.Listener, t Transport) {
 			}
 			c.SetReadLimit(int64(s.cfg.MaxRecv))
 			remote := c.RemoteAddr()
-			if _, ip := ipKeyOf(remote); ip != nil && s.exempt(ip) {
+			if _, _, exempt := s.ipKeyOf(remote); exempt {
 				// A reverse proxy's client is the session's address.
 				if fwd := ForwardedClient(r); fwd != nil {
 					remote = &net.TCPAddr{IP: fwd}

@@ -140,12 +140,11 @@ func (o *openConns) release(key string) {
 func (s *Server) connState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew:
-		host, _, err := net.SplitHostPort(c.RemoteAddr().String())
-		ip := net.ParseIP(host)
-		if err != nil || (s.cfg.MaxRequestsPerIP <= 0 && s.cfg.MaxConnections <= 0) || (ip != nil && s.exempt(ip)) {
+		host, ip := electrum.HostIP(c.RemoteAddr().String())
+		if (s.cfg.MaxRequestsPerIP <= 0 && s.cfg.MaxConnections <= 0) || (ip != nil && s.exempt(ip)) {
 			return
 		}
-		key := addrKey(host, ip)
+		key := electrum.AddrKey(host, ip)
 		ok, full := s.conns.acquire(key, 2*s.cfg.MaxRequestsPerIP, s.cfg.MaxConnections)
 		if !ok {
 			c.Close()
@@ -179,26 +178,13 @@ func (s *Server) exempt(ip net.IP) bool {
 // against the address the proxy appended last; without the header it is
 // the proxy's own, exempt.
 func (s *Server) clientIP(r *http.Request) (string, bool) {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	ip := net.ParseIP(host)
+	host, ip := electrum.HostIP(r.RemoteAddr)
 	if ip == nil || !s.exempt(ip) {
-		return addrKey(host, ip), false
+		return electrum.AddrKey(host, ip), false
 	}
 	fip := electrum.ForwardedClient(r)
 	if fip == nil {
 		return host, true
 	}
-	return addrKey(fip.String(), fip), s.exempt(fip)
-}
-
-// addrKey is what the per-address limits count a client as: its address,
-// or for IPv6 its /64, the block one home or one server is given.
-func addrKey(host string, ip net.IP) string {
-	if ip != nil && ip.To4() == nil {
-		return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
-	}
-	return host
+	return electrum.AddrKey(fip.String(), fip), s.exempt(fip)
 }
