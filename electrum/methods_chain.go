@@ -284,6 +284,7 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	answered := headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true}
+	held := ss.lastHeader // what the client was last told
 	if err == nil && (!ss.lastHeader.set || ss.lastHeader.seq <= seq) {
 		ss.lastHeader = answered
 	}
@@ -311,7 +312,19 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	}
 	res := headerResult{Height: tip.Height, Hex: x}
 	if after == nil {
-		return res, nil
+		// As a repeated scripthash subscribe: never sent, the tip it
+		// recorded is told now.
+		return afterAnswer{v: res, dropped: func() {
+			ss.subMu.Lock()
+			defer ss.subMu.Unlock()
+			last := ss.lastHeader
+			if ss.headersSub && !ss.headersPending && last.seq == answered.seq && last.hash == answered.hash &&
+				(held.hash != answered.hash || held.height != answered.height) {
+				if msg, err := encodeNotification("blockchain.headers.subscribe", []headerResult{res}); err == nil {
+					ss.sendHeld(msg)
+				}
+			}
+		}}, nil
 	}
 	return afterAnswer{v: res, after: after, dropped: func() {
 		ss.subMu.Lock()

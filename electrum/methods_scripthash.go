@@ -1,6 +1,7 @@
 package electrum
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -415,6 +416,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		// The session closed meanwhile.
 		return status, nil
 	}
+	held := st.status // what the client was last told
 	if st.seq <= seq {
 		st.status, st.seq, st.mempool = status, seq, hasMempool
 	}
@@ -423,7 +425,16 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	}
 	answered := st.status
 	if !fresh {
-		return answered, nil
+		// Never sent (timed out), the answer leaves the client with what
+		// it held, and a pass that found the status recorded here (the
+		// seq still this read's) told nothing: the change is told now.
+		return afterAnswer{v: answered, dropped: func() {
+			ss.subMu.Lock()
+			defer ss.subMu.Unlock()
+			if ss.subs[sh] == st && !st.pending && st.seq == seq && !equalStatus(st.status, held) {
+				ss.sendHeld(statusNotification(cmp.Or(st.name, sh.String()), st.status))
+			}
+		}}, nil
 	}
 	// Notifications wait until this answer is queued; one that arrived
 	// meanwhile is sent right after it.
