@@ -2,6 +2,7 @@ package indexers_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand"
 	"strings"
 	"testing"
@@ -212,4 +213,82 @@ func TestTransientReadErrorDuringUndoKeepsIndex(t *testing.T) {
 	if strings.Contains(runLog, "rebuilding the index") {
 		t.Errorf("the index log of the run says it rebuilds:\n%s", runLog)
 	}
+}
+
+// The undo of a block with its undo record reads the block's own rows with
+// a cursor to delete them; when those reads fail, the undo is not written
+// without the deletes (the block's rows would stay in the index for good):
+// the pass fails and the next undoes the block whole.
+func TestUndoOwnRowsReadErrorIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	h, idx, flaky := createOnFlaky(t, dir, indexers.Options{})
+	t.Cleanup(func() { h.Close() })
+	if err := h.MineMature(); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	tipHash, tipHeight := h.Tip()
+	if hs := undoHeights(t, idx); len(hs) == 0 || hs[len(hs)-1] != tipHeight {
+		t.Fatalf("undo records at %v, none for the tip %d", hs, tipHeight)
+	}
+	// The rows in tables on disk, as on any node that has run a while.
+	if err := idx.Store().CompactRange(util.Range{}); err != nil {
+		t.Fatal(err)
+	}
+	// The undo record and the block rows below the tip were read a moment
+	// ago (they are in the block cache); the tip block's own rows were not.
+	undoKey := []byte{'E', 'x', 'd', 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(undoKey[3:], uint32(tipHeight))
+	if _, err := idx.Store().Get(undoKey, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := idx.Block(tipHeight - 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// The disk errs for a moment while the chain drops its tip.
+	flaky.failing.Store(true)
+	if err := h.Chain.InvalidateBlock(&tipHash); err != nil {
+		flaky.failing.Store(false)
+		t.Fatal(err)
+	}
+	syncErr := idx.Sync()
+	flaky.failing.Store(false)
+	if flaky.failed.Load() == 0 {
+		t.Fatal("setup: no table read failed during the undo")
+	}
+	t.Logf("%d reads failed with EIO; Sync during them: %v", flaky.failed.Load(), syncErr)
+	if err := idx.Sync(); err != nil {
+		t.Fatalf("Sync after the disk recovered: %v", err)
+	}
+	if tip, err := idx.Tip(); err != nil || tip.Height != tipHeight-1 {
+		t.Fatalf("index tip %d (%v), want %d", tip.Height, err, tipHeight-1)
+	}
+
+	// Another block takes the height: the undone block's coinbase output
+	// must not be among the script's unspent outputs.
+	if _, err := h.MineEmpty(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	m, err := testchain.BuildModel(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sh := range m.ScriptHashes() {
+		us, _, err := idx.Unspent(sh, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(us) != len(m.Unspent[sh]) {
+			t.Errorf("script %v: %d unspent outputs in the index, %d in the chain (the undone block's "+
+				"rows were left behind when their reads failed)", sh, len(us), len(m.Unspent[sh]))
+		}
+	}
+	eqCompare(t, "index after an undo whose reads of the block's own rows failed, against a fresh index",
+		eqFreshData(t, h), eqIndexData(t, idx))
 }

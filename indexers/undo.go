@@ -2,6 +2,7 @@ package indexers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -240,11 +241,7 @@ func (w *writer) undoTip() (err error) {
 		return err
 	}
 	defer view.release()
-	defer func() { // a row not read is no block that cannot be undone
-		if rerr := view.Err(); rerr != nil && err != nil {
-			err = rerr
-		}
-	}()
+	defer func() { err = cmp.Or(view.Err(), err) }() // a row not read is no block that cannot be undone
 	b := new(leveldb.Batch)
 	var delta sizeStats
 	if rec := view.Get(undoKey(t.height)); rec != nil {
@@ -268,6 +265,9 @@ func (w *writer) undoTip() (err error) {
 	}
 	b.Put(tipKey, tipVal(&nt.hash, nt.height))
 	b.Put(statsKey, encodeStats(nt.stats))
+	if err := view.Err(); err != nil {
+		return err // a batch missing what a cursor failed to read
+	}
 	if err := w.idx.storeWrite(func() error { return w.idx.store.Write(b, nil) }); err != nil {
 		return err
 	}
