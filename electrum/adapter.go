@@ -196,8 +196,10 @@ func (b *IndexBackend) unconfirmed(txid *chainhash.Hash) bool {
 	if _, ok := b.ahead()[*txid]; !ok && !b.Pool.IsTransactionInPool(txid) {
 		return false
 	}
+	// Only a transaction the index holds is confirmed: one it failed to
+	// look up (a read error) is not dropped from the answers.
 	_, err := b.Index.TxLocation(*txid)
-	return errors.Is(err, indexers.ErrNotFound)
+	return err != nil
 }
 
 // UnconfirmedTx is a transaction that counts as unconfirmed, with what the
@@ -225,7 +227,7 @@ func (b *IndexBackend) UnconfirmedTxs() []UnconfirmedTx {
 	check := !ok || tip.Hash != b.Chain.BestSnapshot().Hash
 	notIndexed := func(txid *chainhash.Hash) bool {
 		_, err := b.Index.TxLocation(*txid)
-		return errors.Is(err, indexers.ErrNotFound)
+		return err != nil // as unconfirmed's
 	}
 	out := make([]UnconfirmedTx, 0, len(descs)+len(ahead))
 	pooled := make(map[chainhash.Hash]struct{}, len(descs))
