@@ -52,10 +52,10 @@ func (n *Node) setupServers() (*servers, error) {
 			Mempool:               n.txMemPool,
 			Backend:               rpcBackend{n},
 			MaxConcurrentRequests: cfg.RPCMaxConcurrentReqs,
-			MaxClients:            cfg.RPCMaxClients,
+			MaxClients:            noneAtZero(cfg.RPCMaxClients),
 			MaxRequestBytes:       cfg.RPCMaxRequestBytes,
 			MaxBatchRequests:      cfg.RPCMaxBatch,
-			MaxWebsockets:         cfg.RPCMaxWebsockets,
+			MaxWebsockets:         noneAtZero(cfg.RPCMaxWebsockets),
 			RelayFee:              cfg.minRelayTxFee.ToBTC(),
 			Proxy:                 cfg.Proxy,
 			ElectrumAdmin:         s.electrumAdminFor(n),
@@ -318,4 +318,13 @@ func (s *servers) electrumSessions() (sessions, subscriptions int) {
 // transport (after Start; nil without --electrumindex).
 func (n *Node) ElectrumAddrs() map[electrum.Transport][]net.Addr {
 	return n.srv.electrumAddrs()
+}
+
+// noneAtZero passes btcd's 0 (no client at all) to rpcext, where zero takes
+// the default and a negative bound is none.
+func noneAtZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

@@ -76,7 +76,7 @@ type Config struct {
 
 	// MaxClients bounds HTTP requests in flight (authenticated or not,
 	// waiting for a slot or served); more are answered 503 at once, as
-	// btcd answers clients over --rpcmaxclients.
+	// btcd answers clients over --rpcmaxclients. Negative: none served.
 	MaxClients int
 
 	// MaxBatchRequests bounds the requests of one batch (default
@@ -85,7 +85,7 @@ type Config struct {
 
 	// MaxWebsockets bounds websocket clients that have authenticated;
 	// more are refused with 503. Those still to authenticate are bounded
-	// apart, as many in all and 4 from one address.
+	// apart, as many in all and 4 from one address. Negative: none.
 	MaxWebsockets int
 
 	// MaxWebsocketSubscriptions bounds the subscriptions of one websocket

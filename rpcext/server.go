@@ -84,15 +84,11 @@ func New(cfg *Config) (*Server, error) {
 	if c.MaxConcurrentRequests <= 0 {
 		c.MaxConcurrentRequests = DefaultMaxConcurrentRequests
 	}
-	if c.MaxClients <= 0 {
-		c.MaxClients = DefaultMaxClients
-	}
+	c.MaxClients = noneOrDefault(c.MaxClients, DefaultMaxClients)
 	if c.MaxBatchRequests <= 0 {
 		c.MaxBatchRequests = DefaultMaxBatchRequests
 	}
-	if c.MaxWebsockets <= 0 {
-		c.MaxWebsockets = DefaultMaxWebsockets
-	}
+	c.MaxWebsockets = noneOrDefault(c.MaxWebsockets, DefaultMaxWebsockets)
 	if c.MaxWebsocketSubscriptions <= 0 {
 		c.MaxWebsocketSubscriptions = DefaultMaxWebsocketSubscriptions
 	}
@@ -131,6 +127,18 @@ func New(cfg *Config) (*Server, error) {
 	s.ntfn = newNotifier(s)
 	s.gbt = newGBTState()
 	return s, nil
+}
+
+// noneOrDefault is a bound of the configuration: zero takes the default,
+// a negative value none at all (btcd's 0: every client refused).
+func noneOrDefault(n, def int) int {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 // Start listens on every configured address and serves in the background.
