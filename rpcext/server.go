@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -300,16 +301,6 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	select {
-	case s.requestSlots <- struct{}{}:
-		defer func() { <-s.requestSlots }()
-	case <-r.Context().Done():
-		return
-	case <-s.quit:
-		refuse(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
-		return
-	}
-
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxRequestBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -320,6 +311,21 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		refuse(w, "400 Bad Request: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+
+	// A getblocktemplate long poll, which waits for the next block, takes
+	// no processing slot, as over websockets: parked polls would keep every
+	// other request (submitblock among them) waiting until then.
+	if !isLongPoll(body) {
+		select {
+		case s.requestSlots <- struct{}{}:
+			defer func() { <-s.requestSlots }()
+		case <-r.Context().Done():
+			return
+		case <-s.quit:
+			refuse(w, "503 Service Unavailable: shutting down.", http.StatusServiceUnavailable)
+			return
+		}
 	}
 
 	reply := s.processBodyAs(body, nil, limited, r.Context().Done())
@@ -353,4 +359,23 @@ type httpErrorLog struct{}
 func (httpErrorLog) Write(p []byte) (int, error) {
 	log.Debugf("RPC HTTP: %s", bytes.TrimSpace(p))
 	return len(p), nil
+}
+
+// isLongPoll reports whether body is one getblocktemplate request with a
+// longpollid.
+func isLongPoll(body []byte) bool {
+	if !bytes.Contains(body, []byte("longpollid")) {
+		return false
+	}
+	var req struct {
+		Method string            `json:"method"`
+		Params []json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &req) != nil || req.Method != "getblocktemplate" || len(req.Params) == 0 {
+		return false
+	}
+	var p struct {
+		LongPollID string `json:"longpollid"`
+	}
+	return json.Unmarshal(req.Params[0], &p) == nil && p.LongPollID != ""
 }
