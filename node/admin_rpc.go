@@ -79,23 +79,27 @@ func (b rpcBackend) PeerAddr(id int32) (string, bool) {
 }
 
 // DisconnectNode disconnects the temporary peers at addr; a permanent one
-// must be removed instead, as btcd.
+// must be removed instead, as btcd, which refuses only when it is the one
+// peer there.
 func (b rpcBackend) DisconnectNode(addr string) error {
-	found := false
+	found, permanent := false, false
 	for _, sp := range b.peers.snapshot() {
-		if sp.Addr() != addr {
-			continue
+		switch {
+		case sp.Addr() != addr:
+		case sp.persistent:
+			permanent = true
+		default:
+			found = true
+			sp.Disconnect()
 		}
-		if sp.persistent {
-			return rpcext.ErrPermanentPeer
-		}
-		found = true
-		sp.Disconnect()
 	}
-	if !found {
-		return errors.New("peer not found")
+	switch {
+	case found:
+		return nil
+	case permanent:
+		return rpcext.ErrPermanentPeer
 	}
-	return nil
+	return errors.New("peer not found")
 }
 
 // SetGenerate starts or stops the CPU miner.

@@ -335,7 +335,11 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 
 // DisconnectPeer disconnects the peers at addr (host:port) and stops
 // reconnecting to them, also when a permanent peer is not connected.
-func (n *Node) DisconnectPeer(addr string) error {
+func (n *Node) DisconnectPeer(addr string) error { return n.disconnectPeers(addr, false) }
+
+// disconnectPeers is DisconnectPeer, for the permanent peer only when
+// permanentOnly (addnode remove, which leaves a peer connected for now).
+func (n *Node) disconnectPeers(addr string, permanentOnly bool) error {
 	var removedReq *connmgr.ConnReq
 	if tcpAddr, err := n.resolvePeerAddr(addr); err == nil {
 		n.permanentMu.Lock()
@@ -348,7 +352,7 @@ func (n *Node) DisconnectPeer(addr string) error {
 	}
 	found := removedReq != nil
 	for _, sp := range n.peers.snapshot() {
-		if sp.Addr() != addr {
+		if sp.Addr() != addr || (permanentOnly && !sp.persistent) {
 			continue
 		}
 		found = true

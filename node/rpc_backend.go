@@ -168,7 +168,7 @@ func (b rpcBackend) RemoveNode(addr string) error {
 		}
 		return errors.New("peer not found")
 	}
-	return b.DisconnectPeer(addr)
+	return b.disconnectPeers(addr, true)
 }
 
 // EstimateFee returns btcd's fee estimate in BTC/kB.
