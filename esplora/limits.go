@@ -49,6 +49,9 @@ func (f *inFlight) release(ip string) {
 // written past MaxAnswerBytes.
 var errBusy = &httpError{http.StatusServiceUnavailable, "Service Unavailable: too many answers waiting for slow clients"}
 
+// errBodiesBusy refuses a request body past the budget of bodies being read.
+var errBodiesBusy = &httpError{http.StatusServiceUnavailable, "Service Unavailable: too many request bodies being read"}
+
 // answerBudget counts the bytes of the answers being written, to all
 // clients together: an answer is held until the client has taken it (or
 // the write timeout ends it), so slow readers of large answers (the pool's

@@ -55,7 +55,7 @@ func amountOf(v float64) (int64, error) {
 // (electrum/doc.go): each pays its own fee, and every member is submitted
 // even after one fails. The answer is submitpackage's.
 func (s *Server) submitPackage(q *request) (*reply, error) {
-	body, err := q.readBody(s.cfg.MaxBody)
+	body, err := s.readBody(q)
 	if err != nil {
 		return nil, err
 	}

@@ -137,6 +137,7 @@ type Server struct {
 	flights  historyFlights
 	inFlight inFlight
 	answers  answerBudget
+	bodies   answerBudget // the request bodies being read (readBody)
 	// conns counts the open connections by client address and in all,
 	// connKeys the address each counted connection is counted against
 	// (connState).
@@ -385,8 +386,9 @@ type request struct {
 	query  url.Values
 	// body is read by the endpoint that takes one (readBody), within the
 	// server's MaxBody.
-	body io.Reader
-	txs  map[[32]byte]*cachedTx
+	body     io.Reader
+	bodyHeld int // the bytes of body read, taken from Server.bodies
+	txs      map[[32]byte]*cachedTx
 	// endpoint is the path pattern route matched, "/tx/:/hex": the
 	// metrics' label, "" (unknown) for a request no endpoint took.
 	endpoint string
@@ -456,6 +458,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body:   http.MaxBytesReader(w, body, s.cfg.MaxBody),
 	}
 	rep, err := s.route(req, rest)
+	s.bodies.give(req.bodyHeld)
 	if req.ctx.Err() != nil {
 		s.mx.observe(req.endpoint, 0, true, time.Since(start))
 		return // the client has gone
@@ -464,6 +467,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var he *httpError
 		if !errors.As(err, &he) {
 			he = internalError(err)
+		}
+		if he == errBodiesBusy {
+			// The body left unread is not waited for.
+			w.Header().Set("Connection", "close")
 		}
 		s.writeError(w, he)
 		s.mx.observe(req.endpoint, he.status, false, time.Since(start))
@@ -552,19 +559,34 @@ func (q *request) is(method string, segs ...string) bool {
 	return true
 }
 
-// readBody reads the request's body, refused over maxBody bytes. A body
-// that fails to arrive (a timeout, a connection cut) is answered without
-// the network error's text, which names the server's sockets.
-func (q *request) readBody(maxBody int64) ([]byte, error) {
-	body, err := io.ReadAll(q.body)
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", maxBody)}
+// readBody reads the request's body, refused over MaxBody bytes. Bodies
+// being read take their bytes from one budget for all clients, four bodies
+// of MaxBody (ServeHTTP gives them back): a client may leave a body one
+// byte short until the read timeout, and a thousand such clients held
+// MaxBody each. A body that fails to arrive (a timeout, a connection cut)
+// is answered without the network error's text, which names the server's
+// sockets.
+func (s *Server) readBody(q *request) ([]byte, error) {
+	var body []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := q.body.Read(buf)
+		if n > 0 {
+			if !s.bodies.take(n, 4*s.cfg.MaxBody) {
+				return nil, errBodiesBusy
+			}
+			q.bodyHeld += n
+			body = append(body, buf[:n]...)
 		}
-		return nil, badRequest("Request body could not be read")
+		switch {
+		case err == io.EOF:
+			return body, nil
+		case errors.As(err, new(*http.MaxBytesError)):
+			return nil, &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", s.cfg.MaxBody)}
+		case err != nil:
+			return nil, badRequest("Request body could not be read")
+		}
 	}
-	return body, nil
 }
 
 // route dispatches a request to its endpoint.
@@ -618,7 +640,7 @@ func (s *Server) route(q *request, path string) (*reply, error) {
 	case q.is(get, "tx", "*", "outspends"):
 		return s.outspends(q, q.parts[1])
 	case q.is(post, "tx"):
-		body, err := q.readBody(s.cfg.MaxBody)
+		body, err := s.readBody(q)
 		if err != nil {
 			return nil, err
 		}
