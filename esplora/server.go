@@ -404,7 +404,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	rest, ok := strings.CutPrefix(path, s.prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
-		s.writeError(w, notFound("endpoint does not exist "+strconv.Quote(path)))
+		s.writeError(w, noEndpoint(path))
 		s.mx.observe("", http.StatusNotFound, false, time.Since(start))
 		return
 	}
@@ -521,6 +521,15 @@ func (w httpErrorLog) Write(p []byte) (int, error) {
 }
 
 func (s *Server) writeError(w http.ResponseWriter, e *httpError) {
+	// Held until the client takes it, an error answer counts as any
+	// answer does (the refusal itself, a few dozen bytes, excepted).
+	if e != errBusy {
+		if n := len(e.msg); !s.answers.take(n, s.cfg.MaxAnswerBytes) {
+			e = errBusy
+		} else {
+			defer s.answers.give(n)
+		}
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain")
 	h.Set("Content-Length", strconv.Itoa(len(e.msg)))
@@ -662,7 +671,17 @@ func (s *Server) route(q *request, path string) (*reply, error) {
 	case q.is(get, "fee-estimates"):
 		return s.feeEstimates()
 	}
-	return nil, notFound("endpoint does not exist " + strconv.Quote(path))
+	return nil, noEndpoint(path)
+}
+
+// noEndpoint is electrs' 404 for a path that is no endpoint, the path cut
+// at 200 bytes: escaped and quoted, a request line of 64 KiB would be
+// answered with three times its size.
+func noEndpoint(path string) *httpError {
+	if len(path) > 200 {
+		path = path[:200] + "..."
+	}
+	return notFound("endpoint does not exist " + strconv.Quote(path))
 }
 
 // routeScript dispatches the address and scripthash endpoints; ok false
