@@ -57,30 +57,48 @@ var errBodiesBusy = &httpError{http.StatusServiceUnavailable, "Service Unavailab
 // the write timeout ends it), so slow readers of large answers (the pool's
 // txids, raw blocks, long unspent lists) would otherwise hold any amount of
 // memory between them. Every answer counts, small ones too: clients that
-// never read can ask for any number of them.
+// never read can ask for any number of them. One client address holds at
+// most a quarter of the bound, so that one slow reader cannot have every
+// other client's answers refused.
 type answerBudget struct {
 	mu   sync.Mutex
 	held int64
+	by   map[string]int64 // by client address ("" is none in particular)
 }
 
-// take counts an answer of n bytes; false when it would take the bytes
-// held past max. An answer while nothing is held is never refused, however
-// large: there is one such answer at a time, so the exception cannot be
-// multiplied.
-func (b *answerBudget) take(n int, max int64) bool {
+// take counts an answer of n bytes for the client ip; false when it would
+// take the bytes held past max, or ip's past a quarter of max. An answer
+// while nothing is held (or, for ip's share, ip holds nothing) is never
+// refused, however large: there is one such answer at a time, so the
+// exception cannot be multiplied.
+func (b *answerBudget) take(ip string, n int, max int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.held > 0 && b.held+int64(n) > max {
 		return false
 	}
+	if own := b.by[ip]; ip != "" && own > 0 && own+int64(n) > max/4 {
+		return false
+	}
 	b.held += int64(n)
+	if ip != "" {
+		if b.by == nil {
+			b.by = make(map[string]int64)
+		}
+		b.by[ip] += int64(n)
+	}
 	return true
 }
 
 // give returns an answer's bytes once it is written.
-func (b *answerBudget) give(n int) {
+func (b *answerBudget) give(ip string, n int) {
 	b.mu.Lock()
 	b.held -= int64(n)
+	if ip != "" && n != 0 {
+		if b.by[ip] -= int64(n); b.by[ip] <= 0 {
+			delete(b.by, ip)
+		}
+	}
 	b.mu.Unlock()
 }
 

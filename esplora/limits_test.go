@@ -3,6 +3,7 @@ package esplora
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -227,12 +228,17 @@ func TestAnswerBudget(t *testing.T) {
 	// Room for three of them, and half of one for small answers.
 	max := int64(3*size + size/2)
 	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain)
+	// Each request from an address of its own: one address holds at most
+	// a quarter of the bound (TestOneAddressCannotTakeWholeAnswerBudget).
+	client := 0
 	ask := func(path string, w http.ResponseWriter) chan struct{} {
 		done := make(chan struct{})
+		client++
+		addr := fmt.Sprintf("192.0.2.%d:1234", client)
 		go func() {
 			defer close(done)
 			r := httptest.NewRequest(http.MethodGet, path, nil)
-			r.RemoteAddr = "192.0.2.1:1234"
+			r.RemoteAddr = addr
 			s.ServeHTTP(w, r)
 		}()
 		return done

@@ -380,6 +380,7 @@ func jsonReply(v any, ttl int) (*reply, error) {
 // request is one request being answered: its context (done when the
 // client goes), and a cache of the transactions read for it.
 type request struct {
+	ip     string // the client's key for the per-address limits
 	ctx    context.Context
 	method string
 	parts  []string
@@ -404,7 +405,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.EscapedPath()
 	rest, ok := strings.CutPrefix(path, s.prefix)
 	if !ok || (rest != "" && rest[0] != '/') {
-		s.writeError(w, noEndpoint(path))
+		s.writeError(w, noEndpoint(path), "")
 		s.mx.observe("", http.StatusNotFound, false, time.Since(start))
 		return
 	}
@@ -420,7 +421,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body := &countingBody{ReadCloser: r.Body}
 	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
 		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
-			s.writeError(w, errTooManyRequests)
+			s.writeError(w, errTooManyRequests, ip)
 			s.mx.observe("", errTooManyRequests.status, false, time.Since(start))
 			return
 		}
@@ -429,7 +430,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.limits.hard > 0 && (!exempt || s.cfg.ThrottleExempt) {
 		if err := s.costs.admit(r.Context(), ip, s.limits); err != nil {
 			if he, ok := err.(*httpError); ok {
-				s.writeError(w, he)
+				s.writeError(w, he, ip)
 				s.mx.observe("", he.status, false, time.Since(start))
 			} else {
 				s.mx.observe("", 0, true, time.Since(start)) // gone while it waited
@@ -450,6 +451,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method = http.MethodGet
 	}
 	req := &request{
+		ip:     ip,
 		ctx:    r.Context(),
 		method: method,
 		parts:  strings.Split(rest, "/")[1:],
@@ -458,7 +460,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body:   http.MaxBytesReader(w, body, s.cfg.MaxBody),
 	}
 	rep, err := s.route(req, rest)
-	s.bodies.give(req.bodyHeld)
+	s.bodies.give(ip, req.bodyHeld)
 	if req.ctx.Err() != nil {
 		s.mx.observe(req.endpoint, 0, true, time.Since(start))
 		return // the client has gone
@@ -472,16 +474,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The body left unread is not waited for.
 			w.Header().Set("Connection", "close")
 		}
-		s.writeError(w, he)
+		s.writeError(w, he, ip)
 		s.mx.observe(req.endpoint, he.status, false, time.Since(start))
 		return
 	}
-	if !s.answers.take(len(rep.body), s.cfg.MaxAnswerBytes) {
-		s.writeError(w, errBusy)
+	if !s.answers.take(ip, len(rep.body), s.cfg.MaxAnswerBytes) {
+		s.writeError(w, errBusy, ip)
 		s.mx.observe(req.endpoint, errBusy.status, false, time.Since(start))
 		return
 	}
-	defer s.answers.give(len(rep.body))
+	defer s.answers.give(ip, len(rep.body))
 	defer func() { s.mx.observe(req.endpoint, http.StatusOK, false, time.Since(start)) }()
 	h := w.Header()
 	h.Set("Content-Type", rep.contentType)
@@ -520,14 +522,14 @@ func (w httpErrorLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (s *Server) writeError(w http.ResponseWriter, e *httpError) {
+func (s *Server) writeError(w http.ResponseWriter, e *httpError, ip string) {
 	// Held until the client takes it, an error answer counts as any
 	// answer does (the refusal itself, a few dozen bytes, excepted).
 	if e != errBusy {
-		if n := len(e.msg); !s.answers.take(n, s.cfg.MaxAnswerBytes) {
+		if n := len(e.msg); !s.answers.take(ip, n, s.cfg.MaxAnswerBytes) {
 			e = errBusy
 		} else {
-			defer s.answers.give(n)
+			defer s.answers.give(ip, n)
 		}
 	}
 	h := w.Header()
@@ -581,7 +583,7 @@ func (s *Server) readBody(q *request) ([]byte, error) {
 	for {
 		n, err := q.body.Read(buf)
 		if n > 0 {
-			if !s.bodies.take(n, 4*s.cfg.MaxBody) {
+			if !s.bodies.take(q.ip, n, 4*s.cfg.MaxBody) {
 				return nil, errBodiesBusy
 			}
 			q.bodyHeld += n
