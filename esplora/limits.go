@@ -66,7 +66,7 @@ type answerBudget struct {
 	by   map[string]int64 // by client address ("" is none in particular)
 }
 
-// take counts an answer of n bytes for the client ip; false when it would
+// take counts an answer of n bytes for the client ip (exempt: ""); false when it would
 // take the bytes held past max, or ip's past a quarter of max. An answer
 // while nothing is held (or, for ip's share, ip holds nothing) is never
 // refused, however large: there is one such answer at a time, so the
@@ -81,7 +81,7 @@ func (b *answerBudget) take(ip string, n int, max int64) bool {
 		return false
 	}
 	b.held += int64(n)
-	if ip != "" {
+	if ip != "" && n != 0 {
 		if b.by == nil {
 			b.by = make(map[string]int64)
 		}

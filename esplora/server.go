@@ -418,10 +418,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ip, exempt := s.clientIP(r)
+	// The per-address shares of the budgets: none for an exempt client
+	// (an onion service or proxy on loopback speaks for many).
+	share := ip
+	if exempt {
+		share = ""
+	}
 	body := &countingBody{ReadCloser: r.Body}
 	if !exempt && s.cfg.MaxRequestsPerIP > 0 {
 		if !s.inFlight.acquire(ip, s.cfg.MaxRequestsPerIP) {
-			s.writeError(w, errTooManyRequests, ip)
+			s.writeError(w, errTooManyRequests, share)
 			s.mx.observe("", errTooManyRequests.status, false, time.Since(start))
 			return
 		}
@@ -430,7 +436,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.limits.hard > 0 && (!exempt || s.cfg.ThrottleExempt) {
 		if err := s.costs.admit(r.Context(), ip, s.limits); err != nil {
 			if he, ok := err.(*httpError); ok {
-				s.writeError(w, he, ip)
+				s.writeError(w, he, share)
 				s.mx.observe("", he.status, false, time.Since(start))
 			} else {
 				s.mx.observe("", 0, true, time.Since(start)) // gone while it waited
@@ -451,7 +457,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		method = http.MethodGet
 	}
 	req := &request{
-		ip:     ip,
+		ip:     share,
 		ctx:    r.Context(),
 		method: method,
 		parts:  strings.Split(rest, "/")[1:],
@@ -459,8 +465,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		txs:    make(map[[32]byte]*cachedTx),
 		body:   http.MaxBytesReader(w, body, s.cfg.MaxBody),
 	}
+	defer func() { s.bodies.give(share, req.bodyHeld) }()
 	rep, err := s.route(req, rest)
-	s.bodies.give(ip, req.bodyHeld)
 	if req.ctx.Err() != nil {
 		s.mx.observe(req.endpoint, 0, true, time.Since(start))
 		return // the client has gone
@@ -474,16 +480,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The body left unread is not waited for.
 			w.Header().Set("Connection", "close")
 		}
-		s.writeError(w, he, ip)
+		s.writeError(w, he, share)
 		s.mx.observe(req.endpoint, he.status, false, time.Since(start))
 		return
 	}
-	if !s.answers.take(ip, len(rep.body), s.cfg.MaxAnswerBytes) {
-		s.writeError(w, errBusy, ip)
+	if !s.answers.take(share, len(rep.body), s.cfg.MaxAnswerBytes) {
+		s.writeError(w, errBusy, share)
 		s.mx.observe(req.endpoint, errBusy.status, false, time.Since(start))
 		return
 	}
-	defer s.answers.give(ip, len(rep.body))
+	defer s.answers.give(share, len(rep.body))
 	defer func() { s.mx.observe(req.endpoint, http.StatusOK, false, time.Since(start)) }()
 	h := w.Header()
 	h.Set("Content-Type", rep.contentType)
