@@ -361,21 +361,34 @@ func (httpErrorLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// isLongPoll reports whether body is one getblocktemplate request with a
-// longpollid.
+// isLongPoll reports whether body is a getblocktemplate request with a
+// longpollid, or a batch holding one.
 func isLongPoll(body []byte) bool {
 	if !bytes.Contains(body, []byte("longpollid")) {
 		return false
 	}
-	var req struct {
+	type call struct {
 		Method string            `json:"method"`
 		Params []json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(body, &req) != nil || req.Method != "getblocktemplate" || len(req.Params) == 0 {
-		return false
+	var batch []call
+	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(t, &batch) != nil {
+			return false
+		}
+	} else {
+		batch = make([]call, 1)
+		if json.Unmarshal(t, &batch[0]) != nil {
+			return false
+		}
 	}
-	var p struct {
-		LongPollID string `json:"longpollid"`
+	for _, c := range batch {
+		var p struct {
+			LongPollID string `json:"longpollid"`
+		}
+		if c.Method == "getblocktemplate" && len(c.Params) > 0 && json.Unmarshal(c.Params[0], &p) == nil && p.LongPollID != "" {
+			return true
+		}
 	}
-	return json.Unmarshal(req.Params[0], &p) == nil && p.LongPollID != ""
+	return false
 }
