@@ -24,7 +24,10 @@ import (
 )
 
 // commitAtIndex is the test node's Index whose first read named at lets
-// the held index writer go and waits until the index tip is at height.
+// the held index writer go and waits until the index tip is at height and
+// the mempool view reconciled with it: the read then straddles the commit,
+// as atOneTip must handle. (Between a commit and the view's reconciliation
+// a transaction an undo returns to btcd's pool is in neither part.)
 type commitAtIndex struct {
 	Index
 	hn     *heldNode
@@ -41,7 +44,10 @@ func (c *commitAtIndex) before(name string) {
 		c.hn.release()
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			if tip, err := c.hn.backend.ChainTip(); err == nil && tip.Height >= c.height {
+			c.hn.mu.Lock()
+			done := c.hn.reconciled >= c.height
+			c.hn.mu.Unlock()
+			if done {
 				return
 			}
 			time.Sleep(5 * time.Millisecond)

@@ -30,6 +30,9 @@ type heldNode struct {
 	mu   sync.Mutex
 	gate chan struct{}
 	held chan struct{}
+	// reconciled is the height of the last commit whose mempool view
+	// reconciliation is done.
+	reconciled int32
 }
 
 func newHeldNode(t *testing.T) *heldNode {
@@ -48,6 +51,9 @@ func newHeldNode(t *testing.T) *heldNode {
 			<-gate
 		}
 		n.onCommit(c)
+		hn.mu.Lock()
+		hn.reconciled = c.Tip.Height
+		hn.mu.Unlock()
 	}}, &n.idx, nil))
 	if err := n.h.MineMature(); err != nil {
 		t.Fatal(err)
