@@ -68,14 +68,15 @@ func (b rpcBackend) KnownAddresses() []*wire.NetAddressV2 {
 	return b.addrManager.AddressCache()
 }
 
-// PeerAddr returns the address of the peer with the id.
-func (b rpcBackend) PeerAddr(id int32) (string, bool) {
+// PeerAddr returns the address of the peer with the id, and whether it is
+// permanent.
+func (b rpcBackend) PeerAddr(id int32) (string, bool, bool) {
 	for _, sp := range b.peers.snapshot() {
 		if sp.ID() == id {
-			return sp.Addr(), true
+			return sp.Addr(), sp.persistent, true
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // DisconnectNode disconnects the temporary peers at addr; a permanent one

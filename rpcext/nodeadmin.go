@@ -34,9 +34,9 @@ type NodeAdmin interface {
 	// (temporary ones; a permanent peer is removed with RemoveNode).
 	DisconnectNode(target string) error
 
-	// PeerAddr returns the address of the peer with the id, for node's
-	// subcommands given an id.
-	PeerAddr(id int32) (string, bool)
+	// PeerAddr returns the address of the peer with the id, and whether it
+	// is a permanent one, for node's subcommands given an id.
+	PeerAddr(id int32) (addr string, permanent, ok bool)
 
 	// SetGenerate starts the CPU miner with workers goroutines (-1: one
 	// per core) or stops it.
@@ -303,25 +303,34 @@ func handleNode(s *Server, cmd interface{}) (interface{}, error) {
 		return nil, err
 	}
 	target := c.Target
-	byID := false
+	byID, permanent := false, false
 	if id, err := strconv.ParseUint(target, 10, 32); err == nil {
-		addr, ok := a.PeerAddr(int32(id))
+		addr, perm, ok := a.PeerAddr(int32(id))
 		if !ok {
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "peer not found")
 		}
-		target, byID = addr, true
+		target, byID, permanent = addr, true, perm
 	}
 	switch c.SubCmd {
 	case "disconnect", "remove":
-		if !byID {
+		// As btcd, an id names one peer: of the kind the subcommand
+		// takes, or refused (another peer may share its address).
+		switch {
+		case byID && c.SubCmd == "disconnect" && permanent:
+			err = ErrPermanentPeer
+		case byID && c.SubCmd == "remove" && !permanent:
+			err = ErrTemporaryPeer
+		case !byID:
 			if _, _, err := net.SplitHostPort(target); err != nil && net.ParseIP(target) == nil {
 				return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "invalid address or node ID")
 			}
 			target = withDefaultPort(target, s.cfg.Params.DefaultPort)
 		}
-		if c.SubCmd == "disconnect" {
+		switch {
+		case err != nil:
+		case c.SubCmd == "disconnect":
 			err = a.DisconnectNode(target)
-		} else {
+		default:
 			err = s.cfg.Backend.RemoveNode(target)
 		}
 	case "connect":
