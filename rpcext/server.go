@@ -362,31 +362,32 @@ func (httpErrorLog) Write(p []byte) (int, error) {
 }
 
 // isLongPoll reports whether body is a getblocktemplate request with a
-// longpollid, or a batch holding one.
+// longpollid, or a batch holding one, read as the request's own parsing
+// reads it: member by member, keys in any case.
 func isLongPoll(body []byte) bool {
-	if !bytes.Contains(body, []byte("longpollid")) {
+	if !bytes.Contains(body, []byte("getblocktemplate")) {
 		return false
 	}
-	type call struct {
-		Method string            `json:"method"`
-		Params []json.RawMessage `json:"params"`
-	}
-	var batch []call
+	// (A json.RawMessage decodes into its own bytes: body itself is never
+	// decoded into, as the request is read from it after this.)
+	var members []json.RawMessage
 	if t := bytes.TrimSpace(body); len(t) > 0 && t[0] == '[' {
-		if json.Unmarshal(t, &batch) != nil {
+		if json.Unmarshal(t, &members) != nil {
 			return false
 		}
 	} else {
-		batch = make([]call, 1)
-		if json.Unmarshal(t, &batch[0]) != nil {
-			return false
-		}
+		members = []json.RawMessage{t}
 	}
-	for _, c := range batch {
+	for _, m := range members {
+		var c struct {
+			Method string            `json:"method"`
+			Params []json.RawMessage `json:"params"`
+		}
 		var p struct {
 			LongPollID string `json:"longpollid"`
 		}
-		if c.Method == "getblocktemplate" && len(c.Params) > 0 && json.Unmarshal(c.Params[0], &p) == nil && p.LongPollID != "" {
+		if json.Unmarshal(m, &c) == nil && c.Method == "getblocktemplate" && len(c.Params) > 0 &&
+			json.Unmarshal(c.Params[0], &p) == nil && p.LongPollID != "" {
 			return true
 		}
 	}
