@@ -103,6 +103,22 @@ func (b rpcBackend) DisconnectNode(addr string) error {
 	return errors.New("peer not found")
 }
 
+// DisconnectNodeID disconnects the temporary peer with the id, as btcd's
+// DisconnectByID: another peer at its address stays.
+func (b rpcBackend) DisconnectNodeID(id int32) error {
+	for _, sp := range b.peers.snapshot() {
+		if sp.ID() != id {
+			continue
+		}
+		if sp.persistent {
+			return rpcext.ErrPermanentPeer
+		}
+		sp.Disconnect()
+		return nil
+	}
+	return errors.New("peer not found")
+}
+
 // SetGenerate starts or stops the CPU miner.
 func (b rpcBackend) SetGenerate(on bool, workers int) error {
 	if !on {

@@ -30,9 +30,13 @@ type NodeAdmin interface {
 	// KnownAddresses returns the peer addresses the node knows.
 	KnownAddresses() []*wire.NetAddressV2
 
-	// DisconnectNode disconnects the peers with the id or address target
-	// (temporary ones; a permanent peer is removed with RemoveNode).
+	// DisconnectNode disconnects the temporary peers at the address target
+	// (a permanent peer is removed with RemoveNode).
 	DisconnectNode(target string) error
+
+	// DisconnectNodeID disconnects the temporary peer with the id;
+	// ErrPermanentPeer for a permanent one.
+	DisconnectNodeID(id int32) error
 
 	// PeerAddr returns the address of the peer with the id, and whether it
 	// is a permanent one, for node's subcommands given an id.
@@ -304,12 +308,13 @@ func handleNode(s *Server, cmd interface{}) (interface{}, error) {
 	}
 	target := c.Target
 	byID, permanent := false, false
+	var peerID int32
 	if id, err := strconv.ParseUint(target, 10, 32); err == nil {
 		addr, perm, ok := a.PeerAddr(int32(id))
 		if !ok {
 			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "peer not found")
 		}
-		target, byID, permanent = addr, true, perm
+		target, byID, permanent, peerID = addr, true, perm, int32(id)
 	}
 	switch c.SubCmd {
 	case "disconnect", "remove":
@@ -328,6 +333,8 @@ func handleNode(s *Server, cmd interface{}) (interface{}, error) {
 		}
 		switch {
 		case err != nil:
+		case c.SubCmd == "disconnect" && byID:
+			err = a.DisconnectNodeID(peerID)
 		case c.SubCmd == "disconnect":
 			err = a.DisconnectNode(target)
 		default:
