@@ -402,7 +402,10 @@ func (cfg *Config) Normalize() error {
 			return fmt.Errorf("--%s=%d: must be from %d to %d", o.name, o.v, o.least, o.most)
 		}
 	}
-	if cfg.ElectrumVerify && !cfg.ElectrumIndex {
+	// A drop run listens nowhere and verifies nothing: the config file's
+	// listeners and verification, kept for the runs after it, are let be.
+	drop := cfg.DropRequested()
+	if cfg.ElectrumVerify && !cfg.ElectrumIndex && !drop {
 		return errors.New("--electrumverify verifies the Electrum index: it needs --electrumindex")
 	}
 	if cfg.Prune != 0 && (cfg.TxIndex || cfg.ElectrumIndex) {
@@ -497,7 +500,7 @@ func (cfg *Config) Normalize() error {
 
 	// A listener without the index would have nothing to serve: refused,
 	// as --esploralisten is, rather than left unopened.
-	if !cfg.ElectrumIndex {
+	if !cfg.ElectrumIndex && !drop {
 		for _, o := range []listenOption{{option: "electrumlisten", addrs: cfg.ElectrumListeners},
 			{option: "electrumtlslisten", addrs: cfg.ElectrumTLSListeners},
 			{option: "electrumwslisten", addrs: cfg.ElectrumWSListeners},

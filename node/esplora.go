@@ -38,7 +38,7 @@ type EsploraOptions struct {
 // without a port the default one.
 func (cfg *Config) normalizeEsplora() error {
 	o := &cfg.EsploraOptions
-	if len(o.EsploraListeners)+len(o.EsploraTLSListeners) > 0 && !cfg.ElectrumIndex {
+	if len(o.EsploraListeners)+len(o.EsploraTLSListeners) > 0 && !cfg.ElectrumIndex && !cfg.DropRequested() {
 		return errors.New("--esploralisten and --esploratlslisten serve the Electrum index over HTTP: they need --electrumindex")
 	}
 	o.EsploraListeners = normalizeAddresses(o.EsploraListeners, defaultEsploraPort)
