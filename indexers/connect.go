@@ -112,10 +112,9 @@ func putChunks(w *sizedWriter, p *blockPlan, key, val func(int) []byte) {
 }
 
 // applyConnect is phase 2 of the block pass: all funding rows, then all
-// spending rows, then the block's history rows (from the plan's sorted
-// entries) and its block row. base is the number of the chain's
-// transactions below the block, for the block row's count. It returns what
-// the block adds to the index's size.
+// spending rows, then the block's history rows (the plan's sorted entries)
+// and its block row; base is the chain's transactions below the block. It
+// returns what the block adds to the index's size.
 func applyConnect(dst rowWriter, p *blockPlan, base uint64) sizeStats {
 	w := &sizedWriter{w: dst}
 	key, val := rowBufs(dst)
@@ -234,10 +233,9 @@ func putHistPositions(v []byte, run []histEntry) {
 	}
 }
 
-// applyDisconnect is the exact inverse of applyConnect, computed from the
-// same plan (with the positions of spent outputs filled in by
-// fillSpendPositions): spent outputs come back, the block's history rows
-// go, then everything else the block funded.
+// applyDisconnect is the exact inverse of applyConnect from the same plan
+// (spent outputs' positions filled in by fillSpendPositions): spent outputs
+// come back, the block's history rows go, then all else the block funded.
 // It returns what the block's removal adds to the index's size (negative).
 func applyDisconnect(dst rowWriter, p *blockPlan) sizeStats {
 	w := &sizedWriter{w: dst}

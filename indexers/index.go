@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,7 +128,7 @@ func NewElectrumIndex(db database.DB, opts Options) (*ElectrumIndex, error) {
 			return nil, err
 		}
 		log.Warnf("Electrum index store %s is damaged (%v): deleting it to build the index again", opts.Dir, err)
-		if err := os.RemoveAll(opts.Dir); err != nil {
+		if err := removeStore(opts.Dir); err != nil {
 			return nil, fmt.Errorf("electrum index: delete damaged store %s: %w", opts.Dir, err)
 		}
 	}

@@ -57,8 +57,7 @@ func (m *Manager) Init(chain *blockchain.BlockChain, interrupt <-chan struct{}) 
 }
 
 // ConnectBlock passes a connected block to btcd's indexes and hands it to
-// the Electrum index's writer, which indexes it once btcd's notification of
-// the block wakes it.
+// the Electrum index's writer, which btcd's notification of it wakes.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {
@@ -72,8 +71,7 @@ func (m *Manager) ConnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []b
 }
 
 // DisconnectBlock passes a disconnected block to btcd's indexes; the
-// Electrum index's writer undoes the block once btcd's notification of the
-// disconnect wakes it.
+// Electrum index's writer undoes it once btcd's notification wakes it.
 //
 // This is part of the blockchain.IndexManager interface.
 func (m *Manager) DisconnectBlock(dbTx database.Tx, block *btcutil.Block, stxos []blockchain.SpentTxOut) error {

@@ -96,11 +96,10 @@ func (m *Mempool) Add(descs ...*mempool.TxDesc) []ScriptHash {
 	return slices.Collect(maps.Keys(touched))
 }
 
-// Sync makes the view equal to the pool's current content (TxPool.TxDescs)
-// and returns the scripts whose unconfirmed part changed: transactions that
-// were mined, replaced or evicted go, new ones come, and transactions whose
-// parents were mined or came back to the pool change between height 0 and
-// -1.
+// Sync makes the view equal to the pool's content (TxPool.TxDescs) and
+// returns the scripts whose unconfirmed part changed: mined, replaced or
+// evicted transactions go, new ones come, and those whose parents were
+// mined or came back change between height 0 and -1.
 func (m *Mempool) Sync(descs []*mempool.TxDesc) []ScriptHash { return m.SyncKeeping(descs, nil) }
 
 // SyncKeeping is Sync that keeps the transactions keep accepts although

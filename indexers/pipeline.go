@@ -449,9 +449,8 @@ func (w *writer) seal(a *assembly) *assembly {
 
 // committer commits sealed batches in order on a goroutine of its own, so
 // that a batch is written while the next is assembled, and hands their
-// buffers back for reuse: a batch is sent once the one before it is
-// written, so two batches live at most. After a failed commit it commits
-// no more.
+// buffers back: a batch is sent once the one before it is written, so two
+// live at most. After a failed commit it commits no more.
 type committer struct {
 	in     chan *assembly
 	spares chan *assembly

@@ -190,10 +190,9 @@ func totalUnspent(r kvReader, c cursor, hx *hashX, top int32, split int) (n int,
 const yieldRows = 1024
 
 // yieldEvery lets other goroutines run when a read has walked another
-// yieldRows rows (n counts them). A read of a script with tens of
-// thousands of rows runs for milliseconds; without yields the Go scheduler
-// preempts it only after 10 ms, and a small request that arrives while
-// every core runs such reads waits that long for one.
+// yieldRows rows (n counts them): a read of tens of thousands of rows runs
+// for milliseconds, which the scheduler preempts only after 10 ms, and a
+// small request meanwhile would wait that long.
 func yieldEvery(n int) {
 	if n > 0 && n%yieldRows == 0 {
 		runtime.Gosched()

@@ -152,11 +152,10 @@ func (v *snapView) release() {
 	v.snap.Release()
 }
 
-// pubSnap is a snapshot of the store the writer took right after a commit,
-// with the tip that commit wrote: every read that starts before the next
-// commit shares it, so a read takes no snapshot and reads no tip row of
-// its own. It is released when it is no longer the latest and its last
-// reader is done.
+// pubSnap is a snapshot the writer took right after a commit, with the tip
+// that commit wrote: every read that starts before the next commit shares
+// it (no snapshot, no tip row of its own). It is released when it is no
+// longer the latest and its last reader is done.
 type pubSnap struct {
 	snap *leveldb.Snapshot
 	tip  Tip
@@ -201,8 +200,7 @@ func (idx *ElectrumIndex) acquire() *pubSnap {
 	}
 }
 
-// iterCursor is a cursor over a goleveldb iterator; a move that fails is
-// the end of the rows, and its error v's.
+// iterCursor is a cursor over a goleveldb iterator; a failed move ends it, its error v's.
 type iterCursor struct {
 	it iterator.Iterator
 	v  *snapView

@@ -104,9 +104,22 @@ func DropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) er
 		log.Infof("Not dropping the Electrum index because it does not exist")
 		return nil
 	}
-	if err := errors.Join(os.RemoveAll(base), os.RemoveAll(dir)); err != nil {
+	if err := errors.Join(os.RemoveAll(base), removeStore(dir)); err != nil {
 		return err
 	}
 	log.Infof("Dropped the Electrum index")
 	return nil
+}
+
+// removeStore deletes the store in dir; one moved to another disk behind a
+// symbolic link is emptied there, the link kept for the next build.
+func removeStore(dir string) error {
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return os.RemoveAll(dir)
+	}
+	ents, err := os.ReadDir(dir)
+	for _, e := range ents {
+		err = errors.Join(err, os.RemoveAll(filepath.Join(dir, e.Name())))
+	}
+	return err
 }

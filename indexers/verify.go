@@ -181,10 +181,9 @@ type verifier struct {
 }
 
 // Verify compares the Electrum index in its store, read from one snapshot,
-// with the index the chain in db gives at the index's tip. chain is the
-// chain open on db, used for its spend journals. The error is for a verification
-// that could not run (or was cancelled through ctx); a mismatch is reported
-// in the result.
+// with the index the chain in db gives at the index's tip (chain, open on
+// db, gives the spend journals). The error is for a verification that could
+// not run (or was cancelled through ctx); a mismatch is in the result.
 func Verify(ctx context.Context, db database.DB, chain *blockchain.BlockChain, opts VerifyOptions) (*VerifyResult, error) {
 	if opts.MaxDiffs <= 0 {
 		opts.MaxDiffs = DefaultVerifyMaxDiffs
@@ -457,11 +456,10 @@ func (w *fpWriter) block(p *blockPlan) {
 	}
 }
 
-// chainPassInto runs the block path's row builder over the blocks from lo
-// to hi into w, and returns the index's size as the block path counts it
-// (for lo 0). Block rows count the chain's transactions from its start,
-// so the blocks below lo are counted (from their headers' transaction
-// counts, read from the blocks) but not planned.
+// chainPassInto runs the block path's row builder over blocks lo..hi into w
+// and returns the index's size as the block path counts it (for lo 0).
+// Block rows count the chain's transactions from its start: the blocks
+// below lo are counted (read for it) but not planned.
 func (v *verifier) chainPassInto(lo, hi int32, w planWriter) (sizeStats, error) {
 	var (
 		base  uint64

@@ -30,8 +30,7 @@ var (
 	// errStoreFailed ends every pass after a failed write of the store.
 	errStoreFailed = errors.New("electrum index: a write of its store failed; it writes nothing more " +
 		"until the node is restarted, and then resumes from its last commit")
-	// errStoreRead is a read that failed: the answer or pass it was for
-	// fails, and the next is tried again.
+	// errStoreRead fails the answer or pass a read was for; the next tries again.
 	errStoreRead = errors.New("electrum index: a read of its store failed")
 )
 
