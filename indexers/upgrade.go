@@ -94,13 +94,13 @@ func (idx *ElectrumIndex) removeLegacy(interrupt <-chan struct{}) error {
 // was no index to drop.
 func DropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) error {
 	base := filepath.Join(filepath.Dir(dir), LegacyBaseDir)
-	_, errDir := os.Lstat(dir)
+	ents, _ := os.ReadDir(dir) // none: missing, or a linked store a drop emptied
 	_, errBase := os.Lstat(base)
 	rows, err := removeLegacyRows(db, interrupt)
 	switch {
 	case err != nil:
 		return err
-	case rows == 0 && errors.Is(errDir, fs.ErrNotExist) && errors.Is(errBase, fs.ErrNotExist):
+	case rows == 0 && len(ents) == 0 && errors.Is(errBase, fs.ErrNotExist):
 		log.Infof("Not dropping the Electrum index because it does not exist")
 		return nil
 	}

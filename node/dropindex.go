@@ -93,15 +93,16 @@ func checkIndexesAgainstPruning(db database.DB, cfg *Config) error {
 // electrumIndexExists reports whether netDataDir holds the Electrum index's
 // store, whether or not --electrumindex is given.
 func electrumIndexExists(netDataDir string) bool {
-	_, err := os.Stat(ElectrumIndexPath(netDataDir))
-	return err == nil
+	// A store behind a symbolic link that a drop emptied is none.
+	ents, _ := os.ReadDir(ElectrumIndexPath(netDataDir))
+	return len(ents) > 0
 }
 
 // dropElectrumIndex drops the Electrum index unless another process holds
 // its store (its lock, as a start would find it): deleting the files of a
 // store in use would leave that process writing into nothing.
 func dropElectrumIndex(db database.DB, dir string, interrupt <-chan struct{}) error {
-	if _, err := os.Stat(dir); err == nil {
+	if ents, _ := os.ReadDir(dir); len(ents) > 0 {
 		st, err := storage.OpenFile(dir, false)
 		if err != nil {
 			return inUseError("Electrum index store", dir, err)

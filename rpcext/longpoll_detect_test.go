@@ -114,3 +114,11 @@ func TestLongPollKeyCaseTakesNoSlot(t *testing.T) {
 			id + `"}],"id":2}`
 	})
 }
+
+// A method name written with a JSON escape is the same method: a long poll.
+func TestLongPollEscapedMethodTakesNoSlot(t *testing.T) {
+	longPollsHoldNoSlot(t, func(id string) string {
+		return `{"jsonrpc":"1.0","method":"getblocktempl\u0061te","params":[{"capabilities":["coinbasetxn"],"longpollid":"` +
+			id + `"}],"id":2}`
+	})
+}

@@ -365,7 +365,9 @@ func (httpErrorLog) Write(p []byte) (int, error) {
 // longpollid, or a batch holding one, read as the request's own parsing
 // reads it: member by member, keys in any case.
 func isLongPoll(body []byte) bool {
-	if !bytes.Contains(body, []byte("getblocktemplate")) {
+	// A body naming no getblocktemplate, escapes aside, is none: most are
+	// (a submitblock's megabytes are not decoded twice).
+	if !bytes.Contains(body, []byte("getblocktemplate")) && bytes.IndexByte(body, '\\') < 0 {
 		return false
 	}
 	// (A json.RawMessage decodes into its own bytes: body itself is never
