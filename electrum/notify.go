@@ -160,10 +160,15 @@ func (n *notifier) run() {
 // records how long it took (the fan-out time).
 func (n *notifier) pass(q []event, seq uint64) {
 	// Flushes waiting on this batch are released once its notifications
-	// are queued and counted.
+	// are queued and counted; when some of its statuses are to be read
+	// again (requeued), once that pass is done too.
 	defer func() {
 		for _, e := range q {
-			if e.done != nil {
+			switch {
+			case e.done == nil:
+			case n.requeues > 0:
+				n.push(event{done: e.done})
+			default:
 				close(e.done)
 			}
 		}
