@@ -88,6 +88,16 @@ func longPollsHoldNoSlot(t *testing.T, mkBody func(longPollID string) string) {
 	}
 }
 
+// HTTP getblocktemplate long polls waiting for the next block take no
+// processing slot (--rpcmaxconcurrentreqs), as btcd's HTTP requests take
+// none: with as many pollers as slots, other requests are still answered.
+func TestLongPollsDoNotBlockOtherHTTPRequests(t *testing.T) {
+	longPollsHoldNoSlot(t, func(id string) string {
+		return `{"jsonrpc":"1.0","method":"getblocktemplate","params":[{"capabilities":["coinbasetxn"],"longpollid":"` +
+			id + `"}],"id":2}`
+	})
+}
+
 // A long poll sent in a batch takes no processing slot either.
 func TestBatchedLongPollsDoNotBlockOtherHTTPRequests(t *testing.T) {
 	longPollsHoldNoSlot(t, func(id string) string {
