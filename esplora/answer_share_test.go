@@ -12,18 +12,7 @@ import (
 // other clients' answers, which are not refused 503.
 func TestOneAddressCannotTakeWholeAnswerBudget(t *testing.T) {
 	n := newTestNode(t, "")
-	tip := n.h.Chain.BestSnapshot()
-	var raw string
-	for h := tip.Height; h > 0 && raw == ""; h-- {
-		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
-			raw = "/block/" + b.Hash().String() + "/raw"
-		}
-	}
-	code, body := n.get(raw)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d", raw, code)
-	}
-	size := len(body)
+	raw, size := n.bigRawBlock()
 	max := int64(DefaultMaxRequestsPerIP * size) // as 16 blocks of 4,000,000 bytes are to 64,000,000
 	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1}, n.backend, n.h.Chain)
 

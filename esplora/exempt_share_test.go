@@ -13,18 +13,7 @@ import (
 // not held to one address's quarter of the answer budget.
 func TestExemptAddressNotHeldToQuarterOfAnswerBudget(t *testing.T) {
 	n := newTestNode(t, "")
-	tip := n.h.Chain.BestSnapshot()
-	var raw string
-	for h := tip.Height; h > 0 && raw == ""; h-- {
-		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
-			raw = "/block/" + b.Hash().String() + "/raw"
-		}
-	}
-	code, body := n.get(raw)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d", raw, code)
-	}
-	size := len(body)
+	raw, size := n.bigRawBlock()
 	max := int64(16 * size)
 	_, loopback, _ := net.ParseCIDR("127.0.0.0/8")
 	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, ExemptNets: []*net.IPNet{loopback}}, n.backend, n.h.Chain)

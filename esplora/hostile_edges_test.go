@@ -97,18 +97,7 @@ func TestOpenConnectionsBoundedAcrossAddresses(t *testing.T) {
 // bytes (a raw block, the pool's txids) hold 16 MB per address.
 func TestAnswersHeldForSlowClientsBoundedInTotal(t *testing.T) {
 	n := newTestNode(t, "")
-	tip := n.h.Chain.BestSnapshot()
-	var raw string
-	for h := tip.Height; h > 0 && raw == ""; h-- {
-		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
-			raw = "/block/" + b.Hash().String() + "/raw"
-		}
-	}
-	code, body := n.get(raw)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d", raw, code)
-	}
-	size := len(body)
+	raw, size := n.bigRawBlock()
 	// The answer is exactly a 64th of the bound, as an answer of 1,000,000
 	// bytes is of the default 64,000,000.
 	max := int64(64 * size)

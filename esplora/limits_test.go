@@ -213,18 +213,7 @@ func (w *stalledWriter) Write(b []byte) (int, error) {
 // taken its answer the next large one is answered again.
 func TestAnswerBudget(t *testing.T) {
 	n := newTestNode(t, "")
-	tip := n.h.Chain.BestSnapshot()
-	var raw string
-	for h := tip.Height; h > 0 && raw == ""; h-- {
-		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
-			raw = "/block/" + b.Hash().String() + "/raw"
-		}
-	}
-	code, body := n.get(raw)
-	if code != http.StatusOK {
-		t.Fatalf("GET %s: %d", raw, code)
-	}
-	size := len(body)
+	raw, size := n.bigRawBlock()
 	// Room for three of them, and half of one for small answers.
 	max := int64(3*size + size/2)
 	s := New(Config{MaxAnswerBytes: max, CostHardLimit: -1, MaxRequestsPerIP: -1}, n.backend, n.h.Chain)
@@ -350,4 +339,23 @@ func TestBodyReadFailureNamesNoSocket(t *testing.T) {
 	if body := w.Body.String(); w.Code != http.StatusBadRequest || body != "Request body could not be read" {
 		t.Fatalf("POST /tx with a failing body: %d %q", w.Code, body)
 	}
+}
+
+// bigRawBlock returns the /raw path of the newest block of more than a page
+// of transactions, and its answer's size: an answer large enough to fill the
+// answer budgets of the limit tests.
+func (n *testNode) bigRawBlock() (string, int) {
+	n.t.Helper()
+	tip := n.h.Chain.BestSnapshot()
+	var raw string
+	for h := tip.Height; h > 0 && raw == ""; h-- {
+		if b, _ := n.h.Chain.BlockByHeight(h); len(b.Transactions()) > chainTxsPerPage {
+			raw = "/block/" + b.Hash().String() + "/raw"
+		}
+	}
+	code, body := n.get(raw)
+	if code != http.StatusOK {
+		n.t.Fatalf("GET %s: %d", raw, code)
+	}
+	return raw, len(body)
 }
