@@ -9,36 +9,7 @@ import (
 // onetry, then add), "node disconnect <addr>" disconnects the temporary one
 // and succeeds, as btcd, which looks among its non-persistent peers only.
 func TestDisconnectTemporaryBesidePermanent(t *testing.T) {
-	a := startNode(t, testConfig(t, t.TempDir(), false))
-	b := startNode(t, testConfig(t, t.TempDir(), false))
-	addr := b.P2PAddrs()[0].String()
-	if err := a.ConnectPeer(addr, false); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the temporary peer", func() bool { return a.ConnectedCount() == 1 })
-	if err := a.ConnectPeer(addr, true); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the permanent peer beside it", func() bool {
-		perm, temp := 0, 0
-		for _, sp := range a.peers.snapshot() {
-			if sp.Addr() != addr {
-				continue
-			}
-			if sp.persistent {
-				perm++
-			} else {
-				temp++
-			}
-		}
-		return perm == 1 && temp == 1
-	})
-	var tempID int32
-	for _, sp := range a.peers.snapshot() {
-		if sp.Addr() == addr && !sp.persistent {
-			tempID = sp.ID()
-		}
-	}
+	a, addr, tempID, _ := tempAndPermPeers(t)
 
 	_, err := rawRPC(t, a, "user", "pass", "node", `"disconnect"`, strconv.Quote(addr))
 	if err != nil {
