@@ -162,7 +162,8 @@ func TestCtlAgainstNode(t *testing.T) {
 	}
 }
 
-// TestCtlListCommands checks that -l lists btcd's commands and the Electrum ones, and leaves out the websocket-only ones.
+// TestCtlListCommands checks that -l lists btcd's commands and the Electrum ones, and leaves out the websocket-only ones
+// and those the node does not serve: the wallet's and bitcoind's, which btcjson also knows.
 func TestCtlListCommands(t *testing.T) {
 	out, err := ctl(t, "-l")
 	if err != nil {
@@ -175,6 +176,11 @@ func TestCtlListCommands(t *testing.T) {
 	}
 	if strings.Contains(out, "notifyblocks") {
 		t.Error("-l lists a websocket-only command")
+	}
+	for _, unserved := range []string{"getbalance", "sendtoaddress", "walletpassphrase", "getblockstats", "submitpackage", "gettxoutproof"} {
+		if strings.Contains(out, unserved+" ") || strings.Contains(out, unserved+"\n") {
+			t.Errorf("-l lists %s, which the node does not serve", unserved)
+		}
 	}
 }
 

@@ -17,14 +17,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/btcsuite/btcd/btcjson"
 	flags "github.com/jessevdk/go-flags"
 
 	// Registers the node's Electrum commands with btcjson.
-	_ "github.com/btcd-electrum/btcd-electrum/rpcext"
+	"github.com/btcd-electrum/btcd-electrum/rpcext"
 )
 
 // version is shown by --version.
@@ -137,12 +136,11 @@ func printResult(out io.Writer, result json.RawMessage) error {
 	return err
 }
 
-// listCommands prints every command btcjson knows that works over HTTP,
-// sorted, with its usage.
+// listCommands prints every command the node serves over HTTP, sorted, with
+// its usage. btcjson also knows the wallet's commands and bitcoind's, which
+// the node answers with an error.
 func listCommands(out io.Writer) {
-	methods := btcjson.RegisteredCmdMethods()
-	sort.Strings(methods)
-	for _, m := range methods {
+	for _, m := range rpcext.MethodNames() {
 		flags, err := btcjson.MethodUsageFlags(m)
 		if err != nil || flags&unusableFlags != 0 {
 			continue
