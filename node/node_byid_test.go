@@ -83,3 +83,27 @@ func TestNodeRemoveByTemporaryIDKeepsPermanent(t *testing.T) {
 		t.Errorf("node remove %d (the temporary peer's id) dropped %s from the added nodes", tempID, addr)
 	}
 }
+
+// As btcd's handleNode, "node connect" takes an address only: a number is
+// not a peer's id there (btcd dials it as a host name and fails), so it
+// never makes the temporary peer with that id permanent; and an unknown
+// subcommand is refused as such whatever its target.
+func TestNodeConnectTakesNoPeerID(t *testing.T) {
+	a, addr, tempID, _ := tempAndPermPeers(t)
+	if err := (rpcBackend{a}).RemoveNode(addr); err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.Quote(strconv.Itoa(int(tempID)))
+	if _, err := rawRPC(t, a, "user", "pass", "node", `"connect"`, id, `"perm"`); err == nil {
+		t.Errorf("node connect %s perm succeeded; btcd dials %s as a host name and fails", id, id)
+	}
+	for _, an := range (rpcBackend{a}).AddedNodes() {
+		if an.Addr == addr {
+			t.Errorf("node connect %s perm added the address of the peer with that id, %s", id, addr)
+		}
+	}
+	_, err := rawRPC(t, a, "user", "pass", "node", `"bogus"`, `"99999"`)
+	if err == nil || !strings.Contains(err.Error(), "invalid subcommand for node") {
+		t.Errorf("node bogus 99999: error %v; btcd: \"invalid subcommand for node\"", err)
+	}
+}

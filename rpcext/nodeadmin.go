@@ -307,17 +307,18 @@ func handleNode(s *Server, cmd interface{}) (interface{}, error) {
 		return nil, err
 	}
 	target := c.Target
-	byID, permanent := false, false
-	var peerID int32
-	if id, err := strconv.ParseUint(target, 10, 32); err == nil {
-		addr, perm, ok := a.PeerAddr(int32(id))
-		if !ok {
-			return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "peer not found")
-		}
-		target, byID, permanent, peerID = addr, true, perm, int32(id)
-	}
 	switch c.SubCmd {
 	case "disconnect", "remove":
+		// A number names a peer by id; connect takes only addresses.
+		byID, permanent := false, false
+		var peerID int32
+		if id, err := strconv.ParseUint(target, 10, 32); err == nil {
+			addr, perm, ok := a.PeerAddr(int32(id))
+			if !ok {
+				return nil, btcjson.NewRPCError(btcjson.ErrRPCInvalidParameter, "peer not found")
+			}
+			target, byID, permanent, peerID = addr, true, perm, int32(id)
+		}
 		// As btcd, an id names one peer: of the kind the subcommand
 		// takes, or refused (another peer may share its address).
 		switch {
