@@ -69,7 +69,9 @@ const headerChunkDepth = 10
 // headerMerkle computes cp_height proofs: a merkle tree over the block
 // hashes of heights 0..cp_height. Roots of full 1024-block chunks are cached
 // under the hash of their last block; since block hashes chain, the same last
-// hash means the same chunk, so a reorg needs no invalidation.
+// hash means the same chunk, so a reorg needs no invalidation. That holds
+// for a chunk read from one chain: hashAt fails a read that does not link
+// to the height before it (linkedHashes), and a chunk it failed is not kept.
 type headerMerkle struct {
 	mu     sync.Mutex
 	chunks map[chainhash.Hash]chainhash.Hash

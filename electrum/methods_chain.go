@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strconv"
 
 	"github.com/btcsuite/btcd/chainhash/v2"
@@ -52,11 +53,47 @@ func (s *Server) headerProof(height, cpHeight int64, tipHeight int32) ([]string,
 	if !(height <= cpHeight && cpHeight <= int64(tipHeight)) {
 		return nil, "", badRequest("require header height %d <= cp_height %d <= chain height %d", height, cpHeight, tipHeight)
 	}
-	branch, root, err := s.headers.proof(int32(height), int32(cpHeight), s.backend.BlockHash)
+	var (
+		branch []chainhash.Hash
+		root   chainhash.Hash
+		err    error
+	)
+	// A reorganization while the hashes are read is read again.
+	for range proofReads {
+		branch, root, err = s.headers.proof(int32(height), int32(cpHeight), s.linkedHashes())
+		if !errors.Is(err, errChainMoved) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, "", internal("header proof", err)
 	}
 	return hashesHex(branch), root.String(), nil
+}
+
+// proofReads bounds how often a proof is read again while the chain moves.
+const proofReads = 3
+
+// errChainMoved is linkedHashes' answer for a header that does not link to
+// the one it read at the height below.
+var errChainMoved = errors.New("the chain moved while the proof was read")
+
+// linkedHashes returns a reader of main-chain block hashes for one proof:
+// a header read right after the height below must link to it, else the
+// read fails with errChainMoved (the two came from two branches).
+func (s *Server) linkedHashes() func(int32) (chainhash.Hash, error) {
+	prevHeight, prevHash := int32(-2), chainhash.Hash{}
+	return func(h int32) (chainhash.Hash, error) {
+		hdr, err := s.backend.BlockHeader(h)
+		if err != nil {
+			return chainhash.Hash{}, err
+		}
+		if h == prevHeight+1 && hdr.PrevBlock != prevHash {
+			return chainhash.Hash{}, errChainMoved
+		}
+		prevHeight, prevHash = h, hdr.BlockHash()
+		return prevHash, nil
+	}
 }
 
 // proofCost is what a cp_height proof adds to its call's cost, as in
