@@ -100,7 +100,7 @@ func New(cfg Config, backend Backend) *Server {
 	s.building = semaphore.NewWeighted(s.cfg.buildBudget())
 	s.lines = semaphore.NewWeighted(s.cfg.lineBudget())
 	s.gate = newWorkGate(s.cfg.Workers)
-	s.workers = newWorkers(ctx.Done())
+	s.workers = newWorkers(ctx.Done(), &s.wg)
 	s.answers = newAnswerCache(s.cfg.AnswerCache)
 	s.methods = methodTable()
 	s.notifier = newNotifier(s)
@@ -324,7 +324,7 @@ func (s *Server) exempt(ip net.IP) bool {
 func (s *Server) admit(ss *session) (*RPCError, RefusalReason) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ctx.Err() != nil {
+	if s.closed || s.ctx.Err() != nil {
 		return rpcErrorf(codeServerBusy, "server shutting down"), RefusedShuttingDown
 	}
 	if len(s.sessions) >= s.cfg.MaxSessions {
@@ -349,6 +349,9 @@ func (s *Server) admit(ss *session) (*RPCError, RefusalReason) {
 		ss.group = s.groups.join(subnetKey(ss.ip, ss.ipKey), ss.started, s.cfg.groupDecay())
 	}
 	s.sessions[ss] = struct{}{}
+	// Shutdown waits for the session (WebSocket ones run on net/http's
+	// goroutines), which runSession ends.
+	s.wg.Add(1)
 	return nil, 0
 }
 

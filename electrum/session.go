@@ -192,6 +192,7 @@ func (s *Server) runSession(c msgConn, remote net.Addr, t Transport) {
 		c.Close()
 		return
 	}
+	defer s.wg.Done()
 	done := make(chan struct{})
 	go func() {
 		ss.writeLoop()

@@ -1,6 +1,9 @@
 package electrum
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // workerIdle is how long a worker goroutine waits for more work before it
 // exits.
@@ -16,14 +19,19 @@ const workerIdle = 10 * time.Second
 type workers struct {
 	idle chan func()     // receives work only while a worker waits
 	quit <-chan struct{} // closed when the server stops: idle workers exit
+	// busy counts the work running: the server's, which Shutdown waits
+	// for, as requests read the index the node closes after it.
+	busy *sync.WaitGroup
 }
 
-func newWorkers(quit <-chan struct{}) *workers {
-	return &workers{idle: make(chan func()), quit: quit}
+func newWorkers(quit <-chan struct{}, busy *sync.WaitGroup) *workers {
+	return &workers{idle: make(chan func()), quit: quit, busy: busy}
 }
 
-// run runs fn on an idle worker, or on a new one.
+// run runs fn on an idle worker, or on a new one. Its caller (a session)
+// is itself counted in busy.
 func (w *workers) run(fn func()) {
+	w.busy.Add(1)
 	select {
 	case w.idle <- fn:
 	default:
@@ -38,6 +46,7 @@ func (w *workers) loop(fn func()) {
 	defer t.Stop()
 	for {
 		fn()
+		w.busy.Done()
 		fn = nil // let fn's captures go while idle
 		t.Reset(workerIdle)
 		select {

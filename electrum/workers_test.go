@@ -10,7 +10,7 @@ import (
 // was idle or a new one started, before and after the server stops.
 func TestWorkersRunEverything(t *testing.T) {
 	quit := make(chan struct{})
-	w := newWorkers(quit)
+	w := newWorkers(quit, new(sync.WaitGroup))
 	var ran atomic.Int64
 	var wg sync.WaitGroup
 	for round := 0; round < 2; round++ {
