@@ -91,8 +91,11 @@ type Node struct {
 	// before the sync manager it submits blocks to stops.
 	intervalMiner sync.WaitGroup
 
-	startOnce sync.Once
-	stopOnce  sync.Once
+	// lifeMu runs Start and Stop one at a time; stopped (under it) makes
+	// Start refuse once Stop ran, and a second Stop return.
+	lifeMu    sync.Mutex
+	stopped   bool
+	startErr  error
 	started   atomic.Bool
 	quit      chan struct{}
 	stopReq   chan struct{}
@@ -315,41 +318,51 @@ func (n *Node) checkpoints() []chaincfg.Checkpoint {
 // Start starts the peer server (listeners, sync manager, permanent peers,
 // DNS seeding), the event dispatcher and the Electrum and RPC servers.
 func (n *Node) Start() error {
-	var err error
-	n.startOnce.Do(func() {
-		n.started.Store(true)
-		n.wg.Add(2)
-		go n.dispatchEvents()
-		go n.rebroadcastLoop()
-		if n.srv.electrum != nil {
-			n.wg.Add(1)
-			go n.releaseMemoryWhenIdle()
-		}
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.stopped {
+		return errors.New("the node is stopped: a Node is not restartable")
+	}
+	if n.started.Load() {
+		return n.startErr
+	}
+	n.startErr = n.start()
+	return n.startErr
+}
 
-		n.addrManager.Start()
-		n.syncManager.Start()
-		n.connManager.Start()
-		n.connectPermanentPeers()
-		n.seedFromDNS()
-		if n.upnpWanted() {
-			n.wg.Add(1)
-			go n.upnpLoop()
-		}
+// start starts the node's goroutines, btcd's managers and the servers.
+func (n *Node) start() error {
+	n.started.Store(true)
+	n.wg.Add(2)
+	go n.dispatchEvents()
+	go n.rebroadcastLoop()
+	if n.srv.electrum != nil {
+		n.wg.Add(1)
+		go n.releaseMemoryWhenIdle()
+	}
 
-		err = n.srv.start()
-		if err != nil {
-			return
-		}
-		if n.cfg.Generate {
-			n.cpuMiner.Start()
-		}
-		if n.cfg.RegtestMineInterval > 0 {
-			n.intervalMiner.Add(1)
-			go n.mineEvery(n.cfg.RegtestMineInterval)
-		}
-		log.Info(n.startupSummary())
-	})
-	return err
+	n.addrManager.Start()
+	n.syncManager.Start()
+	n.connManager.Start()
+	n.connectPermanentPeers()
+	n.seedFromDNS()
+	if n.upnpWanted() {
+		n.wg.Add(1)
+		go n.upnpLoop()
+	}
+
+	if err := n.srv.start(); err != nil {
+		return err
+	}
+	if n.cfg.Generate {
+		n.cpuMiner.Start()
+	}
+	if n.cfg.RegtestMineInterval > 0 {
+		n.intervalMiner.Add(1)
+		go n.mineEvery(n.cfg.RegtestMineInterval)
+	}
+	log.Info(n.startupSummary())
+	return nil
 }
 
 // Stop shuts the node down: the Electrum and RPC servers, listeners and
@@ -357,55 +370,59 @@ func (n *Node) Start() error {
 // manager; it saves the fee estimator and closes the database. It is safe to
 // call more than once and without Start.
 func (n *Node) Stop() error {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.stopped {
+		return nil
+	}
+	n.stopped = true
 	var err error
-	n.stopOnce.Do(func() {
-		log.Infof("Shutting down")
-		close(n.quit)
-		n.srv.stop()
-		n.intervalMiner.Wait()
-		// A verification reads the index's store and btcd's database.
-		n.stopVerification()
-		if idx := n.index.electrum; idx != nil {
-			// The index's writer reads the chain and btcd's database;
-			// what it has not committed is caught up next start.
-			if e := idx.Close(); e != nil {
-				log.Errorf("Close the Electrum index: %v", e)
-			}
+	log.Infof("Shutting down")
+	close(n.quit)
+	n.srv.stop()
+	n.intervalMiner.Wait()
+	// A verification reads the index's store and btcd's database.
+	n.stopVerification()
+	if idx := n.index.electrum; idx != nil {
+		// The index's writer reads the chain and btcd's database;
+		// what it has not committed is caught up next start.
+		if e := idx.Close(); e != nil {
+			log.Errorf("Close the Electrum index: %v", e)
 		}
-		if n.started.Load() {
-			n.cpuMiner.Stop()
-			n.connManager.Stop()
-			n.peers.disconnectAll()
-			n.connManager.Wait()
-			n.peers.wait()
-			if e := n.syncManager.Stop(); e != nil {
-				log.Errorf("Stop sync manager: %v", e)
-			}
-			if e := n.addrManager.Stop(); e != nil {
-				log.Errorf("Stop address manager: %v", e)
-			}
-		} else {
-			for _, l := range n.p2pListeners {
-				_ = l.Close()
-			}
-			if e := n.chain.FlushUtxoCache(blockchain.FlushRequired); e != nil {
-				log.Errorf("Flush UTXO cache: %v", e)
-			}
+	}
+	if n.started.Load() {
+		n.cpuMiner.Stop()
+		n.connManager.Stop()
+		n.peers.disconnectAll()
+		n.connManager.Wait()
+		n.peers.wait()
+		if e := n.syncManager.Stop(); e != nil {
+			log.Errorf("Stop sync manager: %v", e)
 		}
-		n.events.close()
-		n.wg.Wait()
-		saveFeeEstimator(n.db, n.feeEstimator)
-		if n.metrics != nil {
-			n.metrics.close()
+		if e := n.addrManager.Stop(); e != nil {
+			log.Errorf("Stop address manager: %v", e)
 		}
-		if e := n.db.Close(); e != nil {
-			// Writing ffldb's cache failed: what it held is lost, and the
-			// next start resumes from the last commit written.
-			log.Errorf("Close block database: %v", e)
-			err = fmt.Errorf("close block database: %w", e)
+	} else {
+		for _, l := range n.p2pListeners {
+			_ = l.Close()
 		}
-		log.Infof("Shutdown complete")
-	})
+		if e := n.chain.FlushUtxoCache(blockchain.FlushRequired); e != nil {
+			log.Errorf("Flush UTXO cache: %v", e)
+		}
+	}
+	n.events.close()
+	n.wg.Wait()
+	saveFeeEstimator(n.db, n.feeEstimator)
+	if n.metrics != nil {
+		n.metrics.close()
+	}
+	if e := n.db.Close(); e != nil {
+		// Writing ffldb's cache failed: what it held is lost, and the
+		// next start resumes from the last commit written.
+		log.Errorf("Close block database: %v", e)
+		err = fmt.Errorf("close block database: %w", e)
+	}
+	log.Infof("Shutdown complete")
 	return err
 }
 
