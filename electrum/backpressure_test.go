@@ -457,6 +457,20 @@ func TestLoneBatchOverBacklogAnswered(t *testing.T) {
 	const ip = "10.62.1.1"
 	c := pipeSession(t, s, ip)
 	pipeNegotiate(t, c)
+	// Nothing else waits: the version's answer, read from the pipe, may
+	// still count until its write has returned to the session's writer.
+	ss := sessionObject(s, ip)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		ss.sendMu.Lock()
+		queued := ss.queued
+		ss.sendMu.Unlock()
+		if queued == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the version's answer, read, still counts %d bytes", queued)
+		}
+	}
 	get := `{"jsonrpc":"2.0","id":%d,"method":"blockchain.scripthash.get_history","params":["` + fx.shA.String() + `"]}`
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	go c.Write([]byte("[" + fmt.Sprintf(get, 1) + "," + fmt.Sprintf(get, 2) + "]\n"))
