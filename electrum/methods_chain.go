@@ -47,52 +47,49 @@ func (s *Server) headerOf(height int32) (wire.BlockHeader, error) {
 	return h, nil
 }
 
-// headerProof returns the display-hex branch and root proving height
-// against cp_height (docs/PROTOCOL.md §4.5).
-func (s *Server) headerProof(height, cpHeight int64, tipHeight int32) ([]string, string, error) {
+// headerProof returns the display-hex branch and root proving the block
+// leaf, the header answered at height, against cp_height (docs/PROTOCOL.md
+// §4.5); errChainMoved when the chain reorganized while the header and the
+// proof were read (the caller reads both again).
+func (s *Server) headerProof(height, cpHeight int64, tipHeight int32, leaf chainhash.Hash) ([]string, string, error) {
 	if !(height <= cpHeight && cpHeight <= int64(tipHeight)) {
 		return nil, "", badRequest("require header height %d <= cp_height %d <= chain height %d", height, cpHeight, tipHeight)
 	}
-	var (
-		branch []chainhash.Hash
-		root   chainhash.Hash
-		err    error
-	)
-	// A reorganization while the hashes are read is read again.
-	for range proofReads {
-		branch, root, err = s.headers.proof(int32(height), int32(cpHeight), s.linkedHashes())
-		if !errors.Is(err, errChainMoved) {
-			break
-		}
-	}
-	if err != nil {
+	branch, root, err := s.headers.proof(int32(height), int32(cpHeight), s.linkedHashes(int32(height), leaf))
+	switch {
+	case errors.Is(err, errChainMoved):
+		return nil, "", err
+	case err != nil:
 		return nil, "", internal("header proof", err)
 	}
 	return hashesHex(branch), root.String(), nil
 }
 
-// proofReads bounds how often a proof is read again while the chain moves.
+// proofReads bounds how often a header and its proof are read again while
+// the chain moves.
 const proofReads = 3
 
 // errChainMoved is linkedHashes' answer for a header that does not link to
-// the one it read at the height below.
+// the one it read at the height below, or is not the header answered.
 var errChainMoved = errors.New("the chain moved while the proof was read")
 
-// linkedHashes returns a reader of main-chain block hashes for one proof:
-// a header read right after the height below must link to it, else the
-// read fails with errChainMoved (the two came from two branches).
-func (s *Server) linkedHashes() func(int32) (chainhash.Hash, error) {
+// linkedHashes returns a reader of main-chain block hashes for one proof
+// of leaf at height: a header read right after the height below must link
+// to it, and the one at height be leaf, else the read fails with
+// errChainMoved (they came from two branches).
+func (s *Server) linkedHashes(height int32, leaf chainhash.Hash) func(int32) (chainhash.Hash, error) {
 	prevHeight, prevHash := int32(-2), chainhash.Hash{}
 	return func(h int32) (chainhash.Hash, error) {
 		hdr, err := s.backend.BlockHeader(h)
 		if err != nil {
 			return chainhash.Hash{}, err
 		}
-		if h == prevHeight+1 && hdr.PrevBlock != prevHash {
+		hash := hdr.BlockHash()
+		if (h == prevHeight+1 && hdr.PrevBlock != prevHash) || (h == height && hash != leaf) {
 			return chainhash.Hash{}, errChainMoved
 		}
-		prevHeight, prevHash = h, hdr.BlockHash()
-		return prevHash, nil
+		prevHeight, prevHash = h, hash
+		return hash, nil
 	}
 }
 
@@ -128,19 +125,30 @@ func hBlockHeader(_ context.Context, ss *session, args []json.RawMessage) (any, 
 	if height > int64(tip.Height) {
 		return nil, heightError(height)
 	}
-	hdr, err := ss.srv.headerAt(int32(height))
-	if err != nil {
-		return nil, err
-	}
 	if cp == 0 {
-		return hdr, nil
+		return ss.srv.headerAt(int32(height))
 	}
 	ss.charge(proofCost)
-	branch, root, err := ss.srv.headerProof(height, cp, tip.Height)
-	if err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		h, err := ss.srv.headerOf(int32(height))
+		if err != nil {
+			return nil, err
+		}
+		branch, root, err := ss.srv.headerProof(height, cp, tip.Height, h.BlockHash())
+		switch {
+		case errors.Is(err, errChainMoved) && attempt < proofReads:
+			continue
+		case errors.Is(err, errChainMoved):
+			return nil, internal("header proof", err)
+		case err != nil:
+			return nil, err
+		}
+		hdr, err := headerHex(&h)
+		if err != nil {
+			return nil, err
+		}
+		return proofResult{Branch: branch, Header: hdr, Root: root}, nil
 	}
-	return proofResult{Branch: branch, Header: hdr, Root: root}, nil
 }
 
 // hBlockHeaders returns up to 2016 consecutive headers: concatenated hex
@@ -218,7 +226,21 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 	var root string
 	if proof {
 		ss.charge(proofCost)
-		branch, root, err = ss.srv.headerProof(start+count-1, cp, tip.Height)
+		for attempt := 1; ; attempt++ {
+			branch, root, err = ss.srv.headerProof(start+count-1, cp, tip.Height, lastHeaderHash(hx))
+			if !errors.Is(err, errChainMoved) || attempt == proofReads {
+				break
+			}
+			// The headers or the proof were read across a
+			// reorganization: both again, and not kept.
+			if hx, _, err = ss.srv.headersHex(start, count, chainhash.Hash{}); err != nil {
+				return nil, err
+			}
+			cacheable = false
+		}
+		if errors.Is(err, errChainMoved) {
+			return nil, internal("header proof", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -258,6 +280,16 @@ func hBlockHeaders(_ context.Context, ss *session, args []json.RawMessage) (any,
 		ss.srv.answers.put(&cacheEntry{key: key, last: last, hex: hx})
 	}
 	return json.RawMessage(out), nil
+}
+
+// lastHeaderHash returns the block hash of the last header of hx, headers
+// in hex.
+func lastHeaderHash(hx []byte) chainhash.Hash {
+	var raw [wire.MaxBlockHeaderPayload]byte
+	if _, err := hex.Decode(raw[:], hx[len(hx)-2*len(raw):]); err != nil {
+		return chainhash.Hash{}
+	}
+	return chainhash.DoubleHashH(raw[:])
 }
 
 // headersHex returns the main chain's headers from start, count of them,

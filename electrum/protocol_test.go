@@ -394,7 +394,11 @@ func TestBlockHeadersAnswerBytes(t *testing.T) {
 				res["hex"] = strings.Join(hdrs, "")
 			}
 			if n > 0 && cp > 0 {
-				branch, root, err := fx.s.headerProof(int64(start+n-1), int64(cp), tipH)
+				leaf, err := fx.s.backend.BlockHash(int32(start + n - 1))
+				if err != nil {
+					t.Fatal(err)
+				}
+				branch, root, err := fx.s.headerProof(int64(start+n-1), int64(cp), tipH, leaf)
 				if err != nil {
 					t.Fatal(err)
 				}
