@@ -35,6 +35,12 @@ type realNode struct {
 	wsAddr  string
 	minerTo address.Address
 
+	// viewMu makes each reconciliation of the mempool view with btcd's
+	// pool, from the commit callback or the chain's, one step, as the
+	// node's dispatcher does: one from an older snapshot of the pool would
+	// undo a later one.
+	viewMu sync.Mutex
+
 	mu sync.Mutex
 	// coins are mature anyone-can-spend outputs reserved for tests.
 	coins []testchain.Coin
@@ -188,6 +194,14 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 		n.mu.Unlock()
 		if !lags {
 			testchain.RemoveMined(n.pool, block)
+			// As the node: a block the index committed already left
+			// what it double-spends in the commit's reconciliation,
+			// which btcd's pool drops only now.
+			if tip, ok := n.idx.LatestTip(); ok && tip.Height >= block.Height() {
+				n.viewMu.Lock()
+				n.srv.NotifyMempool(n.overlay.SyncKeeping(n.pool.TxDescs(), n.backend.MinedAhead))
+				n.viewMu.Unlock()
+			}
 		}
 		n.fees.RegisterBlock(block)
 	case blockchain.NTBlockDisconnected:
@@ -195,7 +209,9 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 			n.pool.MaybeAcceptTransaction(tx, false, true)
 		}
 		n.fees.Rollback(block.Hash())
+		n.viewMu.Lock()
 		n.srv.NotifyMempool(n.overlay.Sync(n.pool.TxDescs()))
+		n.viewMu.Unlock()
 	}
 }
 
@@ -223,6 +239,7 @@ func (n *realNode) onCommit(c indexers.Commit) {
 	} else {
 		srv.NotifyScriptHashes(c.Touched)
 	}
+	n.viewMu.Lock()
 	var descs []*mempool.TxDesc
 	for _, d := range n.pool.TxDescs() {
 		if _, ok := c.Confirmed[*d.Tx.Hash()]; !ok {
@@ -230,6 +247,7 @@ func (n *realNode) onCommit(c indexers.Commit) {
 		}
 	}
 	srv.NotifyMempool(n.overlay.SyncKeeping(descs, n.backend.MinedAhead))
+	n.viewMu.Unlock()
 	n.mu.Lock()
 	after := n.after
 	n.mu.Unlock()
