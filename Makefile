@@ -144,7 +144,8 @@ bench-e2e: build $(BTCD_BIN) bench-chain
 bench-load: build bench-chain
 	$(GO) build -o bin/e2ebench ./cmd/e2ebench
 	mkdir -p $(E2E_OUT)
-	bin/e2ebench load -chain $(E2E_CHAIN) -sessions 20,100 -duration 20s -single 10 -json $(E2E_OUT)/load.json
+	bin/e2ebench load -chain $(E2E_CHAIN) -restart -sessions 20,100 -duration 20s -single 5 \
+		-loadargs "-single-order subscribe,get_history,listunspent,get_balance" -json $(E2E_OUT)/load.json
 	bin/e2ebench load -esplora -restart -chain $(E2E_CHAIN) -sessions 20,100 -duration 20s -single 6 -json $(E2E_OUT)/load-esplora.json
 
 # The hostile-clients benchmark (docs/RELIABILITY.md, "Hostile clients"):
