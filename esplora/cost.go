@@ -22,9 +22,13 @@ import (
 // method does.
 const requestCost = 0.5
 
-// maxAccounts bounds the accounts kept; past it, the decayed ones go, at
-// most once a second (a sweep reads them all), and then one at random.
-const maxAccounts = 100_000
+// maxAccounts bounds the accounts kept; past it, one goes at random.
+// Every sweepEvery accounts created, those decayed to nothing go (a sweep
+// reads them all), so departed clients' accounts do not stay.
+const (
+	maxAccounts = 100_000
+	sweepEvery  = 256
+)
 
 // errExcessiveUsage refuses a client at the hard limit.
 var errExcessiveUsage = &httpError{http.StatusTooManyRequests, "Too Many Requests: excessive resource usage"}
@@ -58,9 +62,9 @@ func limitsOf(cfg *Config) costLimits {
 
 // costAccounts holds the accounts by client address.
 type costAccounts struct {
-	mu    sync.Mutex
-	m     map[string]*costAccount
-	swept time.Time
+	mu      sync.Mutex
+	m       map[string]*costAccount
+	created uint64
 }
 
 type costAccount struct {
@@ -78,9 +82,8 @@ func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bo
 		if !create {
 			return nil
 		}
-		if len(a.m) >= maxAccounts && now.Sub(a.swept) >= time.Second {
+		if a.created++; a.created%sweepEvery == 0 {
 			a.sweep(l, now)
-			a.swept = now
 		}
 		for k := range a.m {
 			if len(a.m) < maxAccounts {
