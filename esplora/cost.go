@@ -22,12 +22,17 @@ import (
 // method does.
 const requestCost = 0.5
 
-// maxAccounts bounds the accounts kept; past it, one goes at random.
-// Every sweepEvery accounts created, those decayed to nothing go (a sweep
-// reads them all), so departed clients' accounts do not stay.
+// maxAccounts bounds the accounts kept. Once sweepEvery accounts, or a
+// quarter of those held, were created since the last sweep, those decayed
+// to nothing go (a sweep reads them all: a few reads per account created).
+// Past the bound a new account takes the place of one under the soft limit
+// among accountSample read, never of a throttled one: a flood of new
+// addresses must not wipe a client's debt; with none, the new address goes
+// without an account.
 const (
-	maxAccounts = 100_000
-	sweepEvery  = 256
+	maxAccounts   = 100_000
+	sweepEvery    = 256
+	accountSample = 64
 )
 
 // errExcessiveUsage refuses a client at the hard limit.
@@ -64,7 +69,7 @@ func limitsOf(cfg *Config) costLimits {
 type costAccounts struct {
 	mu      sync.Mutex
 	m       map[string]*costAccount
-	created uint64
+	created int // accounts created since the last sweep
 }
 
 type costAccount struct {
@@ -72,7 +77,8 @@ type costAccount struct {
 	stamp time.Time
 }
 
-// current returns ip's decayed cost, creating its account when create.
+// current returns ip's decayed cost, creating its account when create
+// (nil when there is no room for it).
 func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bool) *costAccount {
 	if a.m == nil {
 		a.m = make(map[string]*costAccount)
@@ -82,30 +88,49 @@ func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bo
 		if !create {
 			return nil
 		}
-		if a.created++; a.created%sweepEvery == 0 {
+		if a.created++; a.created >= max(sweepEvery, len(a.m)/4) {
 			a.sweep(l, now)
 		}
-		for k := range a.m {
-			if len(a.m) < maxAccounts {
-				break
-			}
-			delete(a.m, k)
+		if len(a.m) >= maxAccounts && !a.evictCheap(l, now) {
+			return nil
 		}
 		acc = &costAccount{stamp: now}
 		a.m[ip] = acc
 	}
-	acc.cost = max(acc.cost-now.Sub(acc.stamp).Seconds()*l.hard/10000, 0)
+	acc.cost = acc.decayed(l, now)
 	acc.stamp = now
 	return acc
 }
 
+// decayed is the account's cost at now.
+func (acc *costAccount) decayed(l costLimits, now time.Time) float64 {
+	return max(acc.cost-now.Sub(acc.stamp).Seconds()*l.hard/10000, 0)
+}
+
 // sweep drops the accounts that have decayed to nothing.
 func (a *costAccounts) sweep(l costLimits, now time.Time) {
+	a.created = 0
 	for ip, acc := range a.m {
-		if acc.cost-now.Sub(acc.stamp).Seconds()*l.hard/10000 <= 0 {
+		if acc.decayed(l, now) <= 0 {
 			delete(a.m, ip)
 		}
 	}
+}
+
+// evictCheap drops an account under the soft limit among accountSample of
+// them, and reports whether it found one.
+func (a *costAccounts) evictCheap(l costLimits, now time.Time) bool {
+	n := 0
+	for ip, acc := range a.m {
+		if acc.decayed(l, now) < l.soft {
+			delete(a.m, ip)
+			return true
+		}
+		if n++; n == accountSample {
+			break
+		}
+	}
+	return false
 }
 
 // admit decides a request of ip: nil to go on (after waiting when over the
@@ -139,8 +164,9 @@ func (a *costAccounts) admit(ctx context.Context, ip string, l costLimits) error
 func (a *costAccounts) charge(ip string, l costLimits, bytes int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	acc := a.current(ip, l, time.Now(), true)
-	acc.cost += requestCost + float64(bytes)/l.unit
+	if acc := a.current(ip, l, time.Now(), true); acc != nil {
+		acc.cost += requestCost + float64(bytes)/l.unit
+	}
 }
 
 // countingWriter counts the bytes of an answer's body.
