@@ -210,11 +210,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// Apart: a TLS session's close sends close_notify, which waits up to
 	// 5 s for a client that reads nothing; one after another, a hundred
 	// such clients held Shutdown for minutes.
+	var closing sync.WaitGroup
 	for _, ss := range sessions {
-		go ss.close()
+		closing.Add(1)
+		go func() {
+			defer closing.Done()
+			ss.close()
+		}()
 	}
 	done := make(chan struct{})
 	go func() {
+		closing.Wait()
 		s.wg.Wait()
 		close(done)
 	}()
