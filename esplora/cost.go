@@ -24,11 +24,11 @@ const requestCost = 0.5
 
 // maxAccounts bounds the accounts kept. Once sweepEvery accounts, or a
 // quarter of those held, were created since the last sweep, those decayed
-// to nothing go (a sweep reads them all: a few reads per account created).
-// Past the bound a new account takes the place of one under the soft limit
-// among accountSample read, never of a throttled one: a flood of new
-// addresses must not wipe a client's debt; with none, the new address goes
-// without an account.
+// to nothing go (a sweep reads them all). Past the bound a new account
+// takes the place of one under the soft limit among accountSample read,
+// never of a throttled one: a flood of new addresses must not wipe a
+// client's debt. With none, the addresses without an account share one
+// (overflow), so that they are charged and throttled together.
 const (
 	maxAccounts   = 100_000
 	sweepEvery    = 256
@@ -67,9 +67,10 @@ func limitsOf(cfg *Config) costLimits {
 
 // costAccounts holds the accounts by client address.
 type costAccounts struct {
-	mu      sync.Mutex
-	m       map[string]*costAccount
-	created int // accounts created since the last sweep
+	mu       sync.Mutex
+	m        map[string]*costAccount
+	overflow costAccount
+	created  int // accounts created since the last sweep
 }
 
 type costAccount struct {
@@ -77,25 +78,28 @@ type costAccount struct {
 	stamp time.Time
 }
 
-// current returns ip's decayed cost, creating its account when create
-// (nil when there is no room for it).
+// current returns ip's decayed cost, creating its account when create;
+// nil for an address without one when there is room for it, the shared
+// overflow account when there is none.
 func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bool) *costAccount {
 	if a.m == nil {
 		a.m = make(map[string]*costAccount)
 	}
 	acc := a.m[ip]
-	if acc == nil {
-		if !create {
-			return nil
-		}
+	if acc == nil && create {
 		if a.created++; a.created >= max(sweepEvery, len(a.m)/4) {
 			a.sweep(l, now)
 		}
-		if len(a.m) >= maxAccounts && !a.evictCheap(l, now) {
+		if len(a.m) < maxAccounts || a.evictCheap(l, now) {
+			acc = &costAccount{stamp: now}
+			a.m[ip] = acc
+		}
+	}
+	if acc == nil {
+		if len(a.m) < maxAccounts {
 			return nil
 		}
-		acc = &costAccount{stamp: now}
-		a.m[ip] = acc
+		acc = &a.overflow
 	}
 	acc.cost = acc.decayed(l, now)
 	acc.stamp = now
@@ -164,9 +168,8 @@ func (a *costAccounts) admit(ctx context.Context, ip string, l costLimits) error
 func (a *costAccounts) charge(ip string, l costLimits, bytes int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if acc := a.current(ip, l, time.Now(), true); acc != nil {
-		acc.cost += requestCost + float64(bytes)/l.unit
-	}
+	acc := a.current(ip, l, time.Now(), true)
+	acc.cost += requestCost + float64(bytes)/l.unit
 }
 
 // countingWriter counts the bytes of an answer's body.
