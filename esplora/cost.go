@@ -78,28 +78,24 @@ type costAccount struct {
 	stamp time.Time
 }
 
-// current returns ip's decayed cost, creating its account when create;
-// nil for an address without one when there is room for it, the shared
-// overflow account when there is none.
-func (a *costAccounts) current(ip string, l costLimits, now time.Time, create bool) *costAccount {
+// current returns ip's account with its cost decayed to now, creating it
+// on the address's first request; the shared overflow account when there
+// is no room for it.
+func (a *costAccounts) current(ip string, l costLimits, now time.Time) *costAccount {
 	if a.m == nil {
 		a.m = make(map[string]*costAccount)
 	}
 	acc := a.m[ip]
-	if acc == nil && create {
+	if acc == nil {
 		if a.created++; a.created >= max(sweepEvery, len(a.m)/4) {
 			a.sweep(l, now)
 		}
 		if len(a.m) < maxAccounts || a.evictCheap(l, now) {
 			acc = &costAccount{stamp: now}
 			a.m[ip] = acc
+		} else {
+			acc = &a.overflow
 		}
-	}
-	if acc == nil {
-		if len(a.m) < maxAccounts {
-			return nil
-		}
-		acc = &a.overflow
 	}
 	acc.cost = acc.decayed(l, now)
 	acc.stamp = now
@@ -142,11 +138,7 @@ func (a *costAccounts) evictCheap(l costLimits, now time.Time) bool {
 // when the client left while it waited.
 func (a *costAccounts) admit(ctx context.Context, ip string, l costLimits) error {
 	a.mu.Lock()
-	acc := a.current(ip, l, time.Now(), false)
-	cost := 0.0
-	if acc != nil {
-		cost = acc.cost
-	}
+	cost := a.current(ip, l, time.Now()).cost
 	a.mu.Unlock()
 	switch {
 	case cost >= l.hard:
@@ -168,7 +160,7 @@ func (a *costAccounts) admit(ctx context.Context, ip string, l costLimits) error
 func (a *costAccounts) charge(ip string, l costLimits, bytes int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	acc := a.current(ip, l, time.Now(), true)
+	acc := a.current(ip, l, time.Now())
 	acc.cost += requestCost + float64(bytes)/l.unit
 }
 

@@ -131,7 +131,7 @@ func TestCostAccountsBounded(t *testing.T) {
 	now := time.Now()
 	for i := 0; i < maxAccounts+1000; i++ {
 		a.mu.Lock()
-		a.current(fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), l, now, true).cost = 500
+		a.current(fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), l, now).cost = 500
 		a.mu.Unlock()
 	}
 	if n := len(a.m); n > maxAccounts {
