@@ -48,36 +48,13 @@ func (b *hashStall) stall(height int32) {
 
 // TestHeaderProofCacheAfterRacingReorg: a cp_height proof whose reads of
 // a 1,024-block chunk straddle a reorganization (heights up to 2045 read
-// on the old branch, 2046 and 2047 on the new) may answer that one request from a
-// mixed chain, but it also caches that chunk's root under the new branch's
-// block 2047. Every later proof over the new chain with cp_height >= 2047
-// then uses the poisoned root: the branch and root no longer match the
-// chain's block hashes (ElectrumX's merkle.py branch_and_root), and a
-// client checking them against its checkpoint rejects the server, until
-// a proof of a header inside that chunk happens to recompute it.
+// on the old branch, 2046 and 2047 on the new) is read again, and the
+// mixed chunk's root is not cached under the new branch's block 2047:
+// every later proof over the new chain matches the chain's block hashes
+// (ElectrumX's merkle.py branch_and_root). Cached, it made every proof
+// with cp_height >= 2047 wrong until one inside the chunk recomputed it.
 func TestHeaderProofCacheAfterRacingReorg(t *testing.T) {
-	var sb *hashStall
-	n := newRealNodeServing(t, 0, proofUnthrottled, func(b *IndexBackend) Backend {
-		sb = &hashStall{IndexBackend: b, stalled: make(chan struct{}, 1), resume: make(chan struct{})}
-		return sb
-	})
-	t.Cleanup(func() {
-		select {
-		case <-sb.resume:
-		default:
-			close(sb.resume)
-		}
-	})
-	_, tip := n.h.Tip()
-	if _, err := n.h.MineEmpty(2049 - int(tip)); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.idx.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	c := dial(t, n.addr)
-	c.negotiate([]string{"1.4", "1.6"})
-
+	n, sb, c := proofStallNode(t)
 	sb.mu.Lock()
 	sb.at, sb.armed = 2046, true
 	sb.mu.Unlock()

@@ -189,10 +189,10 @@ func (f *p2pFollow) check(step string) *testchain.Model {
 	f.checkMempool(step, ec)
 	spent := f.mempoolSpends()
 	for _, sh := range scripts[:min(len(scripts), 40)] {
-		compareScriptP2P(t, f.ctx, ec, m, sh, spent)
+		compareScript(t, f.ctx, ec, m, sh, spent)
 	}
 	for _, sh := range f.subs {
-		compareScriptP2P(t, f.ctx, ec, m, sh, spent)
+		compareScript(t, f.ctx, ec, m, sh, spent)
 	}
 	// Every subscription ends at the status of the server's history: the
 	// last notification (or the subscribe answer) of each script.
@@ -575,64 +575,6 @@ func (f *p2pFollow) mempoolSpends() map[string]bool {
 		}
 	}
 	return out
-}
-
-// compareScriptP2P is compareScript with the confirmed outputs the mempool
-// spends left out of the unspent list (as ElectrumX lists them).
-func compareScriptP2P(t *testing.T, ctx context.Context, ec *ElectrumClient, m *testchain.Model, sh indexers.ScriptHash, spent map[string]bool) {
-	t.Helper()
-	hex := sh.String()
-	hist, err := ec.GetHistory(ctx, hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []HistoryItem
-	for _, e := range hist {
-		if e.Height > 0 {
-			got = append(got, HistoryItem{TxHash: e.TxHash, Height: e.Height})
-		}
-	}
-	var want []HistoryItem
-	for _, e := range m.History[sh] {
-		want = append(want, HistoryItem{TxHash: e.TxHash.String(), Height: e.Height})
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("script %s: history %v, model %v", hex, got, want)
-	}
-	bal, err := ec.GetBalance(ctx, hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bal.Confirmed != m.Balance[sh] {
-		t.Fatalf("script %s: confirmed balance %d, model %d", hex, bal.Confirmed, m.Balance[sh])
-	}
-	us, err := ec.ListUnspent(ctx, hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var gotU []Unspent
-	for _, u := range us {
-		if u.Height > 0 {
-			gotU = append(gotU, u)
-		}
-	}
-	var wantU []Unspent
-	for _, u := range m.Unspent[sh] {
-		if spent[fmt.Sprintf("%v:%d", u.TxHash, u.Vout)] {
-			continue
-		}
-		wantU = append(wantU, Unspent{TxHash: u.TxHash.String(), TxPos: u.Vout, Height: u.Height, Value: u.Value})
-	}
-	if !slices.Equal(gotU, wantU) {
-		t.Fatalf("script %s: unspent %v, model %v", hex, gotU, wantU)
-	}
-	status, err := ec.SubscribeScriptHash(ctx, hex)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if str(status) != str(Status(hist)) {
-		t.Fatalf("script %s: status %s, of its history %s", hex, str(status), str(Status(hist)))
-	}
 }
 
 // TestSubscribedDuringIBD: a client subscribed to scripts before our node
