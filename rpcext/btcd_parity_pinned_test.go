@@ -350,3 +350,42 @@ func TestGetHeadersStopsAtHashStop(t *testing.T) {
 		}
 	}
 }
+
+// A websocket client that has the answers to its long requests may send
+// the next ones at once: their slots are free before the answers are
+// sent. A miner polls getblocktemplate this way, one call after the last
+// answer.
+func TestWebsocketLongSlotsFreeWhenAnswered(t *testing.T) {
+	node := newTestNode(t)
+	if _, err := node.Generate(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, node, func(c *Config) { c.Backend = gbtNode{node} })
+	conn := parityWSDial(t, ts, testUser, testPass)
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	for round := 0; round < 300; round++ {
+		for _, id := range []string{"1", "2"} {
+			body := `{"jsonrpc":"1.0","method":"getblocktemplate","params":[{"capabilities":["coinbasetxn"]}],"id":` + id + `}`
+			if err := conn.WriteMessage(websocket.TextMessage, []byte(body)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for answered := 0; answered < 2; {
+			_, msg, err := conn.ReadMessage()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r reply
+			if err := json.Unmarshal(msg, &r); err != nil {
+				t.Fatalf("message %q: %v", msg, err)
+			}
+			if r.ID == nil {
+				continue
+			}
+			if r.Error != nil {
+				t.Fatalf("round %d: a template asked for after the last two were answered was refused: %s", round, msg)
+			}
+			answered++
+		}
+	}
+}

@@ -301,8 +301,12 @@ func (c *wsClient) readLoop() {
 		running.Add(1)
 		go func() {
 			defer running.Done()
-			defer func() { <-slots }()
-			if reply := c.s.processBody(msg, c); reply != nil && !c.queue(reply) {
+			reply := c.s.processBody(msg, c)
+			// The slot is free before the answer is queued, so a
+			// client that has its answer may send the next request
+			// at once (a miner's next long poll).
+			<-slots
+			if reply != nil && !c.queue(reply) {
 				c.close()
 			}
 		}()
