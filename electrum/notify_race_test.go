@@ -141,11 +141,7 @@ func TestHeaderNotificationOlderThanSubscribeAnswer(t *testing.T) {
 	// The notifier handles what is queued (T1's events); T2's come when
 	// the writer goes on.
 	notes := c.drain(n.srv)
-	seq := n.srv.notifier.currentSeq()
-	n.release()
-	for n.srv.notifier.currentSeq() < seq+2 { // T2's tip and scripts events
-		time.Sleep(5 * time.Millisecond)
-	}
+	n.releaseHandled() // T2's events queued
 	notes = append(notes, c.drain(n.srv)...)
 	var heights []int32
 	for _, note := range notes {
@@ -201,11 +197,7 @@ func TestSubscribeAnswerFollowedByOlderStatus(t *testing.T) {
 	}
 	close(sb.resumeMem)
 	notes := c.drain(n.srv) // the pass's own notifications, before the block's events
-	seq := n.srv.notifier.currentSeq()
-	n.release()
-	for n.srv.notifier.currentSeq() < seq+3 { // the block's tip, scripts and mempool events
-		time.Sleep(5 * time.Millisecond)
-	}
+	n.releaseHandled()      // the block's events queued
 	notes = append(notes, c.drain(n.srv)...)
 	atT := []historyItem{{TxHash: xid, Height: 0}, {TxHash: zid, Height: 0}}
 	if zid < xid {

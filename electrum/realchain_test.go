@@ -54,6 +54,9 @@ type realNode struct {
 	// waits there.
 	gate chan struct{}
 	held chan struct{}
+	// handled is closed when the commit held at the gate has been
+	// handled (its events queued).
+	handled chan struct{}
 	// after, when set, runs at the end of each commit's handling.
 	after func(indexers.Commit)
 }
@@ -62,9 +65,26 @@ type realNode struct {
 // move on while the index stays at that tip.
 func (n *realNode) hold() {
 	n.mu.Lock()
-	n.gate, n.held = make(chan struct{}), make(chan struct{}, 1)
+	n.gate, n.held, n.handled = make(chan struct{}), make(chan struct{}, 1), make(chan struct{})
 	n.mu.Unlock()
 	n.t.Cleanup(n.release)
+}
+
+// releaseHandled lets the writer go on and waits until the commit held
+// at the gate has been handled: its events are queued then, however many
+// they are (the chain's own notification may have reconciled the mempool
+// view first, leaving the commit nothing to change there).
+func (n *realNode) releaseHandled() {
+	n.t.Helper()
+	n.mu.Lock()
+	handled := n.handled
+	n.mu.Unlock()
+	n.release()
+	select {
+	case <-handled:
+	case <-time.After(30 * time.Second):
+		n.t.Fatal("the held commit was not handled within 30 s of its release")
+	}
 }
 
 // release lets the writer go on.
@@ -218,7 +238,7 @@ func (n *realNode) onChain(note *blockchain.Notification) {
 // onCommit pushes the index's commits to the server, as the node does.
 func (n *realNode) onCommit(c indexers.Commit) {
 	n.mu.Lock()
-	gate, held := n.gate, n.held
+	gate, held, handled := n.gate, n.held, n.handled
 	n.mu.Unlock()
 	if gate != nil {
 		select {
@@ -226,6 +246,7 @@ func (n *realNode) onCommit(c indexers.Commit) {
 		default:
 		}
 		<-gate
+		defer close(handled)
 	}
 	srv := n.srv
 	if srv == nil {
