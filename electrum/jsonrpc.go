@@ -78,8 +78,8 @@ type request struct {
 	// error (session.call).
 	failed bool
 	// undo, set by session.call, runs instead of the answer's after
-	// function when a batch replaces the answer with an error: it undoes
-	// a subscription the client is told failed.
+	// function when the answer is replaced with an error, before that
+	// error is queued: it undoes a subscription the client is told failed.
 	undo func()
 }
 

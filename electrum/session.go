@@ -216,7 +216,6 @@ func (ss *session) close() {
 		ss.headersPending = false
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
-		ss.srv.release(ss, n)
 		ss.sendMu.Lock()
 		ss.srv.backlog.Add(-int64(ss.queued + ss.held))
 		ss.queued, ss.held, ss.queue, ss.backlogDropped = 0, 0, nil, true
@@ -228,6 +227,9 @@ func (ss *session) close() {
 		if ss.group != nil {
 			ss.srv.groups.leave(ss.group, time.Now(), ss.srv.cfg.groupDecay())
 		}
+		// Last: once the session is out of the count, everything it
+		// held is accounted for.
+		ss.srv.release(ss, n)
 		select {
 		case ss.wake <- struct{}{}:
 		default:
@@ -922,12 +924,14 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 }
 
 // tooLarge returns the answer to r that replaces one over MaxSend, and the
-// function to run once it is queued: what the call subscribed is undone,
-// as the client is told it failed.
+// function to run once it is queued. What the call subscribed is undone
+// now, before the client can read that it failed: a client subscribing
+// again at once must find its place free and keep what it is answered.
 func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
 	resp := ss.tooLargeAnswer(r)
 	if r.undo != nil {
-		after = r.undo
+		r.undo()
+		r.undo, after = nil, nil
 	}
 	if mx := ss.srv.mx; mx != nil && !r.failed {
 		mx.failed(ss.srv.methods[r.method])
