@@ -629,7 +629,7 @@ func TestPendingTLSHandshakesBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			startServer(t, fx.f, func(c *Config) {
+			s, _ := startServer(t, fx.f, func(c *Config) {
 				c.Listeners = append(c.Listeners, Listener{Transport: tr, Listener: l})
 				c.CertDir = t.TempDir()
 				c.MaxSessionsPerIP = 3
@@ -642,6 +642,20 @@ func TestPendingTLSHandshakesBounded(t *testing.T) {
 				}
 				defer c.Close()
 				conns = append(conns, c)
+			}
+			// Each connection is admitted or refused on a goroutine of
+			// its own: wait until all 8 have been.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				s.mu.Lock()
+				handshakes := s.handshakes
+				s.mu.Unlock()
+				if handshakes+int(s.counters.refused[RefusedPerIP].Load()) >= 8 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d handshakes pending and %d refused of 8 connections after 30 s",
+						handshakes, s.counters.refused[RefusedPerIP].Load())
+				}
 			}
 			pending := 0
 			for _, c := range conns {

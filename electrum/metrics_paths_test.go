@@ -89,7 +89,7 @@ func TestTLSHandshakeRefusalCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startServerMetrics(t, fx.f, func(c *Config) {
+	s, _ := startServerMetrics(t, fx.f, func(c *Config) {
 		c.Listeners = append(c.Listeners, Listener{Transport: TLS, Listener: l})
 		c.CertDir = t.TempDir()
 		c.MaxSessionsPerIP = 1
@@ -101,7 +101,17 @@ func TestTLSHandshakeRefusalCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer first.Close()
-	time.Sleep(200 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		pending := s.handshakes
+		s.mu.Unlock()
+		if pending == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first connection's handshake was not pending within 30 s")
+		}
+	}
 	second, err := net.Dial("tcp", l.Addr().String())
 	if err != nil {
 		t.Fatal(err)

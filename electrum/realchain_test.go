@@ -252,14 +252,8 @@ func (n *realNode) onCommit(c indexers.Commit) {
 	if srv == nil {
 		return
 	}
-	if header, err := n.h.Chain.HeaderByHash(&c.Tip.Hash); err == nil {
-		srv.NotifyTip(header, c.Tip.Height)
-	}
-	if c.All {
-		srv.NotifyAllScriptHashes()
-	} else {
-		srv.NotifyScriptHashes(c.Touched)
-	}
+	// In the node's order: the mempool view reconciled first, then the
+	// scripts, then the tip the view was reconciled with.
 	n.viewMu.Lock()
 	var descs []*mempool.TxDesc
 	for _, d := range n.pool.TxDescs() {
@@ -269,6 +263,14 @@ func (n *realNode) onCommit(c indexers.Commit) {
 	}
 	srv.NotifyMempool(n.overlay.SyncKeeping(descs, n.backend.MinedAhead))
 	n.viewMu.Unlock()
+	if c.All {
+		srv.NotifyAllScriptHashes()
+	} else {
+		srv.NotifyScriptHashes(c.Touched)
+	}
+	if header, err := n.h.Chain.HeaderByHash(&c.Tip.Hash); err == nil {
+		srv.NotifyTip(header, c.Tip.Height)
+	}
 	n.mu.Lock()
 	after := n.after
 	n.mu.Unlock()

@@ -220,7 +220,22 @@ func TestInboundHandshakeSourceLimit(t *testing.T) {
 		}
 		defer c.Close()
 	}
-	time.Sleep(200 * time.Millisecond)
+	// The node admits accepted connections on goroutines of their own:
+	// wait until the 8 are counted.
+	for deadline := time.Now().Add(testWait); ; time.Sleep(5 * time.Millisecond) {
+		n.admission.mu.Lock()
+		pending := 0
+		for _, s := range n.admission.sources {
+			pending += s.pending
+		}
+		n.admission.mu.Unlock()
+		if pending == 8 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the 8 connections counted as pending", pending)
+		}
+	}
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -408,7 +408,7 @@ func TestLongPollReleasedWhenClientLeaves(t *testing.T) {
 
 	var status int
 	var b []byte
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		status, b = ts.post(t, `{"jsonrpc":"1.0","method":"getblockcount","params":[],"id":1}`, true)
 		if status == http.StatusOK {
 			return
