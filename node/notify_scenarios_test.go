@@ -108,6 +108,33 @@ func (c *electrumClient) pendingNotes(wait time.Duration) []map[string]any {
 	return out
 }
 
+// notesUntil reads notifications until each script of want has last been
+// notified its status there (the server sends them on its own goroutines
+// after the index's commit and the mempool view's reconciliation), then
+// until quiet for 300 ms, so that a notification sent after the expected
+// one is read too; it fails after testWait.
+func (c *electrumClient) notesUntil(want map[string]any) []map[string]any {
+	c.t.Helper()
+	var notes []map[string]any
+	reached := func() bool {
+		for sh, w := range want {
+			got := statusNotes(notes, sh)
+			if len(got) == 0 || got[len(got)-1] != w {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(testWait)
+	for !reached() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("notified %v within %v, want each of %v last", notes, testWait, want)
+		}
+		notes = append(notes, c.pendingNotes(100*time.Millisecond)...)
+	}
+	return append(notes, c.pendingNotes(300*time.Millisecond)...)
+}
+
 // statusNotes returns the statuses notified for sh, in order.
 func statusNotes(notes []map[string]any, sh string) []any {
 	var out []any
@@ -156,16 +183,17 @@ func TestReplacementNotifiesBothScripts(t *testing.T) {
 	if _, err := n.ProcessTx(first); err != nil {
 		t.Fatal(err)
 	}
-	if got := statusNotes(c.pendingNotes(500*time.Millisecond), sh1); len(got) != 1 || got[0] != specStatus(first.Hash().String()+":0") {
+	w1 := specStatus(first.Hash().String() + ":0")
+	if got := statusNotes(c.notesUntil(map[string]any{sh1: w1}), sh1); len(got) != 1 || got[0] != w1 {
 		t.Fatalf("after the first: %v", got)
 	}
 	second := scenarioSpend(t, cb, 0, 0xfffffffd, wire.NewTxOut(cb.TxOut[0].Value-100_000, s2))
 	if _, err := n.ProcessTx(second); err != nil {
 		t.Fatal(err)
 	}
-	notes := c.pendingNotes(500 * time.Millisecond)
-	g1, g2 := statusNotes(notes, sh1), statusNotes(notes, sh2)
 	w2 := specStatus(second.Hash().String() + ":0")
+	notes := c.notesUntil(map[string]any{sh1: nil, sh2: w2})
+	g1, g2 := statusNotes(notes, sh1), statusNotes(notes, sh2)
 	f := dialElectrum(t, n)
 	f.call("server.version", "test", "1.4")
 	f1, f2 := f.call("blockchain.scripthash.subscribe", sh1), f.call("blockchain.scripthash.subscribe", sh2)
@@ -193,12 +221,12 @@ func TestDoubleSpendByBlockNotifies(t *testing.T) {
 	if _, err := n.ProcessTx(pooled); err != nil {
 		t.Fatal(err)
 	}
-	c.pendingNotes(300 * time.Millisecond)
+	c.notesUntil(map[string]any{sh1: specStatus(pooled.Hash().String() + ":0")})
 	mined := scenarioSpend(t, cb, 0, wire.MaxTxInSequenceNum, wire.NewTxOut(cb.TxOut[0].Value-20_000, s2))
 	block := mineWith(t, n, mined)
-	notes := c.pendingNotes(700 * time.Millisecond)
-	g1, g2 := statusNotes(notes, sh1), statusNotes(notes, sh2)
 	w2 := specStatus(fmt.Sprintf("%s:%d", mined.Hash(), block.Height()))
+	notes := c.notesUntil(map[string]any{sh1: nil, sh2: w2})
+	g1, g2 := statusNotes(notes, sh1), statusNotes(notes, sh2)
 	f := dialElectrum(t, n)
 	f.call("server.version", "test", "1.4")
 	f1, f2 := f.call("blockchain.scripthash.subscribe", sh1), f.call("blockchain.scripthash.subscribe", sh2)
@@ -226,12 +254,10 @@ func TestParentConfirmedChildHeight(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := statusNotes(c.pendingNotes(300*time.Millisecond), sh2); len(got) == 0 || got[len(got)-1] != specStatus(ch.Hash().String()+":-1") {
-		t.Fatalf("before: %v", got)
-	}
+	c.notesUntil(map[string]any{sh2: specStatus(ch.Hash().String() + ":-1")})
 	mineWith(t, n, p)
-	got := statusNotes(c.pendingNotes(700*time.Millisecond), sh2)
 	want := specStatus(ch.Hash().String() + ":0")
+	got := statusNotes(c.notesUntil(map[string]any{sh2: want}), sh2)
 	f := dialElectrum(t, n)
 	f.call("server.version", "test", "1.4")
 	fresh := f.call("blockchain.scripthash.subscribe", sh2)
@@ -267,7 +293,10 @@ func TestReorgStatuses(t *testing.T) {
 	if _, err := n.ProcessTx(u); err != nil {
 		t.Fatal(err)
 	}
-	c.pendingNotes(300 * time.Millisecond)
+	c.notesUntil(map[string]any{
+		sh1: specStatus(fmt.Sprintf("%s:%d", tt.Hash(), a.Height())),
+		sh2: specStatus(u.Hash().String() + ":0"),
+	})
 
 	b1, err := rpctest.CreateBlock(parent, []*btcutil.Tx{u}, 4, parent.MsgBlock().Header.Timestamp.Add(2*time.Second),
 		testMiningAddr(t), nil, n.Chain().ChainParams())
@@ -290,7 +319,10 @@ func TestReorgStatuses(t *testing.T) {
 	if !n.TxPool().HaveTransaction(tt.Hash()) {
 		t.Fatal("T is not back in the pool")
 	}
-	notes := c.pendingNotes(1000 * time.Millisecond)
+	notes := c.notesUntil(map[string]any{
+		sh1: specStatus(tt.Hash().String() + ":0"),
+		sh2: specStatus(fmt.Sprintf("%s:%d", u.Hash(), a.Height())),
+	})
 	ok1 := map[any]string{
 		specStatus(fmt.Sprintf("%s:%d", tt.Hash(), a.Height())): "T@a",
 		specStatus(tt.Hash().String() + ":0"):                   "T:0",
@@ -368,9 +400,7 @@ func TestDeepReorgDropsCoinbaseSpend(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := statusNotes(c.pendingNotes(300*time.Millisecond), sh1); len(got) == 0 || got[len(got)-1] != specStatus(ch.Hash().String()+":-1") {
-		t.Fatalf("before the reorganization: %v", short(got))
-	}
+	c.notesUntil(map[string]any{sh1: specStatus(ch.Hash().String() + ":-1")})
 
 	var prev *btcutil.Block
 	elsewhere := []wire.TxOut{{Value: 1e8, PkScript: scenarioScript(0x72)}}
