@@ -78,9 +78,10 @@ type request struct {
 	// error (session.call).
 	failed bool
 	// undo, set by session.call, runs instead of the answer's after
-	// function when the answer is replaced with an error, before that
-	// error is queued: it undoes a subscription the client is told failed.
-	undo func()
+	// function when the answer is replaced with an error: it undoes a
+	// subscription the client is told failed (session.tooLarge says when).
+	undo      func()
+	undoTells bool
 }
 
 // isNotification reports whether no response is expected.

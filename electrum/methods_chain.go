@@ -383,7 +383,7 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	if after == nil {
 		// As a repeated scripthash subscribe: never sent, the tip it
 		// recorded is told now.
-		return afterAnswer{v: res, dropped: func() {
+		return afterAnswer{v: res, tells: true, dropped: func() {
 			ss.subMu.Lock()
 			defer ss.subMu.Unlock()
 			last := ss.lastHeader

@@ -428,7 +428,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		// Never sent (timed out), the answer leaves the client with what
 		// it held, and a pass that found the status recorded here (the
 		// seq still this read's) told nothing: the change is told now.
-		return afterAnswer{v: answered, dropped: func() {
+		return afterAnswer{v: answered, tells: true, dropped: func() {
 			ss.subMu.Lock()
 			defer ss.subMu.Unlock()
 			if ss.subs[sh] == st && !st.pending && st.seq == seq && !equalStatus(st.status, held) {

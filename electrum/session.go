@@ -924,14 +924,21 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 }
 
 // tooLarge returns the answer to r that replaces one over MaxSend, and the
-// function to run once it is queued. What the call subscribed is undone
-// now, before the client can read that it failed: a client subscribing
-// again at once must find its place free and keep what it is answered.
+// function to run once it is queued. A subscription the call made is
+// undone now, before the client can read that it failed: a client
+// subscribing again at once must find its place free and keep what it is
+// answered. A re-subscribe's undo, which tells the client the status its
+// answer held, runs once the error is queued, after what was ahead of it.
 func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
 	resp := ss.tooLargeAnswer(r)
 	if r.undo != nil {
-		r.undo()
-		r.undo, after = nil, nil
+		if r.undoTells {
+			after = r.undo
+		} else {
+			r.undo()
+			after = nil
+		}
+		r.undo = nil
 	}
 	if mx := ss.srv.mx; mx != nil && !r.failed {
 		mx.failed(ss.srv.methods[r.method])
@@ -967,8 +974,13 @@ type afterAnswer struct {
 	v     any
 	after func()
 	// dropped, when not nil, runs instead of after when the answer is
-	// never sent (the request timed out): it undoes the subscription.
+	// never sent (the request timed out, or its answer was replaced by an
+	// error): it undoes the subscription.
 	dropped func()
+	// tells is set when dropped tells the client what the answer held (a
+	// subscription it had already): then it runs after the error is
+	// queued, as the answer would have, not before what was queued ahead.
+	tells bool
 }
 
 // call runs the method of r within the request timeout and cost limits,
@@ -1020,6 +1032,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		v                       any
 		rerr                    *RPCError
 		after, dropped, release func()
+		tells                   bool
 	}
 	ch := make(chan answer, 1)
 	ss.srv.workers.run(func() {
@@ -1041,7 +1054,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 			a.v, a.release = ba.v, ba.release
 		}
 		if aa, ok := res.(afterAnswer); ok {
-			a.v, a.after, a.dropped = aa.v, aa.after, aa.dropped
+			a.v, a.after, a.dropped, a.tells = aa.v, aa.after, aa.dropped, aa.tells
 		}
 		if _, raw := a.v.(json.RawMessage); a.rerr == nil && !raw {
 			// Encoding is part of the request's work: inside the gate.
@@ -1055,7 +1068,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 	})
 	select {
 	case a := <-ch:
-		r.undo = a.dropped
+		r.undo, r.undoTells = a.dropped, a.tells
 		if a.rerr != nil {
 			return nil, a.rerr, a.after, a.release, m
 		}
