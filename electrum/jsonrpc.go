@@ -80,8 +80,7 @@ type request struct {
 	// undo, set by session.call, runs instead of the answer's after
 	// function when the answer is replaced with an error: it undoes a
 	// subscription the client is told failed (session.tooLarge says when).
-	undo      func()
-	undoTells bool
+	undo func()
 }
 
 // isNotification reports whether no response is expected.

@@ -323,15 +323,17 @@ func (s *Server) headersHex(start, count int64, last chainhash.Hash) (hx []byte,
 }
 
 // hHeadersSubscribe subscribes to new tips and returns the current one.
-// Tip notifications wait until the answer is queued.
+// Tip notifications wait until the answer is queued, with claims as a
+// script's subscribe holds them (hSubscribe).
 func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any, error) {
 	n := ss.srv.notifier
 	ss.subMu.Lock()
 	fresh := !ss.headersSub
 	ss.headersSub = true
-	if fresh {
-		ss.headersPending = true
+	if ss.headersClaims == 0 {
+		ss.headersTold = ss.lastHeader
 	}
+	ss.headersClaims++
 	ss.subMu.Unlock()
 	if fresh {
 		n.addHeaders(ss)
@@ -350,57 +352,51 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	if err == nil {
 		x, err = headerHex(&h)
 	}
+	res := headerResult{Height: tip.Height, Hex: x}
+	var msg []byte
+	if err == nil {
+		msg, err = encodeNotification("blockchain.headers.subscribe", []headerResult{res})
+	}
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
-	answered := headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true}
-	held := ss.lastHeader // what the client was last told
-	if err == nil && (!ss.lastHeader.set || ss.lastHeader.seq <= seq) {
-		ss.lastHeader = answered
-	}
-	var after func()
-	if fresh {
-		after = func() {
-			ss.subMu.Lock()
-			defer ss.subMu.Unlock()
-			if !ss.headersPending {
-				return
-			}
-			ss.headersPending = false
-			last := ss.lastHeader
-			if last.msg != nil && (last.hash != answered.hash || last.height != answered.height) {
-				ss.sendHeld(last.msg)
-			}
-		}
-	}
 	if err != nil {
-		if after != nil {
-			// Release the hold on notifications without an answer.
-			ss.headersPending = false
-		}
+		ss.settleHeadersLocked()
 		return nil, internal("tip header", err)
 	}
-	res := headerResult{Height: tip.Height, Hex: x}
-	if after == nil {
-		// As a repeated scripthash subscribe: never sent, the tip it
-		// recorded is told now.
-		return afterAnswer{v: res, tells: true, dropped: func() {
-			ss.subMu.Lock()
-			defer ss.subMu.Unlock()
-			last := ss.lastHeader
-			if ss.headersSub && !ss.headersPending && last.seq == answered.seq && last.hash == answered.hash &&
-				(held.hash != answered.hash || held.height != answered.height) {
-				if msg, err := encodeNotification("blockchain.headers.subscribe", []headerResult{res}); err == nil {
-					ss.sendHeld(msg)
-				}
-			}
-		}}, nil
+	answered := headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true, msg: msg}
+	if !ss.lastHeader.set || ss.lastHeader.seq <= seq {
+		ss.lastHeader = answered
 	}
-	return afterAnswer{v: res, after: after, dropped: func() {
+	return afterAnswer{v: res, after: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		if ss.headersPending {
-			ss.headersSub, ss.headersPending = false, false
-			n.dropSession(ss, nil)
+		if ss.headersSub {
+			ss.headersAnswered, ss.headersTold = true, answered
+			ss.settleHeadersLocked()
 		}
+	}, dropped: func() {
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		ss.settleHeadersLocked()
 	}}, nil
+}
+
+// settleHeadersLocked settles one claim of a headers.subscribe, as
+// settleSubLocked does a script's. subMu is held.
+func (ss *session) settleHeadersLocked() {
+	if !ss.headersSub {
+		return
+	}
+	if ss.headersClaims--; ss.headersClaims > 0 {
+		return
+	}
+	if !ss.headersAnswered {
+		ss.headersSub = false
+		ss.srv.notifier.dropSession(ss, nil)
+		return
+	}
+	last, told := ss.lastHeader, ss.headersTold
+	if last.msg != nil && (last.hash != told.hash || last.height != told.height) {
+		ss.sendHeld(last.msg)
+	}
 }

@@ -359,8 +359,10 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	n := srv.notifier
 
 	// Register before computing, so no change between the computation
-	// and the registration can be missed; the state stays pending (no
-	// notifications) until this answer is decided.
+	// and the registration can be missed. The state holds one claim per
+	// subscribe whose answer is undecided; meanwhile the notifier only
+	// records newer statuses, and the last claim settled tells what the
+	// client has not been told (settleSubLocked).
 	ss.subMu.Lock()
 	if ss.closed() {
 		ss.subMu.Unlock()
@@ -378,7 +380,7 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 			ss.subMu.Unlock()
 			return nil, rerr
 		}
-		st = &subState{pending: true}
+		st = &subState{}
 		ss.subs[sh] = st
 		ss.nsubs.Add(1)
 		// With the session's entry, under its lock: an unsubscribe
@@ -386,6 +388,10 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		// longer holds.
 		n.addSub(ss, sh, false)
 	}
+	if st.claims == 0 {
+		st.told = st.status
+	}
+	st.claims++
 	st.name = spelling(args[0], sh)
 	ss.subMu.Unlock()
 	if fresh {
@@ -407,16 +413,13 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	if err != nil {
-		if fresh {
-			ss.dropSubLocked(sh, st)
-		}
+		ss.settleSubLocked(sh, st)
 		return nil, err
 	}
 	if ss.subs[sh] != st {
 		// The session closed meanwhile.
 		return status, nil
 	}
-	held := st.status // what the client was last told
 	if st.seq <= seq {
 		st.status, st.seq, st.mempool = status, seq, hasMempool
 	}
@@ -424,39 +427,41 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		n.addSub(ss, sh, true)
 	}
 	answered := st.status
-	if !fresh {
-		// Never sent (timed out), the answer leaves the client with what
-		// it held, and a pass that found the status recorded here (the
-		// seq still this read's) told nothing: the change is told now.
-		return afterAnswer{v: answered, tells: true, dropped: func() {
-			ss.subMu.Lock()
-			defer ss.subMu.Unlock()
-			if ss.subs[sh] == st && !st.pending && st.seq == seq && !equalStatus(st.status, held) {
-				ss.sendHeld(statusNotification(cmp.Or(st.name, sh.String()), st.status))
-			}
-		}}, nil
-	}
-	// Notifications wait until this answer is queued; one that arrived
-	// meanwhile is sent right after it.
 	return afterAnswer{v: answered, after: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		if ss.subs[sh] != st {
-			return
-		}
-		st.pending = false
-		if !equalStatus(st.status, answered) {
-			name := st.name
-			if name == "" {
-				name = sh.String()
-			}
-			ss.sendHeld(statusNotification(name, st.status))
+		if ss.subs[sh] == st {
+			st.answered, st.told = true, answered
+			ss.settleSubLocked(sh, st)
 		}
 	}, dropped: func() {
+		// Never sent (timed out, or replaced by an error): the client
+		// holds what it was told before.
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
-		ss.dropSubLocked(sh, st)
+		ss.settleSubLocked(sh, st)
 	}}, nil
+}
+
+// settleSubLocked settles one claim of a subscribe on st. The last one
+// drops a subscription no answer was sent for, and otherwise tells the
+// status found meanwhile when the client was last told another: no answer
+// for sh is then left to queue, so the notification follows every one.
+// subMu is held.
+func (ss *session) settleSubLocked(sh indexers.ScriptHash, st *subState) {
+	if ss.subs[sh] != st {
+		return
+	}
+	if st.claims--; st.claims > 0 {
+		return
+	}
+	if !st.answered {
+		ss.dropSubLocked(sh, st)
+		return
+	}
+	if !equalStatus(st.status, st.told) {
+		ss.sendHeld(statusNotification(cmp.Or(st.name, sh.String()), st.status))
+	}
 }
 
 // dropSubLocked undoes the subscription st to sh that a subscribe made but

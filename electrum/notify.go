@@ -383,7 +383,7 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 		last := ss.lastHeader
 		if ss.headersSub && (!last.set || last.seq < seq) && (last.hash != mark.hash || last.height != mark.height) {
 			ss.lastHeader = mark
-			if !ss.headersPending && ss.send(msg) {
+			if ss.headersClaims == 0 && ss.send(msg) {
 				sent++
 			}
 		}
@@ -433,7 +433,7 @@ func (n *notifier) deliver(sh indexers.ScriptHash, r statusResult, seq uint64, o
 	for _, ss := range subs {
 		ss.subMu.Lock()
 		st := ss.subs[sh]
-		if st != nil && st.pending {
+		if st != nil && st.claims > 0 {
 			// The subscribe answer is being computed; it will carry the
 			// newer of its own status and this one.
 			if st.seq < seq {

@@ -198,7 +198,7 @@ func (s *Server) headersHeld() bool {
 	s.mu.Unlock()
 	for _, ss := range sessions {
 		ss.subMu.Lock()
-		held := ss.headersPending
+		held := ss.headersClaims > 0
 		ss.subMu.Unlock()
 		if held {
 			return true

@@ -89,8 +89,11 @@ type session struct {
 	subs       map[indexers.ScriptHash]*subState
 	nsubs      atomic.Int32
 	headersSub bool
-	// headersPending is set until the headers.subscribe answer is queued.
-	headersPending bool
+	// headersClaims, headersTold and headersAnswered are a subState's
+	// claims, told and answered for the headers subscription.
+	headersClaims   int
+	headersTold     headerMark
+	headersAnswered bool
 
 	// overLimit is set when the session reached the hard cost limit: its
 	// answer is the last message it gets.
@@ -109,9 +112,14 @@ type subState struct {
 	seq uint64
 	// mempool reports whether the status included mempool transactions.
 	mempool bool
-	// pending is set until the subscribe answer is queued; meanwhile
-	// the notifier only records newer statuses.
-	pending bool
+	// claims counts the subscribes whose answers are not yet queued or
+	// dropped; meanwhile the notifier only records newer statuses.
+	claims int
+	// told is the status the client was last told when the first of
+	// those claims was made, then the last answer queued.
+	told *string
+	// answered is set once a subscribe answer was queued.
+	answered bool
 	// name is the script hash as the client spelled it in its last
 	// subscribe, when not as sh.String() does (upper-case hex):
 	// notifications name it so, as ElectrumX's do, for clients that match
@@ -212,8 +220,7 @@ func (ss *session) close() {
 		n := len(ss.subs)
 		subs := ss.subs
 		ss.subs = make(map[indexers.ScriptHash]*subState)
-		ss.headersSub = false
-		ss.headersPending = false
+		ss.headersSub, ss.headersClaims, ss.headersAnswered = false, 0, false
 		ss.subMu.Unlock()
 		ss.srv.notifier.dropSession(ss, subs)
 		ss.sendMu.Lock()
@@ -924,21 +931,16 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 }
 
 // tooLarge returns the answer to r that replaces one over MaxSend, and the
-// function to run once it is queued. A subscription the call made is
-// undone now, before the client can read that it failed: a client
-// subscribing again at once must find its place free and keep what it is
-// answered. A re-subscribe's undo, which tells the client the status its
-// answer held, runs once the error is queued, after what was ahead of it.
+// function to run once it is queued. What the call subscribed is undone
+// now, before the client can read that it failed: a client subscribing
+// again at once must find its place free and keep what it is answered.
+// (An undo tells nothing ahead of an answer still to queue: each answer
+// holds a claim on its subscription until it is queued.)
 func (ss *session) tooLarge(r *request, after func()) ([]byte, func()) {
 	resp := ss.tooLargeAnswer(r)
 	if r.undo != nil {
-		if r.undoTells {
-			after = r.undo
-		} else {
-			r.undo()
-			after = nil
-		}
-		r.undo = nil
+		r.undo()
+		r.undo, after = nil, nil
 	}
 	if mx := ss.srv.mx; mx != nil && !r.failed {
 		mx.failed(ss.srv.methods[r.method])
@@ -977,10 +979,6 @@ type afterAnswer struct {
 	// never sent (the request timed out, or its answer was replaced by an
 	// error): it undoes the subscription.
 	dropped func()
-	// tells is set when dropped tells the client what the answer held (a
-	// subscription it had already): then it runs after the error is
-	// queued, as the answer would have, not before what was queued ahead.
-	tells bool
 }
 
 // call runs the method of r within the request timeout and cost limits,
@@ -1032,7 +1030,6 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		v                       any
 		rerr                    *RPCError
 		after, dropped, release func()
-		tells                   bool
 	}
 	ch := make(chan answer, 1)
 	ss.srv.workers.run(func() {
@@ -1054,7 +1051,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 			a.v, a.release = ba.v, ba.release
 		}
 		if aa, ok := res.(afterAnswer); ok {
-			a.v, a.after, a.dropped, a.tells = aa.v, aa.after, aa.dropped, aa.tells
+			a.v, a.after, a.dropped = aa.v, aa.after, aa.dropped
 		}
 		if _, raw := a.v.(json.RawMessage); a.rerr == nil && !raw {
 			// Encoding is part of the request's work: inside the gate.
@@ -1068,7 +1065,7 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 	})
 	select {
 	case a := <-ch:
-		r.undo, r.undoTells = a.dropped, a.tells
+		r.undo = a.dropped
 		if a.rerr != nil {
 			return nil, a.rerr, a.after, a.release, m
 		}
