@@ -330,11 +330,16 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	ss.subMu.Lock()
 	fresh := !ss.headersSub
 	ss.headersSub = true
-	if ss.headersClaims == 0 {
-		ss.headersTold = ss.lastHeader
-	}
 	ss.headersClaims++
 	ss.subMu.Unlock()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			ss.subMu.Lock()
+			ss.settleHeadersLocked()
+			ss.subMu.Unlock()
+		}
+	}()
 	if fresh {
 		n.addHeaders(ss)
 	}
@@ -360,18 +365,27 @@ func hHeadersSubscribe(_ context.Context, ss *session, _ []json.RawMessage) (any
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	if err != nil {
-		ss.settleHeadersLocked()
 		return nil, internal("tip header", err)
 	}
 	answered := headerMark{height: tip.Height, hash: h.BlockHash(), seq: seq, set: true, msg: msg}
 	if !ss.lastHeader.set || ss.lastHeader.seq <= seq {
 		ss.lastHeader = answered
 	}
+	handedOff = true
 	return afterAnswer{v: res, after: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
 		if ss.headersSub {
 			ss.headersAnswered, ss.headersTold = true, answered
+			ss.settleHeadersLocked()
+		}
+	}, unsent: func() {
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		if ss.headersSub {
+			if !ss.headersAnswered {
+				ss.headersAnswered, ss.headersTold = true, answered
+			}
 			ss.settleHeadersLocked()
 		}
 	}, dropped: func() {
@@ -397,6 +411,7 @@ func (ss *session) settleHeadersLocked() {
 	}
 	last, told := ss.lastHeader, ss.headersTold
 	if last.msg != nil && (last.hash != told.hash || last.height != told.height) {
+		ss.headersTold = last
 		ss.sendHeld(last.msg)
 	}
 }

@@ -362,7 +362,8 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	// and the registration can be missed. The state holds one claim per
 	// subscribe whose answer is undecided; meanwhile the notifier only
 	// records newer statuses, and the last claim settled tells what the
-	// client has not been told (settleSubLocked).
+	// client has not been told (settleSubLocked). The claim is settled
+	// on every way out: by the answer's functions, or here.
 	ss.subMu.Lock()
 	if ss.closed() {
 		ss.subMu.Unlock()
@@ -388,12 +389,17 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		// longer holds.
 		n.addSub(ss, sh, false)
 	}
-	if st.claims == 0 {
-		st.told = st.status
-	}
 	st.claims++
 	st.name = spelling(args[0], sh)
 	ss.subMu.Unlock()
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			ss.subMu.Lock()
+			ss.settleSubLocked(sh, st)
+			ss.subMu.Unlock()
+		}
+	}()
 	if fresh {
 		if ss.closed() {
 			// close() may have dropped the session's registrations
@@ -413,7 +419,6 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	if err != nil {
-		ss.settleSubLocked(sh, st)
 		return nil, err
 	}
 	if ss.subs[sh] != st {
@@ -427,11 +432,23 @@ func hSubscribe(ctx context.Context, ss *session, args []json.RawMessage) (any, 
 		n.addSub(ss, sh, true)
 	}
 	answered := st.status
+	handedOff = true
 	return afterAnswer{v: answered, after: func() {
 		ss.subMu.Lock()
 		defer ss.subMu.Unlock()
 		if ss.subs[sh] == st {
 			st.answered, st.told = true, answered
+			ss.settleSubLocked(sh, st)
+		}
+	}, unsent: func() {
+		// Without an id: subscribed, told nothing. A fresh subscription
+		// starts from the status read, as an answer would have.
+		ss.subMu.Lock()
+		defer ss.subMu.Unlock()
+		if ss.subs[sh] == st {
+			if !st.answered {
+				st.answered, st.told = true, answered
+			}
 			ss.settleSubLocked(sh, st)
 		}
 	}, dropped: func() {
@@ -460,6 +477,7 @@ func (ss *session) settleSubLocked(sh indexers.ScriptHash, st *subState) {
 		return
 	}
 	if !equalStatus(st.status, st.told) {
+		st.told = st.status
 		ss.sendHeld(statusNotification(cmp.Or(st.name, sh.String()), st.status))
 	}
 }

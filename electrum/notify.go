@@ -308,6 +308,7 @@ func (ss *session) sendNotes(notes []note, seq uint64) int {
 		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) {
 			continue
 		}
+		st.told = nt.status
 		msg := nt.msg
 		switch {
 		case st.name != "":
@@ -383,8 +384,11 @@ func (n *notifier) notifyHeaders(t *tipEvent, seq uint64) (sent int) {
 		last := ss.lastHeader
 		if ss.headersSub && (!last.set || last.seq < seq) && (last.hash != mark.hash || last.height != mark.height) {
 			ss.lastHeader = mark
-			if ss.headersClaims == 0 && ss.send(msg) {
-				sent++
+			if ss.headersClaims == 0 {
+				ss.headersTold = mark
+				if ss.send(msg) {
+					sent++
+				}
 			}
 		}
 		ss.subMu.Unlock()

@@ -90,7 +90,8 @@ type session struct {
 	nsubs      atomic.Int32
 	headersSub bool
 	// headersClaims, headersTold and headersAnswered are a subState's
-	// claims, told and answered for the headers subscription.
+	// claims, told and answered for the headers subscription (told: the
+	// tip last queued to the client).
 	headersClaims   int
 	headersTold     headerMark
 	headersAnswered bool
@@ -115,8 +116,8 @@ type subState struct {
 	// claims counts the subscribes whose answers are not yet queued or
 	// dropped; meanwhile the notifier only records newer statuses.
 	claims int
-	// told is the status the client was last told when the first of
-	// those claims was made, then the last answer queued.
+	// told is the status last queued to the client, in an answer or a
+	// notification.
 	told *string
 	// answered is set once a subscribe answer was queued.
 	answered bool
@@ -979,6 +980,9 @@ type afterAnswer struct {
 	// never sent (the request timed out, or its answer was replaced by an
 	// error): it undoes the subscription.
 	dropped func()
+	// unsent, when not nil, runs instead of after when the request had
+	// no id: nothing is sent, and the subscription is kept.
+	unsent func()
 }
 
 // call runs the method of r within the request timeout and cost limits,
@@ -1052,6 +1056,9 @@ func (ss *session) run(r *request) (json.RawMessage, *RPCError, func(), func(), 
 		}
 		if aa, ok := res.(afterAnswer); ok {
 			a.v, a.after, a.dropped = aa.v, aa.after, aa.dropped
+			if r.isNotification() && aa.unsent != nil {
+				a.after = aa.unsent
+			}
 		}
 		if _, raw := a.v.(json.RawMessage); a.rerr == nil && !raw {
 			// Encoding is part of the request's work: inside the gate.
