@@ -297,15 +297,16 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 // sendNotes queues a session's notes of the pass at seq together, so its
 // writer sends them in one write. It checks each under the session's lock,
 // as it queues it: a note whose subscription the session has dropped or
-// made again, or whose status a subscribe answer has since replaced, is
-// left out, since the client was answered after the pass read it.
+// made again, or whose status a subscribe answer has since replaced or
+// already told, is left out, since the client was answered after the pass
+// read it.
 func (ss *session) sendNotes(notes []note, seq uint64) int {
 	msgs := make([][]byte, 0, len(notes))
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	for _, nt := range notes {
 		st := nt.st
-		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) {
+		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) || equalStatus(st.told, nt.status) {
 			continue
 		}
 		st.told = nt.status

@@ -767,6 +767,8 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		afters []func()   // what to run once out[i] is queued
 		ran    []*request // the member of each answer in out, nil for first
 		others []func()   // what to run for the members without an answer
+		quiet  []*request // the members without an id
+		qafter []func()   // what to run for each of quiet
 		held   int        // the bytes of out counted by hold
 	)
 	ss.sendMu.Lock()
@@ -778,7 +780,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 	}
 	defer func() {
 		unhold()
-		for _, f := range append(afters, others...) {
+		for _, f := range slices.Concat(afters, qafter, others) {
 			if f != nil {
 				f()
 			}
@@ -803,7 +805,7 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 		}
 		resp, ok, after := ss.execute(r)
 		if !ok {
-			others = append(others, after)
+			quiet, qafter = append(quiet, r), append(qafter, after)
 			continue
 		}
 		if total+len(resp)+1 > ss.srv.cfg.MaxSend && len(ss.tooLargeAnswer(r)) < len(resp) {
@@ -843,6 +845,12 @@ func (ss *session) runBatch(rs []*request, first []byte) {
 			for i, r := range ran {
 				if r != nil && !r.failed {
 					_, afters[i] = ss.tooLarge(r, afters[i])
+				}
+			}
+			for i, r := range quiet {
+				if r.undo != nil {
+					r.undo()
+					r.undo, qafter[i] = nil, nil
 				}
 			}
 			unhold()
@@ -906,11 +914,9 @@ func (ss *session) executeMsg(r *request) (outMsg, bool, func()) {
 			ss.charge(float64(len(result)) / float64(ss.srv.cfg.BandwidthUnit))
 		}
 		// Over the hard limit the session ends once the requests
-		// running are answered (releaseSlot).
-		if after != nil {
-			after()
-		}
-		return outMsg{}, false, nil
+		// running are answered (releaseSlot). after is the caller's to
+		// run: a batch refused whole undoes what its members subscribed.
+		return outMsg{}, false, after
 	}
 	var m outMsg
 	switch {
