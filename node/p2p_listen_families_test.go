@@ -2,6 +2,7 @@ package node
 
 import (
 	"net"
+	"strings"
 	"testing"
 )
 
@@ -29,10 +30,31 @@ func TestP2PListenFamiliesAsBtcd(t *testing.T) {
 		host       string
 		ipv4, ipv6 bool
 	}{{"0.0.0.0", true, false}, {"::", false, true}, {"", true, true}} {
-		_, p, _ := net.SplitHostPort(freePort(t))
-		cfg := testConfig(t, t.TempDir(), false)
-		cfg.Listeners = []string{net.JoinHostPort(tc.host, p)}
-		n := startNode(t, cfg)
+		// A port free on 127.0.0.1 a moment ago may be taken on another
+		// address, or meanwhile, by a test running beside this one: the
+		// node then has no listener, and another port is tried.
+		var (
+			n   *Node
+			p   string
+			cfg *Config
+		)
+		for try := 0; n == nil; try++ {
+			_, p, _ = net.SplitHostPort(freePort(t))
+			cfg = testConfig(t, t.TempDir(), false)
+			cfg.Listeners = []string{net.JoinHostPort(tc.host, p)}
+			var err error
+			if n, err = New(cfg); err != nil {
+				if try < 10 && strings.Contains(err.Error(), "no valid P2P listen address") {
+					continue
+				}
+				t.Fatalf("New: %v", err)
+			}
+		}
+		if err := n.Start(); err != nil {
+			_ = n.Stop()
+			t.Fatalf("Start: %v", err)
+		}
+		t.Cleanup(func() { _ = n.Stop() })
 		t.Logf("--listen=%s: listeners %v", cfg.Listeners[0], n.P2PAddrs())
 		if got := dials("tcp4", net.JoinHostPort("127.0.0.1", p)); got != tc.ipv4 {
 			t.Errorf("--listen=%s: a connection over IPv4 (127.0.0.1:%s) accepted: %v, want %v", cfg.Listeners[0], p, got, tc.ipv4)
