@@ -299,14 +299,16 @@ func (n *notifier) fanOut(q []event, seq uint64) (sent int) {
 // as it queues it: a note whose subscription the session has dropped or
 // made again, or whose status a subscribe answer has since replaced or
 // already told, is left out, since the client was answered after the pass
-// read it.
+// read it; so is one for a subscription a subscribe holds a claim on,
+// whose settling tells the status if its answer did not.
 func (ss *session) sendNotes(notes []note, seq uint64) int {
 	msgs := make([][]byte, 0, len(notes))
 	ss.subMu.Lock()
 	defer ss.subMu.Unlock()
 	for _, nt := range notes {
 		st := nt.st
-		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) || equalStatus(st.told, nt.status) {
+		if ss.subs[nt.sh] != st || st.seq != seq || !equalStatus(st.status, nt.status) || equalStatus(st.told, nt.status) ||
+			st.claims > 0 {
 			continue
 		}
 		st.told = nt.status
