@@ -22,6 +22,7 @@ import (
 	"github.com/btcsuite/btcd/rpcclient"
 
 	"github.com/btcd-electrum/btcd-electrum/electrum"
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 	"github.com/btcd-electrum/btcd-electrum/node"
 )
 
@@ -87,27 +88,22 @@ func RemoveBinaries() {
 	}
 }
 
-// FreeAddr returns a loopback host:port that was free a moment ago.
+// FreeAddr returns a loopback host:port that nothing listens on now, below
+// the system's ephemeral range, so that no other test's sockets take it
+// before a node binds it.
 func FreeAddr() (string, error) {
-	addrs, err := freeAddrs(1)
-	if err != nil {
-		return "", err
-	}
-	return addrs[0], nil
+	return freeport.Addr()
 }
 
-// freeAddrs returns n distinct free loopback addresses: each port is held
-// until all are picked, since a port just closed may come back at once
-// (and the node refuses one address for two listeners).
+// freeAddrs returns n distinct addresses from FreeAddr.
 func freeAddrs(n int) ([]string, error) {
 	addrs := make([]string, 0, n)
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		a, err := freeport.Addr()
 		if err != nil {
 			return nil, err
 		}
-		defer l.Close()
-		addrs = append(addrs, l.Addr().String())
+		addrs = append(addrs, a)
 	}
 	return addrs, nil
 }

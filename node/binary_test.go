@@ -3,7 +3,6 @@ package node
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,8 @@ import (
 	"github.com/btcsuite/btcd/wire/v2"
 
 	"github.com/btcd-electrum/btcd-electrum/rpcext"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 )
 
 var (
@@ -50,31 +51,16 @@ func buildBinary(t *testing.T) string {
 	return binaryPath
 }
 
-// freePort returns a loopback address with a port that was free a moment
-// ago and that it has not returned before: the system may hand a port
-// closed a moment ago out again, and a node's two listeners would collide.
+// freePort returns a loopback address for the binary to listen on
+// (internal/freeport says why such ports are not taken meanwhile).
 func freePort(t *testing.T) string {
 	t.Helper()
-	handedMu.Lock()
-	defer handedMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		if !handed[addr] {
-			handed[addr] = true
-			return addr
-		}
+	addr, err := freeport.Addr()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return addr
 }
-
-var (
-	handedMu sync.Mutex
-	handed   = map[string]bool{}
-)
 
 // runBinary starts the binary on regtest in dir with RPC on rpcAddr.
 func runBinary(t *testing.T, bin, dir, rpcAddr string) *exec.Cmd {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 )
 
 // The configurations catchup measures.
@@ -199,7 +201,7 @@ func catchupOnce(c *common, ci *chainInfo, scratch, kind string, runNo int, prog
 	switch kind {
 	case kindElectrum:
 		bin = c.node
-		if port, err = freePort(); err != nil {
+		if port, err = freeport.Port(); err != nil {
 			return run, err
 		}
 		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", port),

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 	"github.com/btcd-electrum/btcd-electrum/internal/hostile"
 )
 
@@ -143,7 +144,7 @@ func runHostile(args []string) error {
 	}
 	ports := make([]int, 6)
 	for i := range ports {
-		if ports[i], err = freePort(); err != nil {
+		if ports[i], err = freeport.Port(); err != nil {
 			return err
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 )
 
 // ibdRun is one replay of blocks.dat into a fresh node.
@@ -282,7 +284,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 			os.RemoveAll(dir)
 		}
 	}()
-	rpcPort, err := freePort()
+	rpcPort, err := freeport.Port()
 	if err != nil {
 		return run, err
 	}
@@ -294,7 +296,7 @@ func ibdOnce(c *common, ci *chainInfo, scratch string, kind string, runNo, big i
 		"--nocfilters"}
 	var ePort int
 	if withIndex {
-		if ePort, err = freePort(); err != nil {
+		if ePort, err = freeport.Port(); err != nil {
 			return run, err
 		}
 		args = append(args, "--electrumindex", fmt.Sprintf("--electrumlisten=127.0.0.1:%d", ePort))

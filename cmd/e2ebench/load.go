@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 )
 
 // runLoad measures the Electrum server as wallets use it: the node is
@@ -62,7 +64,7 @@ func runLoad(args []string) error {
 	if err := copyTree(ci.DBPath(), filepath.Join(dataDir, ci.NetDir(), "blocks_ffldb")); err != nil {
 		return fmt.Errorf("copy chain: %w", err)
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return err
 	}
@@ -74,7 +76,7 @@ func runLoad(args []string) error {
 		"--electrummaxsessionsperip=-1", "--electrumcosthardlimit=-1"}, c.nodeArgs...)
 	target := []string{"-server", fmt.Sprintf("127.0.0.1:%d", port)}
 	if esplora {
-		eport, err := freePort()
+		eport, err := freeport.Port()
 		if err != nil {
 			return err
 		}

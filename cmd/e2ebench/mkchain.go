@@ -14,6 +14,8 @@ import (
 
 	"github.com/btcsuite/btcd/address/v2"
 	"github.com/btcsuite/btcd/chaincfg/v2"
+
+	"github.com/btcd-electrum/btcd-electrum/internal/freeport"
 )
 
 // runMkchain makes a small chain in the layout the benchmarks read: it
@@ -56,7 +58,7 @@ func runMkchain(args []string) error {
 	if err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := freeport.Port()
 	if err != nil {
 		return err
 	}

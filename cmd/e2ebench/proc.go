@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -298,33 +297,6 @@ func parseProcStatus(s string) map[string]int64 {
 	}
 	return out
 }
-
-// freePort returns a loopback port nothing listens on right now and that
-// it has not returned before.
-func freePort() (int, error) {
-	handedMu.Lock()
-	defer handedMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The system may hand a port closed a moment ago out again: a
-		// node's two listeners then collide.
-		if !handed[port] {
-			handed[port] = true
-			return port, nil
-		}
-	}
-}
-
-// handed are the ports freePort returned in this run.
-var (
-	handedMu sync.Mutex
-	handed   = map[int]bool{}
-)
 
 // diskUsage returns the bytes a directory tree occupies on disk, as du
 // counts them (allocated blocks).
