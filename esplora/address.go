@@ -760,10 +760,13 @@ func (s *Server) mempoolValuesIn(q *request, es []electrum.MempoolEntry) ([]*txV
 }
 
 // GET /address/:address/txs: up to 50 unconfirmed transactions, then the
-// first page of confirmed ones. With ?after_txid= (mempool.space's paging,
-// which its clients use): after an unconfirmed transaction, the unconfirmed
-// ones after it and the first confirmed page; after a confirmed one, the
-// confirmed page after it; 422 "after_txid not found" for any other.
+// first page of confirmed ones when no unconfirmed one is left past those
+// 50. With ?after_txid= (mempool.space's paging, which its clients use):
+// after an unconfirmed transaction, the same from the unconfirmed ones
+// after it; after a confirmed one, the confirmed page after it; 422
+// "after_txid not found" for any other. A page therefore ends on an
+// unconfirmed transaction while more follow, as mempool.space's does, and
+// paging by its last txid reaches every one.
 func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 	sh, _, err := s.parseScript(kind, str)
 	if err != nil {
@@ -807,6 +810,9 @@ func (s *Server) scriptTxsAt(q *request, sh indexers.ScriptHash, after *chainhas
 	mem, err := s.mempoolValuesIn(q, es)
 	if err != nil {
 		return nil, err
+	}
+	if len(es) > maxMempoolTxs {
+		return jsonReply(mem, ttlShort)
 	}
 	chain, err := s.chainPage(q, sh, nil)
 	if err != nil {
