@@ -470,9 +470,13 @@ type PoolRelay struct {
 	OnAccept      func([]*mempool.TxDesc)
 }
 
-// Broadcast submits tx to the pool (no orphans, no rate limit).
+// Broadcast submits tx to the pool (no orphans, no rate limit); the pool's
+// refusal by its policy or consensus rules wraps ErrRejected.
 func (r *PoolRelay) Broadcast(tx *wire.MsgTx) error {
 	descs, err := r.Pool.ProcessTransaction(btcutil.NewTx(tx), false, false, 0)
+	if ruleErr := (mempool.RuleError{}); errors.As(err, &ruleErr) {
+		return fmt.Errorf("%w: %w", ErrRejected, err)
+	}
 	if err != nil {
 		return err
 	}
