@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestBatchGiveWayKeepsLaterSubscribeOfSameScript: a batch subscribes to
@@ -40,8 +39,7 @@ func batchGiveWaySameSubscription(t *testing.T, method string, script bool) {
 	sub2 := `{"jsonrpc":"2.0","id":"b","method":"` + method + `","params":` + params + `}`
 
 	// The lengths of the two answers, from another session.
-	probe := dialLines(t, fx.addr)
-	probe.negotiate()
+	probe := dialNegotiated(t, fx.addr)
 	probe.send(sub1)
 	len1 := len(probe.line())
 	probe.send(sub2)
@@ -78,8 +76,7 @@ func batchGiveWaySameSubscription(t *testing.T, method string, script bool) {
 		t.Fatalf("test setup: answer %d bytes (want %d), %d members", total, target, n+2)
 	}
 
-	lc := dialLines(t, fx.addr)
-	lc.negotiate()
+	lc := dialNegotiated(t, fx.addr)
 	lc.send(b.String())
 	ans := lc.line()
 	if len(ans) > minMaxSend {
@@ -99,29 +96,20 @@ func batchGiveWaySameSubscription(t *testing.T, method string, script bool) {
 	if got1 == nil || got1.Error == nil || got2 == nil || got2.Error != nil {
 		t.Fatalf("test setup: want the first subscribe refused and the second answered; got %+v / %+v", got1, got2)
 	}
-	lc.send(`{"jsonrpc":"2.0","id":"p","method":"server.ping"}`)
-	if l := string(lc.line()); !strings.Contains(l, `"id":"p"`) {
-		t.Fatalf("ping: %.200s", l)
-	}
+	lc.ping("p")
 	regs := fx.s.SubscriptionCount()
 
 	// A block paying A: A's status and the tip change; the subscription
 	// the client was last answered for must be notified.
 	fx.mineAndNotify(fx.a)
-	if err := fx.s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	lc.send(`{"jsonrpc":"2.0","id":"end","method":"server.ping"}`)
+	fx.flush(t)
 	saw := false
-	for {
-		l := string(lc.line())
-		if strings.Contains(l, `"id":"end"`) {
-			break
-		}
+	lc.toPing(func(raw []byte) {
+		l := string(raw)
 		if strings.Contains(l, `"method":"`+method+`"`) && (!script || strings.Contains(l, fx.shA.String())) {
 			saw = true
 		}
-	}
+	})
 	if !saw {
 		t.Fatalf("%s answered (member \"b\") after the same subscription's first member gave way is never notified; %d scripthash registrations after the batch",
 			method, regs)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/btcd-electrum/btcd-electrum/indexers"
 )
@@ -30,17 +29,13 @@ func TestBatchRefusedWholeUndoesIdlessSubscribes(t *testing.T) {
 	}
 	b.WriteString("]")
 
-	lc := dialLines(t, fx.addr)
-	lc.negotiate()
+	lc := dialNegotiated(t, fx.addr)
 	lc.send(b.String())
 	ans := string(lc.line())
 	if !strings.HasPrefix(ans, "{") || !strings.Contains(ans, "response too large") {
 		t.Fatalf("test setup: batch not refused whole: %.200s", ans)
 	}
-	lc.send(`{"jsonrpc":"2.0","id":"p","method":"server.ping"}`)
-	if l := string(lc.line()); !strings.Contains(l, `"id":"p"`) {
-		t.Fatalf("ping: %.200s", l)
-	}
+	lc.ping("p")
 	for _, si := range fx.s.Sessions() {
 		if si.HeadersSubscribed {
 			t.Errorf("a batch refused whole left its session subscribed to headers (id-less member)")
@@ -53,17 +48,10 @@ func TestBatchRefusedWholeUndoesIdlessSubscribes(t *testing.T) {
 	// What the client sees: notifications for subscriptions of a batch it
 	// was told was refused.
 	fx.mineAndNotify(p2wpkh(0xdd), fx.tx2)
-	if err := fx.s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	lc.send(`{"jsonrpc":"2.0","id":"end","method":"server.ping"}`)
-	for {
-		l := string(lc.line())
-		if strings.Contains(l, `"id":"end"`) {
-			break
-		}
-		if strings.Contains(l, `"method":"blockchain.`) {
+	fx.flush(t)
+	lc.toPing(func(l []byte) {
+		if strings.Contains(string(l), `"method":"blockchain.`) {
 			t.Errorf("notification after a batch refused whole: %.160s", l)
 		}
-	}
+	})
 }

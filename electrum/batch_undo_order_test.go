@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/btcsuite/btcd/wire/v2"
 )
 
 // TestBatchResubscribeUndoNotBeforeOlderAnswer: a batch re-subscribes a
@@ -42,18 +40,10 @@ func TestBatchResubscribeUndoNotBeforeOlderAnswer(t *testing.T) {
 		c.Concurrency = 1 // the batch runs once the first subscribe's after ran
 	})
 	// A transaction paying A: A's status changes once it is in the mempool.
-	pay := spend([]wire.OutPoint{{Hash: fx.cb[1].TxHash(), Index: 0}}, wire.NewTxOut(49_9999_0000, fx.a))
+	pay := fx.payA()
 
-	lc := dialLines(t, fx.addr)
-	lc.negotiate()
-	lc.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"first","method":"blockchain.scripthash.subscribe","params":["%s"]}`, fx.shA))
-	var first rpcResponse
-	decodeInto(t, lc.line(), &first)
-	var s0 *string
-	decodeInto(t, first.Result, &s0)
-	if first.Error != nil || s0 == nil {
-		t.Fatalf("test setup: first subscribe %s %v", first.Result, first.Error)
-	}
+	lc := dialNegotiated(t, fx.addr)
+	s0 := firstStatus(t, lc, fx.shA)
 
 	lc.send(fmt.Sprintf(`[{"jsonrpc":"2.0","id":0,"method":"server.banner"},`+
 		`{"jsonrpc":"2.0","id":1,"method":"blockchain.scripthash.subscribe","params":["%[1]s"]},`+
@@ -62,68 +52,39 @@ func TestBatchResubscribeUndoNotBeforeOlderAnswer(t *testing.T) {
 
 	// What the client is told about A, in the order it reads it.
 	var told []string
-	sawBatch := false
 	note := func(raw []byte) {
-		var n rpcResponse
-		decodeInto(t, raw, &n)
-		if n.Method == "blockchain.scripthash.subscribe" {
-			var p []*string
-			decodeInto(t, n.Params, &p)
-			if len(p) == 2 && p[1] != nil && strings.EqualFold(*p[0], fx.shA.String()) {
-				told = append(told, "note:"+*p[1])
-			}
+		if s, ok := scriptNote(t, raw, fx.shA); ok {
+			told = append(told, "note:"+s)
 		}
 	}
-	for !sawBatch {
-		l := lc.line()
-		if len(l) > 0 && l[0] == '[' {
-			sawBatch = true
-			var rs []rpcResponse
-			decodeInto(t, l, &rs)
-			if len(rs) != 4 {
-				t.Fatalf("batch answer of %d members", len(rs))
+	rs := lc.toBatch(note)
+	if len(rs) != 4 {
+		t.Fatalf("batch answer of %d members", len(rs))
+	}
+	for _, r := range rs {
+		switch string(r.ID) {
+		case "1":
+			var s *string
+			decodeInto(t, r.Result, &s)
+			if r.Error != nil || s == nil {
+				t.Fatalf("test setup: first re-subscribe answered %v", r.Error)
 			}
-			for _, r := range rs {
-				switch string(r.ID) {
-				case "1":
-					var s *string
-					decodeInto(t, r.Result, &s)
-					if r.Error != nil || s == nil {
-						t.Fatalf("test setup: first re-subscribe answered %v", r.Error)
-					}
-					told = append(told, "answer:"+*s)
-				case "3":
-					if r.Error != nil {
-						t.Fatalf("test setup: broadcast refused: %v", r.Error)
-					}
-				case "2":
-					if r.Error == nil {
-						t.Fatalf("test setup: second re-subscribe not replaced by its error")
-					}
-				}
+			told = append(told, "answer:"+*s)
+		case "3":
+			if r.Error != nil {
+				t.Fatalf("test setup: broadcast refused: %v", r.Error)
 			}
-			continue
+		case "2":
+			if r.Error == nil {
+				t.Fatalf("test setup: second re-subscribe not replaced by its error")
+			}
 		}
-		note(l)
 	}
 	// Anything queued after the array.
-	lc.send(`{"jsonrpc":"2.0","id":"end","method":"server.ping"}`)
-	for {
-		l := lc.line()
-		if strings.Contains(string(l), `"id":"end"`) {
-			break
-		}
-		note(l)
-	}
+	lc.toPing(note)
 
 	// A's status now, as a new subscriber is told it.
-	probe := dialLines(t, fx.addr)
-	probe.negotiate()
-	probe.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"p","method":"blockchain.scripthash.subscribe","params":["%s"]}`, fx.shA))
-	var pr rpcResponse
-	decodeInto(t, probe.line(), &pr)
-	var now *string
-	decodeInto(t, pr.Result, &now)
+	now := probeStatus(t, fx.addr, fx.shA)
 	if now == nil || *now == *s0 {
 		t.Fatalf("test setup: the broadcast did not change A's status")
 	}

@@ -1,31 +1,6 @@
 package electrum
 
-import (
-	"strings"
-	"testing"
-	"time"
-
-	"github.com/btcd-electrum/btcd-electrum/indexers"
-)
-
-// TipStall is the fake backend whose next ChainTip read (the one
-// headers.subscribe makes) waits once armed.
-type TipStall struct {
-	*fakeBackend
-	armed   chan struct{}
-	stalled chan struct{}
-	resume  chan struct{}
-}
-
-func (b *TipStall) ChainTip() (indexers.Tip, error) {
-	select {
-	case <-b.armed:
-		b.stalled <- struct{}{}
-		<-b.resume
-	default:
-	}
-	return b.fakeBackend.ChainTip()
-}
+import "testing"
 
 // TestIdlessHeadersResubscribeKeepsNewTip: a client subscribed to
 // headers (answered tip H0) sends blockchain.headers.subscribe again as a
@@ -35,62 +10,32 @@ func (b *TipStall) ChainTip() (indexers.Tip, error) {
 // a notification of every new tip).
 func TestIdlessHeadersResubscribeKeepsNewTip(t *testing.T) {
 	fx := newFixtureChain(t)
-	sb := &TipStall{fakeBackend: fx.f, armed: make(chan struct{}, 1),
-		stalled: make(chan struct{}, 1), resume: make(chan struct{})}
-	t.Cleanup(func() {
-		select {
-		case <-sb.resume:
-		default:
-			close(sb.resume)
-		}
-	})
+	// The next ChainTip read (the one headers.subscribe makes) waits once
+	// armed.
+	st := newStall(t)
+	sb := &hookedBackend{fakeBackend: fx.f, onChainTip: st.hold}
 	fx.s, fx.addr = startServer(t, sb, func(c *Config) { c.Concurrency = 1 })
 
-	lc := dialLines(t, fx.addr)
-	lc.negotiate()
-	lc.send(`{"jsonrpc":"2.0","id":"first","method":"blockchain.headers.subscribe","params":[]}`)
-	var first rpcResponse
-	decodeInto(t, lc.line(), &first)
+	lc := dialNegotiated(t, fx.addr)
+	first := lc.ask(`{"jsonrpc":"2.0","id":"first","method":"blockchain.headers.subscribe","params":[]}`)
 	var h0 headerResult
 	decodeInto(t, first.Result, &h0)
 	if first.Error != nil || h0.Hex == "" {
 		t.Fatalf("test setup: first subscribe %s %v", first.Result, first.Error)
 	}
 
-	sb.armed <- struct{}{}
+	st.arm()
 	lc.send(`{"jsonrpc":"2.0","method":"blockchain.headers.subscribe","params":[]}`)
-	select {
-	case <-sb.stalled:
-	case <-time.After(30 * time.Second):
-		t.Fatal("id-less headers.subscribe never read the tip")
-	}
+	st.waitStalled(t, "id-less headers.subscribe never read the tip")
 	h1 := fx.mineAndNotify(p2wpkh(0xdd))
-	if err := fx.s.flushNotifications(contextWithTimeout(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	close(sb.resume)
+	fx.flush(t)
+	st.release()
 
-	lc.send(`{"jsonrpc":"2.0","id":"end","method":"server.ping"}`)
-	var told []int64
-	for {
-		l := lc.line()
-		if strings.Contains(string(l), `"id":"end"`) {
-			break
-		}
-		var n rpcResponse
-		decodeInto(t, l, &n)
-		if n.Method == "blockchain.headers.subscribe" {
-			var p []headerResult
-			decodeInto(t, n.Params, &p)
-			if len(p) == 1 {
-				told = append(told, int64(p[0].Height))
-			}
-		}
-	}
-	if int64(h1) <= int64(h0.Height) {
+	told := tipsToPing(t, lc)
+	if h1 <= h0.Height {
 		t.Fatalf("test setup: mined height %d not above %d", h1, h0.Height)
 	}
-	if len(told) == 0 || told[len(told)-1] != int64(h1) {
+	if len(told) == 0 || told[len(told)-1] != h1 {
 		t.Fatalf("after its answer at height %d the client was told heights %v, never the new tip %d", h0.Height, told, h1)
 	}
 }
