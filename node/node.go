@@ -228,7 +228,8 @@ func (n *Node) assemble() error {
 		ChainParams:        n.params,
 		DisableCheckpoints: cfg.DisableCheckpoints,
 		MaxPeers:           cfg.MaxPeers,
-		FeeEstimator:       n.feeEstimator,
+		// No FeeEstimator: the node registers blocks with it
+		// (registerFeeBlock says why).
 	})
 	if err != nil {
 		return fmt.Errorf("create sync manager: %w", err)
