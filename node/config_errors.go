@@ -72,7 +72,17 @@ func (cfg *Config) listenOptions() []listenOption {
 		{"esploralisten", cfg.EsploraListeners, "127.0.0.1:3000"},
 		{"esploratlslisten", cfg.EsploraTLSListeners, "0.0.0.0:3443"},
 		{"metricslisten", nonEmpty(cfg.MetricsListen), "127.0.0.1:9100"},
+		{"profile", cfg.profileAddrs(), "6060"},
 	}
+}
+
+// profileAddrs returns the address --profile's HTTP server listens on, as
+// btcd's: localhost at the given port.
+func (cfg *Config) profileAddrs() []string {
+	if cfg.Profile == "" {
+		return nil
+	}
+	return []string{net.JoinHostPort("localhost", cfg.Profile)}
 }
 
 // validateListeners checks every listen address option, so that a typo is
@@ -134,12 +144,12 @@ func (cfg *Config) CheckListenersFree() error {
 // it again, so that an address another program holds (or one this machine
 // does not have) is reported by its option. The peer listener is left
 // out: as in btcd, the node goes on without a peer address that does not
-// bind. withMetrics includes --metricslisten, which opens before the chain
-// loads, so only the start-up checks probe it.
+// bind. withMetrics includes --metricslisten and --profile, which open
+// before the chain loads, so only the start-up checks probe them.
 func (cfg *Config) probeListeners(withMetrics bool) error {
 	for _, set := range cfg.listenOptions() {
 		switch {
-		case set.option == "listen", set.option == "metricslisten" && !withMetrics,
+		case set.option == "listen", (set.option == "metricslisten" || set.option == "profile") && !withMetrics,
 			set.option == "rpclisten" && cfg.DisableRPC,
 			!cfg.ElectrumIndex && (strings.HasPrefix(set.option, "electrum") || strings.HasPrefix(set.option, "esplora")):
 			continue // that listener does not open here
