@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -822,7 +823,10 @@ func (s *Server) scriptTxsAt(q *request, sh indexers.ScriptHash, after *chainhas
 }
 
 // GET /address/:address/txs/chain[/:last_seen_txid]: a last_seen_txid that
-// is not a txid is ignored, as electrs ignores it.
+// is not a txid is ignored, as electrs ignores it. One of the script's
+// unconfirmed transactions gives the first confirmed page: /txs ends on one
+// while more follow, and clients of Blockstream's API (BDK, esplora-client)
+// pass a page's last txid here.
 func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, error) {
 	sh, _, err := s.parseScript(kind, str)
 	if err != nil {
@@ -833,6 +837,11 @@ func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, err
 		if h, err := parseTxid(last); err == nil {
 			lastSeen = &h
 		}
+	}
+	if lastSeen != nil && slices.ContainsFunc(s.index.MempoolEntries(sh), func(e electrum.MempoolEntry) bool {
+		return e.TxHash == *lastSeen
+	}) {
+		lastSeen = nil
 	}
 	// At one tip: an entry undone between the history's read and its
 	// transaction's would leave a short page, where a pager stops.
