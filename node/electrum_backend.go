@@ -51,7 +51,7 @@ func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 // EstimateFee returns btcd's fee estimate in BTC/kvB by the Electrum
 // server's rule (electrum.EstimateFee); btcd's estimator has one mode.
 func (r electrumRelay) EstimateFee(blocks int, _ string) (float64, error) {
-	return electrum.EstimateFee(r.n.feeEstimator, blocks, r.RelayFee()), nil
+	return electrum.EstimateFee(r.n.fees.current(), blocks, r.RelayFee()), nil
 }
 
 // RelayFee returns the minimum relay fee in BTC/kvB.

@@ -1,8 +1,12 @@
 package node
 
 import (
+	"sync/atomic"
+
+	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/database"
 	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
 )
 
 // loadFeeEstimator restores the fee estimator saved at the last shutdown (as
@@ -34,8 +38,7 @@ func loadFeeEstimator(db database.DB, bestHeight int32) *mempool.FeeEstimator {
 		log.Warnf("Load fee estimator: %v", err)
 	}
 	if fe == nil || fe.LastKnownHeight() != bestHeight {
-		fe = mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback,
-			mempool.DefaultEstimateFeeMinRegisteredBlocks)
+		fe = newFeeEstimator()
 	}
 	return fe
 }
@@ -47,5 +50,57 @@ func saveFeeEstimator(db database.DB, fe *mempool.FeeEstimator) {
 	})
 	if err != nil {
 		log.Warnf("Save fee estimator: %v", err)
+	}
+}
+
+// feeEstimates holds btcd's fee estimator, which the node feeds itself: the
+// transactions the pool accepts, and the blocks the chain connects and
+// disconnects. btcd's pool and netsync are given none. netsync registers
+// blocks only while it deems the chain current, so the first block after a
+// catch-up is a gap; and on a refused registration it starts an estimator
+// of its own, leaving the pool feeding, and estimatefee reading, one that
+// sees no block again. Here a refused block, or one that cannot be taken
+// back (a reorganization deeper than the estimator's rollbacks), starts a
+// new estimator that everything then feeds and reads: btcd's estimator
+// cannot recover from either (its rollback of a later block panics).
+type feeEstimates struct {
+	p atomic.Pointer[mempool.FeeEstimator]
+}
+
+// newFeeEstimator returns an empty estimator with btcd's defaults.
+func newFeeEstimator() *mempool.FeeEstimator {
+	return mempool.NewFeeEstimator(mempool.DefaultEstimateFeeMaxRollback,
+		mempool.DefaultEstimateFeeMinRegisteredBlocks)
+}
+
+// current returns the estimator to read.
+func (f *feeEstimates) current() *mempool.FeeEstimator { return f.p.Load() }
+
+// observe records transactions the pool accepted.
+func (f *feeEstimates) observe(descs ...*mempool.TxDesc) {
+	fe := f.p.Load()
+	for _, d := range descs {
+		fe.ObserveTransaction(d)
+	}
+}
+
+// connected registers a block the chain connected. It runs in the chain's
+// callback, which orders it with disconnected.
+func (f *feeEstimates) connected(block *btcutil.Block) {
+	if err := f.p.Load().RegisterBlock(block); err != nil {
+		log.Debugf("Fee estimator restarted: block %v: %v", block.Hash(), err)
+		f.p.Store(newFeeEstimator())
+	}
+}
+
+// disconnected takes back a block the chain disconnected.
+func (f *feeEstimates) disconnected(block *btcutil.Block) {
+	fe := f.p.Load()
+	if fe.LastKnownHeight() == mining.UnminedHeight {
+		return // new: it holds no block
+	}
+	if err := fe.Rollback(block.Hash()); err != nil {
+		log.Debugf("Fee estimator restarted: disconnected block %v: %v", block.Hash(), err)
+		f.p.Store(newFeeEstimator())
 	}
 }

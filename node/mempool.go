@@ -40,6 +40,7 @@ func (n *Node) ProcessTx(tx *btcutil.Tx) ([]*mempool.TxDesc, error) {
 // queues them for the Electrum mempool view. Part of netsync.PeerNotifier;
 // it can run inside the chain's notification callback, so it never blocks.
 func (n *Node) AnnounceNewTransactions(txns []*mempool.TxDesc) {
+	n.fees.observe(txns...)
 	for _, desc := range txns {
 		n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, desc.Tx.Hash()), desc)
 	}

@@ -39,19 +39,19 @@ type Node struct {
 	cfg    *Config
 	params *chaincfg.Params
 
-	db           database.DB
-	chain        *blockchain.BlockChain
-	index        *indexSet
-	timeSource   blockchain.MedianTimeSource
-	sigCache     *txscript.SigCache
-	hashCache    *txscript.HashCache
-	feeEstimator *mempool.FeeEstimator
-	txMemPool    *mempool.TxPool
-	syncManager  *netsync.SyncManager
-	tmplGen      *mining.BlkTmplGenerator
-	cpuMiner     *cpuminer.CPUMiner
-	mempoolView  *indexers.Mempool // nil without the Electrum index
-	viewMu       sync.Mutex        // serializes updateMempoolView
+	db          database.DB
+	chain       *blockchain.BlockChain
+	index       *indexSet
+	timeSource  blockchain.MedianTimeSource
+	sigCache    *txscript.SigCache
+	hashCache   *txscript.HashCache
+	fees        feeEstimates
+	txMemPool   *mempool.TxPool
+	syncManager *netsync.SyncManager
+	tmplGen     *mining.BlkTmplGenerator
+	cpuMiner    *cpuminer.CPUMiner
+	mempoolView *indexers.Mempool // nil without the Electrum index
+	viewMu      sync.Mutex        // serializes updateMempoolView
 
 	addrManager *addrmgr.AddrManager
 	connManager *connmgr.ConnManager
@@ -183,7 +183,7 @@ func (n *Node) assemble() error {
 		n.metrics.chain.Store(n.chain)
 	}
 
-	n.feeEstimator = loadFeeEstimator(n.db, best.Height)
+	n.fees.p.Store(loadFeeEstimator(n.db, best.Height))
 	n.txMemPool = mempool.New(&mempool.Config{
 		Policy: mempool.Policy{
 			DisableRelayPriority: cfg.NoRelayPriority,
@@ -206,8 +206,8 @@ func (n *Node) assemble() error {
 		IsDeploymentActive: n.chain.IsDeploymentActive,
 		SigCache:           n.sigCache,
 		HashCache:          n.hashCache,
-		FeeEstimator:       n.feeEstimator,
 		AddrIndex:          n.index.addrIndex,
+		// No FeeEstimator: the node feeds it (feeEstimates).
 	})
 	if idx := n.index.electrum; idx != nil {
 		n.mempoolView = indexers.NewMempool(idx.PrevOut)
@@ -228,8 +228,7 @@ func (n *Node) assemble() error {
 		ChainParams:        n.params,
 		DisableCheckpoints: cfg.DisableCheckpoints,
 		MaxPeers:           cfg.MaxPeers,
-		// No FeeEstimator: the node registers blocks with it
-		// (registerFeeBlock says why).
+		// No FeeEstimator: the node feeds it (feeEstimates).
 	})
 	if err != nil {
 		return fmt.Errorf("create sync manager: %w", err)
@@ -413,7 +412,7 @@ func (n *Node) Stop() error {
 	}
 	n.events.close()
 	n.wg.Wait()
-	saveFeeEstimator(n.db, n.feeEstimator)
+	saveFeeEstimator(n.db, n.fees.current())
 	if n.metrics != nil {
 		n.metrics.close()
 	}
@@ -455,8 +454,9 @@ func (n *Node) TxPool() *mempool.TxPool { return n.txMemPool }
 // SyncManager returns btcd's sync manager.
 func (n *Node) SyncManager() *netsync.SyncManager { return n.syncManager }
 
-// FeeEstimator returns btcd's fee estimator.
-func (n *Node) FeeEstimator() *mempool.FeeEstimator { return n.feeEstimator }
+// FeeEstimator returns btcd's fee estimator as it is now: the node starts a
+// new one when btcd's cannot follow the chain.
+func (n *Node) FeeEstimator() *mempool.FeeEstimator { return n.fees.current() }
 
 // P2PAddrs returns the addresses the peer listeners are bound to (the real
 // ports when ":0" was configured).

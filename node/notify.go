@@ -112,11 +112,11 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 	case blockchain.NTBlockConnected:
 		connected = true
 		n.dropConfirmed(block)
-		n.registerFeeBlock(block)
+		n.fees.connected(block)
 		n.srv.blockConnected(block)
 	case blockchain.NTBlockDisconnected:
 		n.dropOrphaned(block)
-		n.rollbackFeeBlock(block)
+		n.fees.disconnected(block)
 		n.srv.blockDisconnected(block)
 	case blockchain.NTBlockAccepted:
 		// After all the disconnects and connects of one ProcessBlock.
@@ -139,28 +139,6 @@ func (n *Node) dropConfirmed(block *btcutil.Block) {
 	for _, tx := range block.Transactions()[1:] {
 		n.txMemPool.RemoveTransaction(tx, false)
 		n.txMemPool.RemoveDoubleSpends(tx)
-	}
-}
-
-// registerFeeBlock records a connected block with the fee estimator, as
-// btcd's netsync would, which the node does not give it: netsync registers
-// only while it deems the chain current, so the first block after a
-// catch-up is a gap, and on that (or any) refusal it starts an estimator of
-// its own, leaving the one the pool feeds and estimatefee reads without
-// blocks for good. Registered here, every block is; an estimator a
-// reorganization deeper than its rollbacks left ahead of the chain refuses
-// blocks until the chain passes its height, then follows again.
-func (n *Node) registerFeeBlock(block *btcutil.Block) {
-	if err := n.feeEstimator.RegisterBlock(block); err != nil {
-		log.Debugf("Fee estimator: %v", err)
-	}
-}
-
-// rollbackFeeBlock takes a disconnected block back out of the fee
-// estimator; it keeps the last mempool.DefaultEstimateFeeMaxRollback.
-func (n *Node) rollbackFeeBlock(block *btcutil.Block) {
-	if err := n.feeEstimator.Rollback(block.Hash()); err != nil {
-		log.Debugf("Fee estimator: %v", err)
 	}
 }
 

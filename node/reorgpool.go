@@ -181,6 +181,7 @@ func (n *Node) restoreHeld(txs []*btcutil.Tx, gen uint64) {
 			continue
 		}
 		restored++
+		n.fees.observe(desc)
 		unlocked = append(unlocked, n.txMemPool.ProcessOrphans(tx)...)
 	}
 	if restored > 0 {

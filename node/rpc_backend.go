@@ -173,7 +173,7 @@ func (b rpcBackend) RemoveNode(addr string) error {
 
 // EstimateFee returns btcd's fee estimate in BTC/kB.
 func (b rpcBackend) EstimateFee(numBlocks uint32) (float64, error) {
-	rate, err := b.feeEstimator.EstimateFee(numBlocks)
+	rate, err := b.fees.current().EstimateFee(numBlocks)
 	if err != nil {
 		return 0, err
 	}
