@@ -37,15 +37,26 @@ func Port() (int, error) {
 		if handed[p] {
 			continue
 		}
-		l, err := net.Listen("tcp", ":"+strconv.Itoa(p))
-		if err != nil {
+		if !free(p) {
 			continue
 		}
-		l.Close()
 		handed[p] = true
 		return p, nil
 	}
 	return 0, errors.New("freeport: no free port found")
+}
+
+// free reports whether port p binds on loopback and on every address: with
+// the BSDs' rules a wildcard bind succeeds beside a listener on loopback.
+func free(p int) bool {
+	for _, a := range []string{"127.0.0.1:", ":"} {
+		l, err := net.Listen("tcp", a+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
 }
 
 // Addr returns 127.0.0.1 with a port from Port.
@@ -58,8 +69,9 @@ func Addr() (string, error) {
 }
 
 // ephemeralLow returns the first port of Linux's ephemeral range, or that
-// range's default where the system does not say (the BSDs' and macOS's
-// start higher).
+// range's default where the system does not say (macOS's and Windows's
+// ranges start higher; FreeBSD's at 10000, so there the ports picked are
+// in its range, as any port would be).
 func ephemeralLow() int {
 	const linuxDefault = 32768
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
