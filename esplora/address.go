@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -823,10 +822,10 @@ func (s *Server) scriptTxsAt(q *request, sh indexers.ScriptHash, after *chainhas
 }
 
 // GET /address/:address/txs/chain[/:last_seen_txid]: a last_seen_txid that
-// is not a txid is ignored, as electrs ignores it. One of the script's
-// unconfirmed transactions gives the first confirmed page: /txs ends on one
-// while more follow, and clients of Blockstream's API (BDK, esplora-client)
-// pass a page's last txid here.
+// is not a txid is ignored, as electrs ignores it, and so is one that is not
+// confirmed: /txs ends on an unconfirmed transaction while more follow, and
+// clients of Blockstream's API (BDK, esplora-client) pass a page's last txid
+// here, which may meanwhile have been replaced or evicted too.
 func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, error) {
 	sh, _, err := s.parseScript(kind, str)
 	if err != nil {
@@ -838,10 +837,12 @@ func (s *Server) scriptChainTxs(q *request, kind, str, last string) (*reply, err
 			lastSeen = &h
 		}
 	}
-	if lastSeen != nil && slices.ContainsFunc(s.index.MempoolEntries(sh), func(e electrum.MempoolEntry) bool {
-		return e.TxHash == *lastSeen
-	}) {
-		lastSeen = nil
+	if lastSeen != nil {
+		if _, err := s.index.TxLocation(*lastSeen); errors.Is(err, indexers.ErrNotFound) {
+			lastSeen = nil
+		} else if err != nil {
+			return nil, err
+		}
 	}
 	// At one tip: an entry undone between the history's read and its
 	// transaction's would leave a short page, where a pager stops.
