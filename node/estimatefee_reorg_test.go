@@ -54,10 +54,10 @@ func TestEstimateFeeFollowsChainAfterReorg(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b.SetHeight(forkHeight + int32(i) + 1) // before the chain shares it
 		if _, _, err := n.Chain().ProcessBlock(b, blockchain.BFNone); err != nil {
 			t.Fatal(err)
 		}
-		b.SetHeight(forkHeight + int32(i) + 1)
 		prev = b
 	}
 	syncIndex(t, n)

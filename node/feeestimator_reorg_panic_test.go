@@ -63,10 +63,10 @@ func TestFeeEstimatorReminedTxThenReorgDoesNotPanic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			b.SetHeight(prev.Height() + 1) // before the chain shares it
 			if _, _, err := n.Chain().ProcessBlock(b, blockchain.BFNone); err != nil {
 				t.Fatal(err)
 			}
-			b.SetHeight(prev.Height() + 1)
 			prev = b
 		}
 		return prev, nil

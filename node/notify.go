@@ -116,6 +116,7 @@ func (n *Node) handleChainNotification(note *blockchain.Notification) {
 		n.srv.blockConnected(block)
 	case blockchain.NTBlockDisconnected:
 		n.dropOrphaned(block)
+		n.fees.observe(n.returnedToPool(block)...)
 		n.fees.disconnected(block)
 		n.srv.blockDisconnected(block)
 	case blockchain.NTBlockAccepted:
@@ -140,6 +141,26 @@ func (n *Node) dropConfirmed(block *btcutil.Block) {
 		n.txMemPool.RemoveTransaction(tx, false)
 		n.txMemPool.RemoveDoubleSpends(tx)
 	}
+}
+
+// returnedToPool returns the pool's entries for a disconnected block's
+// transactions that netsync put back into the pool, which btcd's pool would
+// have shown the fee estimator as it took them.
+func (n *Node) returnedToPool(block *btcutil.Block) []*mempool.TxDesc {
+	if len(block.Transactions()) < 2 {
+		return nil
+	}
+	inBlock := make(map[chainhash.Hash]struct{}, len(block.Transactions()))
+	for _, tx := range block.Transactions()[1:] {
+		inBlock[*tx.Hash()] = struct{}{}
+	}
+	var out []*mempool.TxDesc
+	for _, d := range n.txMemPool.TxDescs() {
+		if _, ok := inBlock[*d.Tx.Hash()]; ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // dropOrphaned removes from btcd's pool the transactions that spend a
