@@ -319,6 +319,12 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 			return errors.New("peer already connected")
 		}
 	}
+	// As btcd: a connection for now would be dropped at the handshake
+	// (peerHandshakeDone), so the request is refused here; a permanent
+	// peer is kept past the limit.
+	if !permanent && n.peers.count() >= n.cfg.MaxPeers {
+		return errors.New("max peers reached")
+	}
 	req := &connmgr.ConnReq{Addr: tcpAddr, Permanent: permanent}
 	if permanent {
 		n.permanentMu.Lock()
