@@ -35,11 +35,16 @@ type electrumRelay struct{ n *Node }
 var _ electrum.TxRelay = electrumRelay{}
 
 // Broadcast validates tx into the mempool with btcd's policy and relays
-// it; a policy or consensus rejection wraps electrum.ErrRejected.
+// it; a policy or consensus rejection wraps electrum.ErrRejected. One the
+// pool holds already (which the server answers as accepted) is announced
+// again.
 func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 	_, err := r.n.ProcessTx(btcutil.NewTx(tx))
 	if err == nil {
 		return nil
+	}
+	if hash := tx.TxHash(); r.n.txMemPool.IsTransactionInPool(&hash) {
+		r.n.reannounce(hash)
 	}
 	var ruleErr mempool.RuleError
 	if errors.As(err, &ruleErr) {

@@ -41,7 +41,7 @@ func TestRefusedHighFeeBroadcastNotLoggedAsError(t *testing.T) {
 	badSig := maxFeeSpend(t, n, 1, 49e8)
 	badSig.TxIn[0].SignatureScript[10] ^= 0x01
 	immature := maxFeeSpend(t, n, 101, 49e8)
-	for _, tx := range []string{maxFeeHex(badSig), maxFeeHex(immature)} {
+	for _, tx := range []string{txHex(badSig), txHex(immature)} {
 		msg := c.rawCall("blockchain.transaction.broadcast", tx)
 		if msg["error"] == nil {
 			t.Fatalf("precondition: the broadcast is refused: %v", msg)

@@ -36,7 +36,8 @@ func maxFeeSpend(t *testing.T, n *Node, height int32, keep int64) *wire.MsgTx {
 	return tx
 }
 
-func maxFeeHex(tx *wire.MsgTx) string {
+// txHex is a transaction in hex, as a broadcast carries it.
+func txHex(tx *wire.MsgTx) string {
 	var b bytes.Buffer
 	_ = tx.Serialize(&b)
 	return hex.EncodeToString(b.Bytes())
@@ -81,7 +82,7 @@ func TestMaxFeeCheckedAfterValidation(t *testing.T) {
 		name string
 		tx   *wire.MsgTx
 	}{{"bad signature", badSig}, {"immature coinbase spend", immature}} {
-		h := maxFeeHex(tc.tx)
+		h := txHex(tc.tx)
 		code, body := post(h)
 		if code != http.StatusBadRequest || !strings.Contains(body, `"code":-26`) || strings.Contains(body, maxFee) {
 			t.Errorf("%s, POST /tx: %d %s\nwant 400 with -26 and the mempool's reason (bitcoind checks maxfeerate only on a valid transaction)",

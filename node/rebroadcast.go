@@ -12,7 +12,7 @@ import (
 )
 
 // maxRebroadcastDelay bounds the random wait between two rebroadcasts of the
-// node's own transactions, as btcd (up to 5 minutes).
+// node's own transactions.
 const maxRebroadcastDelay = 5 * time.Minute
 
 // rebroadcaster re-announces the transactions submitted to this node (RPC
@@ -58,6 +58,20 @@ func (r *rebroadcaster) pending() []chainhash.Hash {
 // confirmed. Part of netsync.PeerNotifier.
 func (n *Node) TransactionConfirmed(tx *btcutil.Tx) {
 	n.rebroadcast.remove(*tx.Hash())
+}
+
+// reannounce announces again a transaction the pool already holds, which a
+// wallet submitted again, and keeps rebroadcasting it: as bitcoind's
+// sendrawtransaction, whose answer the Electrum and Esplora broadcasts
+// give for it, so a peer that connected after the pool took it hears of it.
+func (n *Node) reannounce(hash chainhash.Hash) {
+	for _, d := range n.txMemPool.TxDescs() {
+		if *d.Tx.Hash() == hash {
+			n.rebroadcast.add(hash)
+			n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, &hash), d)
+			return
+		}
+	}
 }
 
 // rebroadcastLoop re-announces the node's own unconfirmed transactions at
