@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -649,9 +650,28 @@ func (s *Server) mempoolStatsOf(q *request, sh indexers.ScriptHash, script []byt
 }
 
 // mempoolTxsOf returns up to limit (0: all) unconfirmed transactions
-// touching a script, in the Electrum server's mempool order.
+// touching a script, in mempoolEntries' order.
 func (s *Server) mempoolTxsOf(q *request, sh indexers.ScriptHash, limit int) []*cachedTx {
-	return s.mempoolTxsIn(q, s.index.MempoolEntries(sh), limit)
+	return s.mempoolTxsIn(q, s.mempoolEntries(sh), limit)
+}
+
+// mempoolEntries returns the unconfirmed transactions touching a script by
+// txid as displayed. Unlike the Electrum protocol's order, which puts those
+// with an unconfirmed input last, it does not change while they stay
+// unconfirmed, so ?after_txid= paging past one skips none of the others
+// when a parent is mined between pages.
+func (s *Server) mempoolEntries(sh indexers.ScriptHash) []electrum.MempoolEntry {
+	es := s.index.MempoolEntries(sh)
+	slices.SortFunc(es, func(a, b electrum.MempoolEntry) int {
+		switch {
+		case indexers.DisplayLess(&a.TxHash, &b.TxHash):
+			return -1
+		case a.TxHash == b.TxHash:
+			return 0
+		}
+		return 1
+	})
+	return es
 }
 
 // mempoolTxsIn is mempoolTxsOf for a script's entries already read.
@@ -743,7 +763,7 @@ func (s *Server) chainPage(q *request, sh indexers.ScriptHash, lastSeen *chainha
 }
 
 func (s *Server) mempoolValues(q *request, sh indexers.ScriptHash) ([]*txValue, error) {
-	return s.mempoolValuesIn(q, s.index.MempoolEntries(sh))
+	return s.mempoolValuesIn(q, s.mempoolEntries(sh))
 }
 
 // mempoolValuesIn is mempoolValues for a script's entries already read.
@@ -785,7 +805,7 @@ func (s *Server) scriptTxs(q *request, kind, str string) (*reply, error) {
 func (s *Server) scriptTxsAt(q *request, sh indexers.ScriptHash, after *chainhash.Hash) (*reply, error) {
 	// after_txid is looked for among all the script's unconfirmed
 	// transactions, not only the first page's.
-	es := s.index.MempoolEntries(sh)
+	es := s.mempoolEntries(sh)
 	if after != nil {
 		i := 0
 		for i < len(es) && es[i].TxHash != *after {

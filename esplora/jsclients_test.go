@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,8 +202,8 @@ func TestJSClients(t *testing.T) {
 	}
 
 	// Both views, unconfirmed spends included, then all confirmed: every
-	// page through after_txid, newest first, is the Electrum history
-	// reversed.
+	// page through after_txid is the Electrum mempool by txid, then the
+	// Electrum history reversed (newest first).
 	for round := 0; round < 2; round++ {
 		var elHist []struct {
 			TxHash string `json:"tx_hash"`
@@ -224,6 +225,7 @@ func TestJSClients(t *testing.T) {
 		for _, e := range elMem {
 			want = append(want, e.TxHash)
 		}
+		slices.Sort(want)
 		for i := len(elHist) - 1; i >= 0; i-- {
 			want = append(want, elHist[i].TxHash)
 		}
