@@ -39,12 +39,13 @@ var _ electrum.TxRelay = electrumRelay{}
 // pool holds already (which the server answers as accepted) is announced
 // again.
 func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
-	_, err := r.n.ProcessTx(btcutil.NewTx(tx))
+	btx := btcutil.NewTx(tx)
+	_, err := r.n.ProcessTx(btx)
 	if err == nil {
 		return nil
 	}
-	if hash := tx.TxHash(); r.n.txMemPool.IsTransactionInPool(&hash) {
-		r.n.reannounce(hash)
+	if r.n.txMemPool.IsTransactionInPool(btx.Hash()) {
+		r.n.reannounce(btx)
 	}
 	var ruleErr mempool.RuleError
 	if errors.As(err, &ruleErr) {

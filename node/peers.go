@@ -312,18 +312,22 @@ func (n *Node) ConnectPeer(addr string, permanent bool) error {
 	if err != nil {
 		return fmt.Errorf("resolve %s: %w", addr, err)
 	}
-	// A peer connected for now may still be added to keep, as btcd and
-	// Bitcoin Core add it: only a permanent one refuses that.
-	for _, sp := range n.peers.snapshot() {
-		if sp.Addr() == tcpAddr.String() && (!permanent || sp.persistent) {
-			return errors.New("peer already connected")
-		}
-	}
 	// As btcd: a connection for now would be dropped at the handshake
 	// (peerHandshakeDone), so the request is refused here; a permanent
 	// peer is kept past the limit.
 	if !permanent && n.peers.count() >= n.cfg.MaxPeers {
 		return errors.New("max peers reached")
+	}
+	// A peer connected for now may still be added to keep, as btcd and
+	// Bitcoin Core add it: only a permanent one refuses that.
+	for _, sp := range n.peers.snapshot() {
+		switch {
+		case sp.Addr() != tcpAddr.String():
+		case !permanent && sp.persistent:
+			return errors.New("peer exists as a permanent peer") // btcd's words
+		case !permanent || sp.persistent:
+			return errors.New("peer already connected")
+		}
 	}
 	req := &connmgr.ConnReq{Addr: tcpAddr, Permanent: permanent}
 	if permanent {

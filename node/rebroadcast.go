@@ -8,6 +8,7 @@ import (
 	"github.com/btcsuite/btcd/btcutil/v2"
 	"github.com/btcsuite/btcd/chainhash/v2"
 	"github.com/btcsuite/btcd/mempool"
+	"github.com/btcsuite/btcd/mining"
 	"github.com/btcsuite/btcd/wire/v2"
 )
 
@@ -60,18 +61,37 @@ func (n *Node) TransactionConfirmed(tx *btcutil.Tx) {
 	n.rebroadcast.remove(*tx.Hash())
 }
 
-// reannounce announces again a transaction the pool already holds, which a
-// wallet submitted again, and keeps rebroadcasting it: as bitcoind's
-// sendrawtransaction, whose answer the Electrum and Esplora broadcasts
-// give for it, so a peer that connected after the pool took it hears of it.
-func (n *Node) reannounce(hash chainhash.Hash) {
-	for _, d := range n.txMemPool.TxDescs() {
-		if *d.Tx.Hash() == hash {
-			n.rebroadcast.add(hash)
-			n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, &hash), d)
-			return
+// reannounce announces once more a transaction the pool already holds,
+// which a wallet submitted again, as bitcoind's sendrawtransaction does (it
+// does not rebroadcast it later: the node did not take it from this
+// wallet). The fee comes from the mempool view, so a client resending pool
+// transactions costs no pass over the pool.
+func (n *Node) reannounce(tx *btcutil.Tx) {
+	var desc *mempool.TxDesc
+	if fee, ok := n.viewFee(*tx.Hash()); ok {
+		desc = &mempool.TxDesc{TxDesc: mining.TxDesc{Tx: tx, Fee: fee,
+			FeePerKB: fee * 1000 / mempool.GetTxVirtualSize(tx)}}
+	} else {
+		for _, d := range n.txMemPool.TxDescs() {
+			if *d.Tx.Hash() == *tx.Hash() {
+				desc = d
+				break
+			}
+		}
+		if desc == nil {
+			return // gone meanwhile
 		}
 	}
+	n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, tx.Hash()), desc)
+}
+
+// viewFee returns a transaction's fee from the mempool view, when it holds
+// the transaction.
+func (n *Node) viewFee(hash chainhash.Hash) (int64, bool) {
+	if n.mempoolView == nil {
+		return 0, false
+	}
+	return n.mempoolView.Fee(hash)
 }
 
 // rebroadcastLoop re-announces the node's own unconfirmed transactions at
