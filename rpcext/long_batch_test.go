@@ -30,7 +30,7 @@ func (c *gateChain) BlockByHash(h *chainhash.Hash) (*btcutil.Block, error) {
 }
 
 // A websocket client runs at most maxLongRequests (2) rescans and long polls
-// at once, more are refused (docs/OPERATIONS.md, --rpcmaxconcurrentreqs
+// at once, more wait their turn (docs/OPERATIONS.md, --rpcmaxconcurrentreqs
 // row). A rescan wrapped in a one-element batch counts as one too: were it
 // run in an ordinary slot, one client could run up to
 // --rpcmaxconcurrentreqs of them, each batch up to --rpcmaxbatch rescans
@@ -56,18 +56,31 @@ func TestBatchedRescansTakeLongRequestLane(t *testing.T) {
 	if err := conn.WriteMessage(websocket.TextMessage, []byte(auth)); err != nil {
 		t.Fatal(err)
 	}
-	var refused atomic.Int32
+	answers := make(chan string, 16)
 	go func() {
 		for {
 			_, msg, err := conn.ReadMessage()
 			if err != nil {
+				close(answers)
 				return
 			}
-			if strings.Contains(string(msg), "rescans and long polls") {
-				refused.Add(1)
-			}
+			answers <- string(msg)
 		}
 	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case m, ok := <-answers:
+			if !ok {
+				t.Fatal("connection closed")
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatal("hang guard: no answer")
+			return ""
+		}
+	}
+	next() // authenticate
 	const sent = 6
 	for i := 1; i <= sent; i++ {
 		req := fmt.Sprintf(`[{"jsonrpc":"1.0","method":"rescan","params":["%s",["%s"],[]],"id":%d}]`,
@@ -76,17 +89,33 @@ func TestBatchedRescansTakeLongRequestLane(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Wait until every rescan runs or the extra ones were refused (a hang
-	// guard only bounds the wait).
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if int(chain.inflight.Load())+int(refused.Load()) >= sent {
-			break
+	// Once getblockcount, sent after them, is answered, the server has
+	// read all six and started those it runs.
+	if err := conn.WriteMessage(websocket.TextMessage,
+		[]byte(`{"jsonrpc":"1.0","method":"getblockcount","params":[],"id":100}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(); !strings.Contains(m, `"id":100`) {
+		t.Fatalf("before getblockcount's answer: %s", m)
+	}
+	for deadline := time.Now().Add(30 * time.Second); chain.inflight.Load() < maxLongRequests; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("hang guard: the rescans did not start")
 		}
 	}
-	running := chain.inflight.Load()
-	t.Logf("%d batched rescans sent: %d running at once, %d refused", sent, running, refused.Load())
-	if running > maxLongRequests {
+	if running := chain.inflight.Load(); running > maxLongRequests {
 		t.Fatalf("one websocket client runs %d rescans at once (each in a one-element batch); "+
-			"the bound is %d, more refused", running, maxLongRequests)
+			"the bound is %d, more wait", running, maxLongRequests)
+	}
+	release()
+	for answered := 0; answered < sent; {
+		m := next()
+		if !strings.HasPrefix(m, "[") {
+			continue // a rescan's notification
+		}
+		if strings.Contains(m, `"error":{`) {
+			t.Fatalf("rescan answer: %s", m)
+		}
+		answered++
 	}
 }

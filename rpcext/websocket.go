@@ -235,13 +235,15 @@ func ipKey(remote string) string {
 // the client has authenticated, its requests run beside each other, at
 // most MaxConcurrentRequests at once, as btcd runs them, so a rescan or a
 // long poll does not hold up the client's other requests. Those two run
-// apart, at most maxLongRequests of them (more are refused): the others
-// end soon, so the loop never waits long to read on, and a client that
-// leaves is seen at once, which ends its rescans and long polls (they
-// watch c.quit).
+// apart, at most maxLongRequests at once; up to maxWaitingLong more wait
+// their turn (lnd sends a rescan for each spend it looks back for, and
+// btcd runs them all), further ones are refused. So the loop never waits
+// long to read on, and a client that leaves is seen at once, which ends
+// its rescans and long polls (they watch c.quit).
 func (c *wsClient) readLoop() {
 	sem := make(chan struct{}, max(c.s.cfg.MaxConcurrentRequests, 1))
 	long := make(chan struct{}, maxLongRequests)
+	longTaken := make(chan struct{}, maxLongRequests+maxWaitingLong)
 	var running sync.WaitGroup
 	defer func() {
 		c.close()
@@ -279,14 +281,14 @@ func (c *wsClient) readLoop() {
 			}
 			continue
 		}
-		slots := sem
-		if method, ver, id, ok := longRequest(msg); ok {
+		method, ver, id, isLong := longRequest(msg)
+		if isLong {
 			select {
-			case long <- struct{}{}:
-				slots = long
+			case longTaken <- struct{}{}:
 			default:
 				if !c.queue(marshalReply(ver, id, nil, btcjson.NewRPCError(btcjson.ErrRPCMisc,
-					fmt.Sprintf("%s: %d rescans and long polls of this client are running already", method, maxLongRequests)))) {
+					fmt.Sprintf("%s: %d rescans and long polls of this client are running or waiting already",
+						method, maxLongRequests+maxWaitingLong)))) {
 					return
 				}
 				continue
@@ -301,11 +303,23 @@ func (c *wsClient) readLoop() {
 		running.Add(1)
 		go func() {
 			defer running.Done()
+			if isLong {
+				defer func() { <-longTaken }()
+				select {
+				case long <- struct{}{}:
+				case <-c.quit:
+					return
+				}
+			}
 			reply := c.s.processBody(msg, c)
 			// The slot is free before the answer is queued, so a
 			// client that has its answer may send the next request
 			// at once (a miner's next long poll).
-			<-slots
+			if isLong {
+				<-long
+			} else {
+				<-sem
+			}
 			if reply != nil && !c.queue(reply) {
 				c.close()
 			}
@@ -314,8 +328,11 @@ func (c *wsClient) readLoop() {
 }
 
 // maxLongRequests bounds the rescans and long polls one websocket client
-// runs at once.
-const maxLongRequests = 2
+// runs at once, and maxWaitingLong those waiting for one of them to end.
+const (
+	maxLongRequests = 2
+	maxWaitingLong  = 100
+)
 
 // longRequest reports whether msg may run until the chain's tip or its
 // next block: a rescan, or getblocktemplate (a long poll), alone or in a
