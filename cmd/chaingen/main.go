@@ -41,7 +41,7 @@ func run() error {
 		perBlock = flag.Int("per-block", shape.TxsPerBlock, "transactions of a full block")
 		ramp     = flag.Int("ramp", shape.RampBlocks, "blocks over which block size ramps up to -per-block")
 		inputs   = flag.String("inputs", ppmList(shape.InputsPPM), "`percentages` of ordinary transactions with 1, 2, 3, ... inputs")
-		recent   = flag.Float64("recent", float64(shape.RecentPPM)/1e4, "`percentage` of the inputs not spending a same-block output that spend one of the newest outputs; the rest spend a uniformly random one")
+		recent   = flag.Float64("recent", float64(shape.RecentPPM)/1e4, "`percentage` of the inputs not spending a same-block output that spend one of the last 8,000 outputs of the spendable pool, mostly the newest; the rest spend a uniformly random one")
 	)
 	flag.Parse()
 	if *out == "" || flag.NArg() > 0 {

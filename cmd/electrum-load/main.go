@@ -242,8 +242,8 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 	}
 	logf("server %s: %s; tip %d", where, version, tip)
 
-	var txids, blocks *hashList
-	if cfg.Mix.needs(argTx) && !cfg.Mix.needs(argTxHeight) && cfg.Txids != "" {
+	var txids, mined, blocks *hashList
+	if cfg.Mix.needs(argTx) && cfg.Txids != "" {
 		if txids, err = readHashes(cfg.Txids); err != nil {
 			return nil, err
 		}
@@ -273,8 +273,11 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 	// the single timings: asked before, the server would have those
 	// histories cached before the timed first calls.
 	if cfg.Mix.needs(argTxHeight) || (cfg.Mix.needs(argTx) && txids == nil) {
-		if txids, err = d.harvest(ctx, scripts, max(heavy, 1)); err != nil {
+		if mined, err = d.harvest(ctx, scripts, max(heavy, 1)); err != nil {
 			return rep, err
+		}
+		if txids == nil {
+			txids = mined
 		}
 	}
 	if cfg.Mix.needs(argBlock) {
@@ -316,7 +319,7 @@ func run(ctx context.Context, cfg *config, logw io.Writer) (*report, error) {
 				}
 			}
 		}
-		args := requestArgs{scripts: scripts, txids: txids, blocks: blocks, tip: tip}
+		args := requestArgs{scripts: scripts, txids: txids, mined: mined, blocks: blocks, tip: tip}
 		pr.res = runPhase(ctx, d, cfg.Mix, args, phaseConfig{
 			Sessions: n, Warmup: cfg.Warmup, Duration: cfg.Duration, Requests: cfg.Requests,
 			Seed: cfg.Seed, Index: i,

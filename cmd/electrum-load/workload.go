@@ -235,7 +235,8 @@ func isHash(s string) bool {
 // requestArgs draws the parameters of one request.
 type requestArgs struct {
 	scripts *hashList
-	txids   *hashList
+	txids   *hashList // transaction.get's: -txids, else harvested
+	mined   *hashList // get_merkle's: harvested, with their heights
 	blocks  *hashList
 	tip     int64
 	buf     []string
@@ -253,8 +254,8 @@ func (a *requestArgs) params(spec methodSpec, rng *rand.Rand) []string {
 	case argTx:
 		p = append(p, a.txids.Quoted[rng.IntN(len(a.txids.Quoted))])
 	case argTxHeight:
-		i := rng.IntN(len(a.txids.Quoted))
-		p = append(p, a.txids.Quoted[i], strconv.FormatInt(a.txids.Heights[i], 10))
+		i := rng.IntN(len(a.mined.Quoted))
+		p = append(p, a.mined.Quoted[i], strconv.FormatInt(a.mined.Heights[i], 10))
 	case argBlock:
 		p = append(p, a.blocks.Quoted[rng.IntN(len(a.blocks.Quoted))])
 	case argFee:

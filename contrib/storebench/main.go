@@ -227,7 +227,10 @@ func main() {
 		tip = append(tip, time.Since(t))
 	}
 	slices.Sort(tip)
-	keys := makeRows(r, 100000, 0)
+	var keys []row
+	if height > 0 {
+		keys = makeRows(r, 100000, 0)
+	}
 	for i := range keys {
 		binary.BigEndian.PutUint32(keys[i].k[14:], uint32(r.Intn(int(height)))+1)
 	}
@@ -241,8 +244,18 @@ func main() {
 	if err := s.close(); err != nil {
 		log.Fatal(err)
 	}
-	q := func(p int) time.Duration { return tip[min(len(tip)-1, len(tip)*p/100)].Round(10 * time.Microsecond) }
-	fmt.Printf("%s: build %d rows %v; tip batch of 16,000 rows p50 %v p90 %v max %v; %d point reads %.1f µs each\n",
-		*kind, *batches*64000, build.Round(time.Millisecond), q(50), q(90), tip[len(tip)-1].Round(10*time.Microsecond),
-		len(keys), float64(gets.Microseconds())/float64(len(keys)))
+	// q is the p-th percentile of the tip batches by nearest rank, as
+	// e2ebench's ("-" without any).
+	q := func(p int) string {
+		if len(tip) == 0 {
+			return "-"
+		}
+		return tip[max(0, (len(tip)*p+99)/100-1)].Round(10 * time.Microsecond).String()
+	}
+	reads := "no point reads (no rows)"
+	if len(keys) > 0 {
+		reads = fmt.Sprintf("%d point reads %.1f µs each", len(keys), float64(gets.Microseconds())/float64(len(keys)))
+	}
+	fmt.Printf("%s: build %d rows %v; tip batch of 16,000 rows p50 %s p90 %s max %s; %s\n",
+		*kind, *batches*64000, build.Round(time.Millisecond), q(50), q(90), q(100), reads)
 }

@@ -93,9 +93,13 @@
 // through the common kinds.
 //
 // Inputs spend an output created earlier in the same block with SameBlockPPM
-// (10% of inputs), otherwise one of the RecentWindow (8,000) newest
-// spendable outputs with RecentPPM (40%), otherwise a uniformly random
-// spendable output. Coinbases become spendable after the coinbase maturity.
+// (10% of inputs), otherwise one of the last RecentWindow (8,000) of the
+// spendable pool with RecentPPM (40%), otherwise a uniformly random
+// spendable output. New outputs join the pool at its end, and a spend moves
+// the pool's last output into the spent one's place, so those last 8,000
+// are mostly but not only the newest (in the default shape about a fifth
+// are up to four blocks old rather than two). Coinbases become spendable
+// after the coinbase maturity.
 //
 // # Speed and memory
 //

@@ -119,7 +119,8 @@ type model struct {
 	unspent []uint32
 	lastTx  []uint32
 
-	// pool holds the spendable unspent outputs, newest last. cold[i] holds
+	// pool holds the spendable unspent outputs, added at the end (a spend
+	// moves the last into its place, so the end is mostly the newest). cold[i] holds
 	// outputs of deposit script 2i left for consolidations. immature holds
 	// coinbase outputs in height order, cbHeight their heights.
 	pool     []coin
