@@ -59,7 +59,12 @@ func runLoad(args []string) error {
 		return fmt.Errorf("the chain has no scripts file: %w", err)
 	}
 
+	// A fresh directory each run, as catchup's and ibd's: a -scratch
+	// given again still holds the last one.
 	dir := filepath.Join(scratch, "load")
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
 	dataDir := filepath.Join(dir, "data")
 	if err := copyTree(ci.DBPath(), filepath.Join(dataDir, ci.NetDir(), "blocks_ffldb")); err != nil {
 		return fmt.Errorf("copy chain: %w", err)
