@@ -45,7 +45,7 @@ func (r electrumRelay) Broadcast(tx *wire.MsgTx) error {
 		return nil
 	}
 	if r.n.txMemPool.IsTransactionInPool(btx.Hash()) {
-		r.n.reannounce(btx)
+		r.n.reannounce(*btx.Hash())
 	}
 	var ruleErr mempool.RuleError
 	if errors.As(err, &ruleErr) {

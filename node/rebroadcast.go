@@ -64,16 +64,21 @@ func (n *Node) TransactionConfirmed(tx *btcutil.Tx) {
 // reannounce announces once more a transaction the pool already holds,
 // which a wallet submitted again, as bitcoind's sendrawtransaction does (it
 // does not rebroadcast it later: the node did not take it from this
-// wallet). The fee comes from the mempool view, so a client resending pool
-// transactions costs no pass over the pool.
-func (n *Node) reannounce(tx *btcutil.Tx) {
+// wallet). The pool's copy is announced, whose witness may differ from
+// the wallet's, with the fee from the mempool view, so a client resending
+// pool transactions costs no pass over the pool.
+func (n *Node) reannounce(hash chainhash.Hash) {
+	tx, err := n.txMemPool.FetchTransaction(&hash)
+	if err != nil {
+		return // gone meanwhile
+	}
 	var desc *mempool.TxDesc
-	if fee, ok := n.viewFee(*tx.Hash()); ok {
+	if fee, ok := n.viewFee(hash); ok {
 		desc = &mempool.TxDesc{TxDesc: mining.TxDesc{Tx: tx, Fee: fee,
 			FeePerKB: fee * 1000 / mempool.GetTxVirtualSize(tx)}}
 	} else {
 		for _, d := range n.txMemPool.TxDescs() {
-			if *d.Tx.Hash() == *tx.Hash() {
+			if *d.Tx.Hash() == hash {
 				desc = d
 				break
 			}
@@ -82,7 +87,7 @@ func (n *Node) reannounce(tx *btcutil.Tx) {
 			return // gone meanwhile
 		}
 	}
-	n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, tx.Hash()), desc)
+	n.RelayInventory(wire.NewInvVect(wire.InvTypeTx, &hash), desc)
 }
 
 // viewFee returns a transaction's fee from the mempool view, when it holds

@@ -88,7 +88,8 @@ func TestConcurrentRescansQueued(t *testing.T) {
 	}
 }
 
-// TestWaitingRescansBounded: past the two running and the hundred waiting,
+// TestWaitingRescansBounded: past the two running and the
+// --rpcmaxconcurrentreqs (here 5) waiting,
 // a client's next rescan is refused at once (-1), so that one client
 // cannot park goroutines without bound; the others all run.
 func TestWaitingRescansBounded(t *testing.T) {
@@ -99,7 +100,8 @@ func TestWaitingRescansBounded(t *testing.T) {
 	}
 	chain := &holdChain{BlockChain: node.chain, gate: *start, hold: maxLongRequests,
 		entered: make(chan struct{}, maxLongRequests), release: make(chan struct{})}
-	ts := startServer(t, node, func(c *Config) { c.Chain = chain })
+	const waiting = 5
+	ts := startServer(t, node, func(c *Config) { c.Chain = chain; c.MaxConcurrentRequests = waiting })
 	c := ts.wsClient(t, &rpcclient.NotificationHandlers{})
 	var once sync.Once
 	release := func() { once.Do(func() { close(chain.release) }) }
@@ -107,7 +109,7 @@ func TestWaitingRescansBounded(t *testing.T) {
 
 	op := &wire.OutPoint{Hash: chainhash.Hash{9}}
 	var rs []rpcclient.FutureRescanResult
-	for range maxLongRequests + maxWaitingLong {
+	for range maxLongRequests + waiting {
 		rs = append(rs, c.RescanAsync(start, nil, []*wire.OutPoint{op}))
 	}
 	for range maxLongRequests {
@@ -120,7 +122,7 @@ func TestWaitingRescansBounded(t *testing.T) {
 	extra := c.RescanAsync(start, nil, []*wire.OutPoint{op})
 	err = extra.Receive() // answered while the others still wait
 	if err == nil || !strings.Contains(err.Error(), "running or waiting already") {
-		t.Fatalf("rescan past %d running and %d waiting: %v, want it refused", maxLongRequests, maxWaitingLong, err)
+		t.Fatalf("rescan past %d running and %d waiting: %v, want it refused", maxLongRequests, waiting, err)
 	}
 	release()
 	for i, r := range rs {

@@ -235,15 +235,17 @@ func ipKey(remote string) string {
 // the client has authenticated, its requests run beside each other, at
 // most MaxConcurrentRequests at once, as btcd runs them, so a rescan or a
 // long poll does not hold up the client's other requests. Those two run
-// apart, at most maxLongRequests at once; up to maxWaitingLong more wait
-// their turn (lnd sends a rescan for each spend it looks back for, and
-// btcd runs them all), further ones are refused. So the loop never waits
+// apart, at most maxLongRequests at once; up to MaxConcurrentRequests more
+// wait their turn (lnd sends a rescan for each spend it looks back for,
+// and btcd runs them all), further ones are refused: each holds its
+// message, up to MaxRequestBytes. So the loop never waits
 // long to read on, and a client that leaves is seen at once, which ends
 // its rescans and long polls (they watch c.quit).
 func (c *wsClient) readLoop() {
 	sem := make(chan struct{}, max(c.s.cfg.MaxConcurrentRequests, 1))
 	long := make(chan struct{}, maxLongRequests)
-	longTaken := make(chan struct{}, maxLongRequests+maxWaitingLong)
+	waiting := max(c.s.cfg.MaxConcurrentRequests, 1)
+	longTaken := make(chan struct{}, maxLongRequests+waiting)
 	var running sync.WaitGroup
 	defer func() {
 		c.close()
@@ -288,7 +290,7 @@ func (c *wsClient) readLoop() {
 			default:
 				if !c.queue(marshalReply(ver, id, nil, btcjson.NewRPCError(btcjson.ErrRPCMisc,
 					fmt.Sprintf("%s: %d rescans and long polls of this client are running or waiting already",
-						method, maxLongRequests+maxWaitingLong)))) {
+						method, maxLongRequests+waiting)))) {
 					return
 				}
 				continue
@@ -328,19 +330,18 @@ func (c *wsClient) readLoop() {
 }
 
 // maxLongRequests bounds the rescans and long polls one websocket client
-// runs at once, and maxWaitingLong those waiting for one of them to end.
-const (
-	maxLongRequests = 2
-	maxWaitingLong  = 100
-)
+// runs at once.
+const maxLongRequests = 2
 
 // longRequest reports whether msg may run until the chain's tip or its
-// next block: a rescan, or getblocktemplate (a long poll), alone or in a
-// batch, which then runs as one long request. It returns the method and
+// next block: a rescan, or a getblocktemplate long poll (one with a
+// longpollid), alone or in a batch, which then runs as one long request. It returns the method and
 // the version and id to refuse it with: for a batch JSON-RPC 2.0 and none,
 // as a batch is refused as a whole.
 func longRequest(msg []byte) (method string, ver btcjson.RPCVersion, id interface{}, ok bool) {
-	isLong := func(m string) bool { return m == "rescan" || m == "getblocktemplate" }
+	isLong := func(raw []byte, m string) bool {
+		return m == "rescan" || (m == "getblocktemplate" && isLongPoll(raw))
+	}
 	trimmed := bytes.TrimSpace(msg)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		var batch []json.RawMessage
@@ -349,14 +350,14 @@ func longRequest(msg []byte) (method string, ver btcjson.RPCVersion, id interfac
 		}
 		for _, raw := range batch {
 			var req rawRequest
-			if json.Unmarshal(raw, &req) == nil && isLong(req.Method) {
+			if json.Unmarshal(raw, &req) == nil && isLong(raw, req.Method) {
 				return req.Method, btcjson.RpcVersion2, nil, true
 			}
 		}
 		return "", "", nil, false
 	}
 	var req rawRequest
-	if json.Unmarshal(trimmed, &req) != nil || !isLong(req.Method) {
+	if json.Unmarshal(trimmed, &req) != nil || !isLong(trimmed, req.Method) {
 		return "", "", nil, false
 	}
 	ver = btcjson.RpcVersion1
