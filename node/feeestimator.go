@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/btcsuite/btcd/btcutil/v2"
@@ -65,6 +66,10 @@ func saveFeeEstimator(db database.DB, fe *mempool.FeeEstimator) {
 // cannot recover from either (its rollback of a later block panics).
 type feeEstimates struct {
 	p atomic.Pointer[mempool.FeeEstimator]
+	// mu orders connected and disconnected: btcd sends chain
+	// notifications with its lock released, so invalidateblock's and
+	// netsync's may come at once.
+	mu sync.Mutex
 }
 
 // newFeeEstimator returns an empty estimator with btcd's defaults.
@@ -84,9 +89,10 @@ func (f *feeEstimates) observe(descs ...*mempool.TxDesc) {
 	}
 }
 
-// connected registers a block the chain connected. It runs in the chain's
-// callback, which orders it with disconnected.
+// connected registers a block the chain connected.
 func (f *feeEstimates) connected(block *btcutil.Block) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err := f.p.Load().RegisterBlock(block); err != nil {
 		log.Debugf("Fee estimator restarted: block %v: %v", block.Hash(), err)
 		f.p.Store(newFeeEstimator())
@@ -95,6 +101,8 @@ func (f *feeEstimates) connected(block *btcutil.Block) {
 
 // disconnected takes back a block the chain disconnected.
 func (f *feeEstimates) disconnected(block *btcutil.Block) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	fe := f.p.Load()
 	if fe.LastKnownHeight() == mining.UnminedHeight {
 		return // new: it holds no block

@@ -24,10 +24,11 @@ var (
 
 // Port returns a port that nothing listens on, on any address, right now,
 // that this process has not returned before, and that lies below the
-// system's ephemeral range. Ports from that range are what listeners on
-// port 0 and every outgoing connection get, so another test would take
-// one between this check and the node's bind; a port below it is taken
-// only by a program that names it.
+// system's ephemeral range (where that range starts above 11,000; else
+// below 32,768). Ports from that range are what listeners on port 0 and
+// every outgoing connection get, so another test would take one between
+// this check and the node's bind; a port below it is taken only by a
+// program that names it.
 func Port() (int, error) {
 	mu.Lock()
 	defer mu.Unlock()
