@@ -28,9 +28,13 @@ var (
 
 // BtcdBinary builds btcd (the version in the current module's build list,
 // v0.26.2 for this project) once per process and returns the executable's
-// path. It builds inside btcd's own module directory from the module cache,
-// with btcd's go.sum, so it needs no network and no go.sum entries for
-// btcd's main package in the calling module.
+// path. It builds inside btcd's own module directory, with btcd's go.sum,
+// so it needs no go.sum entries for btcd's main package in the calling
+// module. btcd's main package imports one module the node does not
+// (github.com/jrick/logrotate): a module cache filled by `go mod download`
+// in the calling module lacks it, and the first build fetches it, which
+// offline needs `go mod download github.com/jrick/logrotate` in btcd's
+// module directory beforehand.
 func BtcdBinary() (string, error) {
 	btcdBinOnce.Do(func() {
 		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", BtcdModule).Output()

@@ -25,7 +25,8 @@
 //     (rpctest) with its in-memory wallet; BtcdConfig.Exe = NodeBinary()
 //     drives btcd-electrum through the same harness. StartBtcdProcess runs
 //     btcd with a datadir of the caller's choosing. BtcdBinary builds btcd
-//     once per process from the module cache (offline).
+//     once per process in its module directory (see BtcdBinary for the one
+//     module that build may fetch).
 //   - ElectrumClient is a small Electrum client over TCP, TLS or WebSocket
 //     (DialElectrum, DialElectrumTLS, DialElectrumWS): calls matched by id
 //     from any goroutine, queued notifications (taken once each, by

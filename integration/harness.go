@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,6 +173,11 @@ type NodeConfig struct {
 	// process's log. A --datadir or --logdir here is the one the node
 	// uses, and Node.DataDir and LogDir report it.
 	Args []string
+
+	// reuse holds, for Restart, the addresses of the node restarted (P2P,
+	// RPC, Electrum TCP, TLS, WS, WSS, Esplora; "" for none), so that its
+	// peers and clients find it again.
+	reuse []string
 }
 
 // Node is a running btcd-electrum node on regtest (or simnet).
@@ -265,6 +271,11 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		n, err := startNodeOnce(t, cfg)
+		if err != nil && cfg.reuse != nil && (errors.Is(err, errAddrInUse) || strings.Contains(err.Error(), "address already in use")) {
+			// An address of the restarted node was taken meanwhile.
+			cfg.reuse = nil
+			continue
+		}
 		if err == nil || !cfg.Binary || attempt == 3 || !errors.Is(err, errAddrInUse) {
 			return n, err
 		}
@@ -318,6 +329,13 @@ func startNodeOnce(t testing.TB, cfg NodeConfig) (*Node, error) {
 			return nil, err
 		}
 		p2p, rpc, el, elTLS, elWS, elWSS, esp = addrs[0], addrs[1], addrs[2], addrs[3], addrs[4], addrs[5], addrs[6]
+	}
+	if len(cfg.reuse) == 7 {
+		for i, a := range []*string{&p2p, &rpc, &el, &elTLS, &elWS, &elWSS, &esp} {
+			if cfg.reuse[i] != "" {
+				*a = cfg.reuse[i]
+			}
+		}
 	}
 	args := []string{netFlag, "--datadir=" + n.DataDir, "--logdir=" + n.LogDir,
 		"--listen=" + p2p, "--rpclisten=" + rpc, "--rpcuser=" + RPCUser, "--rpcpass=" + RPCPass,
@@ -731,12 +749,20 @@ func (n *Node) Stop() error {
 	return n.stopErr
 }
 
-// Restart stops the node and starts it again on the same directories and
-// flags (new ports for a child process) and returns the new one.
+// Restart stops the node and starts it again on the same directories,
+// flags and addresses, so that peers connected to it and clients find it
+// again (on other ports only if another program took one meanwhile), and
+// returns the new one.
 func (n *Node) Restart(t testing.TB) *Node {
 	t.Helper()
 	cfg := n.cfg
 	cfg.Dir, cfg.DataDir, cfg.LogDir = n.Dir, n.DataDir, n.LogDir
+	esp := ""
+	if u, err := url.Parse(n.EsploraURL); err == nil {
+		esp = u.Host
+	}
+	cfg.reuse = []string{n.P2PAddr, n.RPCAddr, n.ElectrumAddr, n.ElectrumTLSAddr, n.ElectrumWSAddr,
+		n.ElectrumWSSAddr, esp}
 	// The directory outlives this node; the new one removes it if Start
 	// created it.
 	own := n.ownDir
