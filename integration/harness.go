@@ -269,6 +269,12 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 			return nil, errors.New("integration: --miningaddr in NodeConfig.Args: set NodeConfig.MiningAddr (with both, the node pays each block to one at random)")
 		}
 	}
+	if cfg.reuse != nil && !allFree(cfg.reuse) {
+		// An address of the restarted node was taken meanwhile: a node
+		// skips a P2P address it cannot bind, so it would start without
+		// it and be reported there.
+		cfg.reuse = nil
+	}
 	for attempt := 1; ; attempt++ {
 		n, err := startNodeOnce(t, cfg)
 		if err != nil && cfg.reuse != nil && (errors.Is(err, errAddrInUse) || strings.Contains(err.Error(), "address already in use")) {
@@ -280,6 +286,21 @@ func startNode(t testing.TB, cfg NodeConfig) (*Node, error) {
 			return n, err
 		}
 	}
+}
+
+// allFree reports whether every address given ("" aside) can be bound.
+func allFree(addrs []string) bool {
+	for _, a := range addrs {
+		if a == "" {
+			continue
+		}
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
 }
 
 // errAddrInUse marks a node binary that exited at start because another
